@@ -1,0 +1,419 @@
+//! The intent state machine: a pure function from the facts about an intent and an event
+//! to the next state and the effects to perform, or a typed refusal.
+//!
+//! ```text
+//! new → prepared → authorized → executing → committed
+//!  └──────┴───────────┴→ rejected | cancelled | expired
+//!                         executing ⇄ indeterminate (left only by evidence)
+//! ```
+//!
+//! The rules that matter most:
+//! - only the coordinator moves `authorized → executing` (`Dispatch`, or `AttemptStarted`
+//!   for reported non-mutating work), and each spends one unit of budget;
+//! - an outcome that cannot be proved makes the intent `indeterminate`, never failed;
+//! - `indeterminate` is left only by evidence: a receipt, a proved non-application with a
+//!   permitted retry under the same key, or an operator close that carries evidence;
+//! - a passing deadline never relabels an `indeterminate` intent;
+//! - terminal states stay terminal.
+
+use serde::{Deserialize, Serialize};
+
+use super::vocab::{Disposition, IntentState};
+
+/// What the machine needs to know about an intent besides its state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntentFacts {
+    pub state: IntentState,
+    pub paused: bool,
+    /// Attempts already made, of every kind that counts against the budget.
+    pub attempts_used: u32,
+    pub max_attempts: u32,
+    pub deadline_at_ms: u64,
+    pub now_ms: u64,
+    /// True once a dispatch may have reached the downstream (sent, or its fate unknown).
+    pub may_have_crossed_boundary: bool,
+    /// False when the authorisation the intent was approved under is no longer valid.
+    pub authorization_valid: bool,
+}
+
+impl IntentFacts {
+    pub fn budget_left(&self) -> u32 {
+        self.max_attempts.saturating_sub(self.attempts_used)
+    }
+
+    pub fn deadline_passed(&self) -> bool {
+        self.now_ms >= self.deadline_at_ms
+    }
+}
+
+/// Evidence an operator or a connector offers about what happened downstream.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// A receipt id or downstream reference proving the effect exists.
+    pub reference: Option<String>,
+    /// A statement of what was checked, e.g. that nothing was applied.
+    pub note: Option<String>,
+}
+
+impl Evidence {
+    fn has_reference(&self) -> bool {
+        self.reference
+            .as_deref()
+            .is_some_and(|r| !r.trim().is_empty())
+    }
+
+    fn has_note(&self) -> bool {
+        self.note.as_deref().is_some_and(|n| !n.trim().is_empty())
+    }
+}
+
+/// Something that happened to an intent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// Validation passed: `new → prepared`.
+    Validated,
+    /// Validation, policy or the downstream permanently refused the work; nothing applied.
+    Refused { reason: String },
+    /// An approver authorised the frozen arguments: `prepared → authorized`.
+    Authorized,
+    /// The coordinator crosses the action boundary with the intent's action key.
+    Dispatch,
+    /// The coordinator accepts a reported non-mutating attempt (retrieval, inference,
+    /// proposal); it spends one unit of budget and nothing crosses the action boundary.
+    AttemptStarted,
+    /// A receipt (from the dispatch reply, a lookup or a webhook) proves the effect.
+    ReceiptFound { receipt_ref: String },
+    /// A consequential attempt's outcome cannot be proved (timeout after dispatch,
+    /// connection lost after the request may have been sent).
+    OutcomeUnknown,
+    /// A dispatch provably did not reach the downstream (connect refused, explicit
+    /// overload); the intent stays `executing` while a retry is possible.
+    NotSent,
+    /// A lookup proved the effect absent and the connector guarantees idempotent creation
+    /// for the key, so the same command may be sent again with the same key.
+    ProvedAbsentRetry,
+    /// The owner or an operator cancels before anything crossed the action boundary.
+    Cancel { reason: String },
+    /// An operator closes with a disposition and evidence.
+    OperatorClose {
+        disposition: Disposition,
+        evidence: Evidence,
+    },
+    /// The end-to-end deadline has passed.
+    DeadlinePassed,
+}
+
+impl Event {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Validated => "validated",
+            Event::Refused { .. } => "refused",
+            Event::Authorized => "authorized",
+            Event::Dispatch => "dispatch",
+            Event::AttemptStarted => "attempt_started",
+            Event::ReceiptFound { .. } => "receipt_found",
+            Event::OutcomeUnknown => "outcome_unknown",
+            Event::NotSent => "not_sent",
+            Event::ProvedAbsentRetry => "proved_absent_retry",
+            Event::Cancel { .. } => "cancel",
+            Event::OperatorClose { .. } => "operator_close",
+            Event::DeadlinePassed => "deadline_passed",
+        }
+    }
+}
+
+/// Work the caller must perform as a consequence of a transition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum Effect {
+    /// Write a dispatch attempt and its outbox row in one transaction.
+    EnqueueDispatch,
+    /// Look the action key up at the connector (reconciliation).
+    ScheduleLookup,
+    /// Store the receipt as the authoritative result.
+    RecordReceipt { receipt_ref: String },
+    /// Tell the owner why the intent stopped.
+    SurfaceReason { reason: String },
+}
+
+/// A state change and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transition {
+    pub from: IntentState,
+    pub to: IntentState,
+    pub effects: Vec<Effect>,
+}
+
+/// Why an event was refused. Nothing changes when an event is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("the intent is {state}, which is final")]
+    Terminal { state: IntentState },
+    #[error("`{event}` is not possible while the intent is {state}")]
+    NotAllowed {
+        state: IntentState,
+        event: &'static str,
+    },
+    #[error("the retry budget is spent ({used} of {max} attempts)")]
+    BudgetSpent { used: u32, max: u32 },
+    #[error("the deadline has passed")]
+    DeadlinePassed,
+    #[error("the intent is paused")]
+    Paused,
+    #[error("the authorisation is no longer valid")]
+    AuthorizationInvalid,
+    #[error("{0}")]
+    MissingEvidence(&'static str),
+}
+
+/// Apply `event` to an intent described by `facts`.
+pub fn apply(facts: &IntentFacts, event: &Event) -> Result<Transition, Refusal> {
+    use IntentState as S;
+    let state = facts.state;
+    if state.is_terminal() {
+        return Err(Refusal::Terminal { state });
+    }
+    let not_allowed = || Refusal::NotAllowed {
+        state,
+        event: event.name(),
+    };
+    let to = |to: IntentState, effects: Vec<Effect>| {
+        Ok(Transition {
+            from: state,
+            to,
+            effects,
+        })
+    };
+
+    match event {
+        Event::Validated => match state {
+            S::New => to(S::Prepared, vec![]),
+            _ => Err(not_allowed()),
+        },
+        Event::Refused { reason } => match state {
+            // In `executing` a permanent refusal proves nothing was applied; an
+            // indeterminate intent needs evidence instead, so it is not refused here.
+            S::New | S::Prepared | S::Authorized | S::Executing => to(
+                S::Rejected,
+                vec![Effect::SurfaceReason {
+                    reason: reason.clone(),
+                }],
+            ),
+            _ => Err(not_allowed()),
+        },
+        Event::Authorized => match state {
+            S::Prepared => to(S::Authorized, vec![]),
+            _ => Err(not_allowed()),
+        },
+        Event::Dispatch => match state {
+            S::Authorized | S::Executing => {
+                check_may_attempt(facts)?;
+                to(S::Executing, vec![Effect::EnqueueDispatch])
+            }
+            _ => Err(not_allowed()),
+        },
+        Event::AttemptStarted => match state {
+            S::Authorized | S::Executing => {
+                check_may_attempt(facts)?;
+                to(S::Executing, vec![])
+            }
+            _ => Err(not_allowed()),
+        },
+        Event::ReceiptFound { receipt_ref } => match state {
+            S::Executing | S::Indeterminate => to(
+                S::Committed,
+                vec![Effect::RecordReceipt {
+                    receipt_ref: receipt_ref.clone(),
+                }],
+            ),
+            _ => Err(not_allowed()),
+        },
+        Event::OutcomeUnknown => match state {
+            S::Executing => to(S::Indeterminate, vec![Effect::ScheduleLookup]),
+            _ => Err(not_allowed()),
+        },
+        Event::NotSent => match state {
+            S::Executing => to(S::Executing, vec![]),
+            _ => Err(not_allowed()),
+        },
+        Event::ProvedAbsentRetry => match state {
+            S::Indeterminate => {
+                check_may_attempt(facts)?;
+                to(S::Executing, vec![Effect::EnqueueDispatch])
+            }
+            _ => Err(not_allowed()),
+        },
+        Event::Cancel { reason } => match state {
+            S::New | S::Prepared | S::Authorized => to(
+                S::Cancelled,
+                vec![Effect::SurfaceReason {
+                    reason: reason.clone(),
+                }],
+            ),
+            S::Executing if !facts.may_have_crossed_boundary => to(
+                S::Cancelled,
+                vec![Effect::SurfaceReason {
+                    reason: reason.clone(),
+                }],
+            ),
+            // Once a dispatch may have crossed, cancelling is an observation, not a
+            // rollback: it takes an operator close with evidence.
+            _ => Err(not_allowed()),
+        },
+        Event::OperatorClose {
+            disposition,
+            evidence,
+        } => close(facts, *disposition, evidence),
+        Event::DeadlinePassed => {
+            if !facts.deadline_passed() {
+                return Err(not_allowed());
+            }
+            match state {
+                S::New | S::Prepared | S::Authorized => to(S::Expired, vec![]),
+                S::Executing if !facts.may_have_crossed_boundary => to(S::Expired, vec![]),
+                S::Executing => to(S::Indeterminate, vec![Effect::ScheduleLookup]),
+                // Never silently relabelled.
+                _ => Err(not_allowed()),
+            }
+        }
+    }
+}
+
+fn check_may_attempt(facts: &IntentFacts) -> Result<(), Refusal> {
+    if facts.paused {
+        return Err(Refusal::Paused);
+    }
+    if !facts.authorization_valid {
+        return Err(Refusal::AuthorizationInvalid);
+    }
+    if facts.deadline_passed() {
+        return Err(Refusal::DeadlinePassed);
+    }
+    if facts.budget_left() == 0 {
+        return Err(Refusal::BudgetSpent {
+            used: facts.attempts_used,
+            max: facts.max_attempts,
+        });
+    }
+    Ok(())
+}
+
+fn close(
+    facts: &IntentFacts,
+    disposition: Disposition,
+    evidence: &Evidence,
+) -> Result<Transition, Refusal> {
+    use IntentState as S;
+    let state = facts.state;
+    match disposition {
+        Disposition::Committed => {
+            if !matches!(state, S::Executing | S::Indeterminate) {
+                return Err(Refusal::NotAllowed {
+                    state,
+                    event: "operator_close",
+                });
+            }
+            if !evidence.has_reference() {
+                return Err(Refusal::MissingEvidence(
+                    "closing as committed needs a receipt id or downstream reference",
+                ));
+            }
+            let receipt_ref = evidence.reference.clone().unwrap_or_default();
+            Ok(Transition {
+                from: state,
+                to: S::Committed,
+                effects: vec![Effect::RecordReceipt { receipt_ref }],
+            })
+        }
+        Disposition::Cancelled => {
+            if !evidence.has_note() && !evidence.has_reference() {
+                return Err(Refusal::MissingEvidence(
+                    "closing as cancelled needs evidence that nothing was applied",
+                ));
+            }
+            Ok(Transition {
+                from: state,
+                to: S::Cancelled,
+                effects: vec![],
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(state: IntentState) -> IntentFacts {
+        IntentFacts {
+            state,
+            paused: false,
+            attempts_used: 0,
+            max_attempts: 3,
+            deadline_at_ms: 10_000,
+            now_ms: 1_000,
+            may_have_crossed_boundary: false,
+            authorization_valid: true,
+        }
+    }
+
+    #[test]
+    fn the_happy_path_reaches_committed() {
+        let mut f = facts(IntentState::New);
+        for event in [
+            Event::Validated,
+            Event::Authorized,
+            Event::Dispatch,
+            Event::ReceiptFound {
+                receipt_ref: "po-1".into(),
+            },
+        ] {
+            f.state = apply(&f, &event).expect("allowed").to;
+        }
+        assert_eq!(f.state, IntentState::Committed);
+    }
+
+    #[test]
+    fn a_lost_response_is_indeterminate_not_failed() {
+        let t = apply(&facts(IntentState::Executing), &Event::OutcomeUnknown).expect("allowed");
+        assert_eq!(t.to, IntentState::Indeterminate);
+        assert_eq!(t.effects, vec![Effect::ScheduleLookup]);
+    }
+
+    #[test]
+    fn a_passing_deadline_never_relabels_indeterminate() {
+        let mut f = facts(IntentState::Indeterminate);
+        f.now_ms = f.deadline_at_ms + 1;
+        assert!(apply(&f, &Event::DeadlinePassed).is_err());
+    }
+
+    #[test]
+    fn closing_as_committed_needs_a_reference() {
+        let f = facts(IntentState::Indeterminate);
+        let close = Event::OperatorClose {
+            disposition: Disposition::Committed,
+            evidence: Evidence::default(),
+        };
+        assert!(matches!(
+            apply(&f, &close),
+            Err(Refusal::MissingEvidence(_))
+        ));
+    }
+
+    #[test]
+    fn a_paused_intent_is_not_dispatched() {
+        let mut f = facts(IntentState::Authorized);
+        f.paused = true;
+        assert_eq!(apply(&f, &Event::Dispatch), Err(Refusal::Paused));
+    }
+
+    #[test]
+    fn dispatch_refuses_when_the_budget_is_spent() {
+        let mut f = facts(IntentState::Executing);
+        f.attempts_used = 3;
+        assert_eq!(
+            apply(&f, &Event::Dispatch),
+            Err(Refusal::BudgetSpent { used: 3, max: 3 })
+        );
+    }
+}

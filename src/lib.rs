@@ -1,0 +1,13 @@
+//! intentdesk keeps one intent per business outcome, lets it own every attempt, gives each
+//! mutating action one stable action key, accepts one receipt, and marks an unprovable
+//! outcome indeterminate until it is reconciled.
+//!
+//! Layers, each depending only on those above it:
+//! - [`domain`]: pure vocabulary, state machine, decision table, retry policy,
+//!   canonical arguments and metric definitions. No I/O.
+//! - [`store`]: SQLite persistence of intents, attempts, receipts, outbox, commands.
+//! - [`sandbox`]: a stand-in downstream ERP with switchable faults.
+
+pub mod domain;
+pub mod sandbox;
+pub mod store;
