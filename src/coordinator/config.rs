@@ -1,0 +1,243 @@
+//! The coordinator's configuration file (TOML). The keys of the design's fixed block keep
+//! exactly their meaning; the others have defaults and are documented in
+//! [`EXAMPLE_CONFIG`], which `intentdesk coordinator --print-example-config` prints.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::domain::Role;
+
+/// A commented example configuration.
+pub const EXAMPLE_CONFIG: &str = r#"# intentdesk coordinator configuration
+listen = "127.0.0.1:7410"          # address the HTTP API listens on
+database = "intentdesk.sqlite"     # SQLite file (created if missing); relative to this file
+
+# How often the reconciler looks indeterminate intents up, and how many lookups one pass may do.
+reconcile_interval_ms = 2000
+reconcile_batch = 200
+# How long a dispatcher holds a claimed outbox row before another may take it over.
+dispatch_lease_ms = 30000
+# How many dispatches may be in flight at once.
+dispatch_concurrency = 64
+# Largest request body accepted, in bytes (larger bodies get 413).
+max_body_bytes = 262144
+
+# Bearer tokens are stored only as their SHA-256 (hex). Make one with:
+#   printf %s "$TOKEN" | sha256sum
+[[tokens]]
+name = "ops-admin"
+token_sha256 = "<hex sha256 of the bearer token>"
+role = "admin"                 # agent | viewer | supervisor | engineer | admin
+tenants = ["*"]                # or a list of tenant names
+
+[[connectors]]
+name = "erp"
+base_url = "http://127.0.0.1:7420"
+supports_idempotency = true    # the downstream deduplicates creates by Idempotency-Key
+key_retention_secs = 86400     # ... for this long after the first request
+supports_lookup = true         # GET <resource>?external_ref=<action key> finds a record
+timeout_ms = 2000
+# which downstream resource each operation creates
+operations = { "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }
+"#;
+
+/// Why a configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// One bearer token.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    pub name: String,
+    pub token_sha256: String,
+    pub role: Role,
+    pub tenants: Vec<String>,
+}
+
+/// One downstream system.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectorConfig {
+    pub name: String,
+    pub base_url: String,
+    #[serde(default = "yes")]
+    pub supports_idempotency: bool,
+    #[serde(default)]
+    pub key_retention_secs: u64,
+    #[serde(default = "yes")]
+    pub supports_lookup: bool,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    #[serde(default)]
+    pub operations: BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_timeout_ms() -> u64 {
+    2000
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub listen: String,
+    pub database: PathBuf,
+    #[serde(default)]
+    pub tokens: Vec<TokenConfig>,
+    #[serde(default)]
+    pub connectors: Vec<ConnectorConfig>,
+    #[serde(default = "default_reconcile_interval_ms")]
+    pub reconcile_interval_ms: u64,
+    #[serde(default = "default_reconcile_batch")]
+    pub reconcile_batch: u32,
+    #[serde(default = "default_lease_ms")]
+    pub dispatch_lease_ms: u64,
+    #[serde(default = "default_concurrency")]
+    pub dispatch_concurrency: usize,
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+}
+
+fn default_reconcile_interval_ms() -> u64 {
+    2000
+}
+fn default_reconcile_batch() -> u32 {
+    200
+}
+fn default_lease_ms() -> u64 {
+    30_000
+}
+fn default_concurrency() -> usize {
+    64
+}
+fn default_max_body() -> usize {
+    262_144
+}
+
+impl Config {
+    /// Read and check a configuration file; a relative `database` is taken relative to it.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let mut config = Config::parse(&text, &shown)?;
+        if config.database.is_relative() {
+            if let Some(dir) = path.parent() {
+                config.database = dir.join(&config.database);
+            }
+        }
+        Ok(config)
+    }
+
+    /// Parse and check configuration text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        config.check(origin)?;
+        Ok(config)
+    }
+
+    fn check(&self, origin: &str) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: origin.to_string(),
+            message,
+        };
+        for t in &self.tokens {
+            let ok =
+                t.token_sha256.len() == 64 && t.token_sha256.bytes().all(|b| b.is_ascii_hexdigit());
+            if !ok {
+                return Err(invalid(format!(
+                    "token `{}`: token_sha256 must be 64 hex characters",
+                    t.name
+                )));
+            }
+            if t.tenants.is_empty() {
+                return Err(invalid(format!(
+                    "token `{}`: tenants must list at least one tenant or \"*\"",
+                    t.name
+                )));
+            }
+        }
+        for c in &self.connectors {
+            if !(c.base_url.starts_with("http://") || c.base_url.starts_with("https://")) {
+                return Err(invalid(format!(
+                    "connector `{}`: base_url must start with http:// or https://",
+                    c.name
+                )));
+            }
+            if c.timeout_ms == 0 {
+                return Err(invalid(format!(
+                    "connector `{}`: timeout_ms must be positive",
+                    c.name
+                )));
+            }
+        }
+        if self.dispatch_concurrency == 0 {
+            return Err(invalid("dispatch_concurrency must be positive".to_string()));
+        }
+        Ok(())
+    }
+
+    pub fn connector(&self, name: &str) -> Option<&ConnectorConfig> {
+        self.connectors.iter().find(|c| c.name == name)
+    }
+}
+
+/// The hex SHA-256 of a bearer token, as the configuration stores it.
+pub fn token_sha256(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_parses_once_its_hash_is_filled_in() {
+        let text =
+            EXAMPLE_CONFIG.replace("<hex sha256 of the bearer token>", &token_sha256("secret"));
+        let config = Config::parse(&text, "example").expect("the example is valid");
+        assert_eq!(config.tokens[0].role, Role::Admin);
+        assert_eq!(
+            config.connector("erp").map(|c| c.key_retention_secs),
+            Some(86_400)
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::parse(
+            "listen = \"x\"\ndatabase = \"d\"\nlisten_port = 3\n",
+            "c.toml",
+        )
+        .expect_err("unknown key");
+        assert!(err.to_string().contains("listen_port"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_hash_is_refused() {
+        let text = "listen = \"x\"\ndatabase = \"d\"\n[[tokens]]\nname = \"a\"\ntoken_sha256 = \"abc\"\nrole = \"admin\"\ntenants = [\"*\"]\n";
+        assert!(Config::parse(text, "c.toml").is_err());
+    }
+}

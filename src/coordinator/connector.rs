@@ -1,0 +1,146 @@
+//! Calls to a downstream connector: create with the action key, and look a key up. Every
+//! failure is turned into the domain's [`Observation`] so the decision table classifies it;
+//! whether a request may have been sent is decided here, from how it failed.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::config::ConnectorConfig;
+use crate::domain::ActionKey;
+use crate::domain::decision::Observation;
+
+/// A downstream answer.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub retry_after_ms: Option<u64>,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The downstream id in a success body.
+    pub fn downstream_id(&self) -> Option<String> {
+        self.body
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
+    pub fn replayed(&self) -> bool {
+        self.body
+            .get("replayed")
+            .and_then(Value::as_bool)
+            .unwrap_or(self.status == 200)
+    }
+
+    pub fn observation(&self) -> Observation {
+        Observation::HttpStatus {
+            status: self.status,
+            retry_after_ms: self.retry_after_ms,
+        }
+    }
+}
+
+/// The result of one call.
+#[derive(Debug, Clone)]
+pub enum Call {
+    Replied(Reply),
+    /// No answer; the observation says whether the request may have been sent.
+    Failed {
+        observation: Observation,
+        detail: String,
+    },
+}
+
+fn url(connector: &ConnectorConfig, resource: &str) -> String {
+    format!("{}/{}", connector.base_url.trim_end_matches('/'), resource)
+}
+
+fn failed(e: &reqwest::Error) -> Call {
+    let observation = if e.is_connect() {
+        Observation::ConnectFailed
+    } else if e.is_timeout() {
+        Observation::TimeoutAfterSend
+    } else {
+        Observation::ConnectionLostAfterSend
+    };
+    // Only the kind of failure is kept: a URL or body never reaches logs or the store.
+    let detail = if e.is_connect() {
+        "connection could not be opened"
+    } else if e.is_timeout() {
+        "no answer before the connector timeout"
+    } else {
+        "connection lost before a complete answer"
+    };
+    Call::Failed {
+        observation,
+        detail: detail.to_string(),
+    }
+}
+
+async fn reply(response: reqwest::Response) -> Call {
+    let status = response.status().as_u16();
+    let retry_after_ms = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|secs| secs * 1000);
+    match response.bytes().await {
+        Ok(bytes) => {
+            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            Call::Replied(Reply {
+                status,
+                retry_after_ms,
+                body,
+            })
+        }
+        Err(e) => failed(&e),
+    }
+}
+
+/// `POST {base}/{resource}` with the action key as `Idempotency-Key`.
+pub async fn create(
+    http: &reqwest::Client,
+    connector: &ConnectorConfig,
+    resource: &str,
+    key: &ActionKey,
+    payload_json: &str,
+) -> Call {
+    let sent = http
+        .post(url(connector, resource))
+        .timeout(Duration::from_millis(connector.timeout_ms))
+        .header("Idempotency-Key", key.as_str())
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(payload_json.to_string())
+        .send()
+        .await;
+    match sent {
+        Ok(response) => reply(response).await,
+        Err(e) => failed(&e),
+    }
+}
+
+/// `GET {base}/{resource}?external_ref={key}`.
+pub async fn lookup(
+    http: &reqwest::Client,
+    connector: &ConnectorConfig,
+    resource: &str,
+    key: &ActionKey,
+) -> Call {
+    let sent = http
+        .get(url(connector, resource))
+        .timeout(Duration::from_millis(connector.timeout_ms))
+        .query(&[("external_ref", key.as_str())])
+        .send()
+        .await;
+    match sent {
+        Ok(response) => reply(response).await,
+        Err(e) => failed(&e),
+    }
+}

@@ -1,0 +1,128 @@
+//! The API's one error type. Every error answers `{"error": {"code", "message", "fields"}}`
+//! with its status; internal details are logged, never sent.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::domain::Refusal;
+use crate::store::StoreError;
+
+/// An error as the client sees it.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub fields: BTreeMap<String, String>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            fields: BTreeMap::new(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 400 with one message per field, named by its JSON path or parameter.
+    pub fn fields(fields: BTreeMap<String, String>) -> Self {
+        let names: Vec<&str> = fields.keys().map(String::as_str).collect();
+        let message = format!("invalid fields: {}", names.join(", "));
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_fields",
+            message,
+            fields,
+        }
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a bearer token is required (Authorization: Bearer <token>)",
+        )
+    }
+
+    pub fn forbidden(what: &str) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("this token's role may not {what}"),
+        )
+    }
+
+    pub fn not_found(what: &str, id: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} `{id}` not found"),
+        )
+    }
+
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+
+    pub fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; the coordinator's log has details",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": { "code": self.code, "message": self.message, "fields": self.fields } });
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound { what, id } => ApiError::not_found(what, &id),
+            StoreError::Refused(refusal) => refusal.into(),
+            StoreError::BadCursor(message) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "bad_cursor", message)
+            }
+            StoreError::Conflict(message) => {
+                ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+            }
+            other => {
+                tracing::error!(error = %other, "store error");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        let code = match r {
+            Refusal::Terminal { .. } | Refusal::NotAllowed { .. } => "invalid_state",
+            Refusal::BudgetSpent { .. } => "budget_spent",
+            Refusal::DeadlinePassed => "deadline_passed",
+            Refusal::Paused => "paused",
+            Refusal::AuthorizationInvalid => "authorization_invalid",
+            Refusal::MissingEvidence(_) => "missing_evidence",
+        };
+        let status = match r {
+            Refusal::MissingEvidence(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            _ => StatusCode::CONFLICT,
+        };
+        ApiError::new(status, code, r.to_string())
+    }
+}

@@ -1,0 +1,524 @@
+//! The ingest API agents call: create an intent under their key, authorize it, report
+//! non-mutating attempts, dispatch, and the downstream's receipt webhooks.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{patch, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::Principal;
+use super::error::ApiError;
+use super::{AppState, entropy, now_ms};
+use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
+use crate::domain::{
+    ActionKey, AttemptId, ConsequenceTier, Event, IntentId, Locale, Permission, ReceiptId, Tenant,
+};
+use crate::store::{
+    ApplyContext, AttemptFinish, CreateOutcome, DispatchPlan, NewAttempt, NewIntent, ReceiptSource,
+    search_form,
+};
+
+/// The longest caller key accepted.
+pub const MAX_CALLER_KEY: usize = 200;
+/// Deadlines are at most a week away.
+pub const MAX_DEADLINE_SECS: u64 = 7 * 24 * 3600;
+/// Budgets are at most this many attempts.
+pub const MAX_ATTEMPTS: u32 = 50;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/intents", post(create_intent))
+        .route("/v1/intents/{id}/authorize", post(authorize))
+        .route("/v1/intents/{id}/attempts", post(report_attempt))
+        .route(
+            "/v1/intents/{id}/attempts/{attempt_id}",
+            patch(finish_attempt),
+        )
+        .route("/v1/intents/{id}/dispatch", post(dispatch))
+        .route("/v1/receipts/{connector}", post(receipt_webhook))
+}
+
+/// Parse a JSON body into `T`, naming the field and the problem on failure.
+pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path.is_empty() || path == "." {
+            ApiError::bad_request(format!("the body is not valid: {inner}"))
+        } else {
+            ApiError::fields(BTreeMap::from([(path, inner.to_string())]))
+        }
+    })
+}
+
+pub fn parse_id<T: std::str::FromStr<Err = crate::domain::IdError>>(
+    raw: &str,
+    what: &str,
+) -> Result<T, ApiError> {
+    raw.parse().map_err(|e: crate::domain::IdError| {
+        ApiError::fields(BTreeMap::from([(what.to_string(), e.to_string())]))
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    tenant: String,
+    actor: String,
+    purpose: String,
+    operation: String,
+    tool: String,
+    consequence: String,
+    args: Value,
+    deadline_secs: u64,
+    max_attempts: u32,
+    release_id: String,
+    #[serde(default)]
+    locale: Option<String>,
+    #[serde(default)]
+    connector: Option<String>,
+}
+
+fn check_text(fields: &mut BTreeMap<String, String>, name: &str, value: &str, max: usize) {
+    let len = value.chars().count();
+    if value.trim().is_empty() {
+        fields.insert(name.to_string(), "must not be empty".to_string());
+    } else if len > max {
+        fields.insert(
+            name.to_string(),
+            format!("is {len} characters; the limit is {max}"),
+        );
+    } else if value.chars().any(char::is_control) {
+        fields.insert(
+            name.to_string(),
+            "must not contain control characters".to_string(),
+        );
+    }
+}
+
+async fn create_intent(
+    State(state): State<AppState>,
+    principal: Principal,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    principal.require(Permission::Ingest, "create intents")?;
+    let caller_key = headers
+        .get("idempotency-key")
+        .ok_or_else(|| {
+            ApiError::fields(BTreeMap::from([(
+                "Idempotency-Key".into(),
+                "this header is required".into(),
+            )]))
+        })?
+        .to_str()
+        .map_err(|_| {
+            ApiError::fields(BTreeMap::from([(
+                "Idempotency-Key".into(),
+                "must be visible ASCII".into(),
+            )]))
+        })?
+        .trim()
+        .to_string();
+    if caller_key.is_empty() || caller_key.len() > MAX_CALLER_KEY {
+        return Err(ApiError::fields(BTreeMap::from([(
+            "Idempotency-Key".into(),
+            format!("must be 1 to {MAX_CALLER_KEY} characters"),
+        )])));
+    }
+    let req: CreateBody = parse_body(&body)?;
+    let mut fields = BTreeMap::new();
+    let tenant: Option<Tenant> = match req.tenant.parse() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            fields.insert("tenant".into(), format!("{e}"));
+            None
+        }
+    };
+    check_text(&mut fields, "actor", &req.actor, 200);
+    check_text(&mut fields, "purpose", &req.purpose, 2000);
+    check_text(&mut fields, "operation", &req.operation, 100);
+    check_text(&mut fields, "tool", &req.tool, 100);
+    check_text(&mut fields, "release_id", &req.release_id, 100);
+    let tier: Option<ConsequenceTier> = match req.consequence.parse() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            fields.insert("consequence".into(), e.to_string());
+            None
+        }
+    };
+    let locale: Locale = match req.locale.as_deref().unwrap_or("en-US").parse() {
+        Ok(l) => l,
+        Err(e) => {
+            fields.insert("locale".into(), e.to_string());
+            Locale::EnUs
+        }
+    };
+    if req.deadline_secs == 0 || req.deadline_secs > MAX_DEADLINE_SECS {
+        fields.insert(
+            "deadline_secs".into(),
+            format!("must be between 1 and {MAX_DEADLINE_SECS}"),
+        );
+    }
+    if req.max_attempts == 0 || req.max_attempts > MAX_ATTEMPTS {
+        fields.insert(
+            "max_attempts".into(),
+            format!("must be between 1 and {MAX_ATTEMPTS}"),
+        );
+    }
+    let connector_name = req.connector.clone().unwrap_or_else(|| "erp".to_string());
+    let connector = state.config.connector(&connector_name);
+    if tier.is_some_and(ConsequenceTier::is_mutating) {
+        match connector {
+            None => {
+                fields.insert(
+                    "connector".into(),
+                    format!("no connector named `{connector_name}` is configured"),
+                );
+            }
+            Some(c) if !c.operations.contains_key(&req.operation) => {
+                let known: Vec<&str> = c.operations.keys().map(String::as_str).collect();
+                fields.insert(
+                    "operation".into(),
+                    format!(
+                        "connector `{}` has no resource for `{}`; known: {}",
+                        c.name,
+                        req.operation,
+                        known.join(", ")
+                    ),
+                );
+            }
+            Some(_) => {}
+        }
+    }
+    let args_text = req.args.to_string();
+    if args_text.len() > MAX_ARGS_BYTES {
+        fields.insert(
+            "args".into(),
+            format!(
+                "is {} bytes; the limit is {MAX_ARGS_BYTES}",
+                args_text.len()
+            ),
+        );
+    }
+    let canonical = match canonicalize(&req.args) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            fields.entry("args".into()).or_insert_with(|| e.to_string());
+            None
+        }
+    };
+    let (Some(tenant), Some(tier), Some(canonical), true) =
+        (tenant, tier, canonical, fields.is_empty())
+    else {
+        return Err(ApiError::fields(fields));
+    };
+    if !principal.sees(tenant.as_str()) {
+        return Err(ApiError::forbidden(&format!(
+            "create intents for tenant `{tenant}`"
+        )));
+    }
+
+    let guard_key = (tenant.to_string(), caller_key.clone());
+    let inserted = state
+        .inflight
+        .lock()
+        .map(|mut set| set.insert(guard_key.clone()))
+        .unwrap_or(false);
+    if !inserted {
+        return Err(ApiError::conflict(
+            "request_in_progress",
+            "the first request with this Idempotency-Key is still being processed; retry shortly",
+        ));
+    }
+    let now = now_ms();
+    let new = NewIntent {
+        id: IntentId::generate(now, entropy()),
+        tenant: tenant.clone(),
+        caller_key,
+        actor: req.actor.trim().to_string(),
+        purpose: req.purpose.trim().to_string(),
+        operation: req.operation.trim().to_string(),
+        tool: req.tool.trim().to_string(),
+        tier,
+        search_text: search_form(&args_text),
+        args_json: args_text,
+        canonical_json: canonical.json,
+        args_hash: canonical.hash,
+        release_id: req.release_id.trim().to_string(),
+        locale,
+        connector: connector_name,
+        max_attempts: req.max_attempts,
+        created_at_ms: now,
+        deadline_at_ms: now + req.deadline_secs * 1000,
+        key_retention_secs: connector.map(|c| c.key_retention_secs),
+    };
+    let outcome = state.db.write(move |s| s.create_or_replay(&new)).await;
+    if let Ok(mut set) = state.inflight.lock() {
+        set.remove(&guard_key);
+    }
+    state.events_wake.notify_waiters();
+    match outcome? {
+        CreateOutcome::Created(intent) => {
+            tracing::info!(intent = %intent.id, action_key = %intent.action_key, "intent created");
+            Ok((StatusCode::CREATED, Json(intent)).into_response())
+        }
+        CreateOutcome::Replayed(intent) => Ok((
+            StatusCode::OK,
+            [("Idempotent-Replayed", "true")],
+            Json(intent),
+        )
+            .into_response()),
+        CreateOutcome::Mismatch { intent_id, .. } => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_mismatch",
+            format!(
+                "this Idempotency-Key already names intent {intent_id} with different arguments; \
+                 a changed order needs a new key"
+            ),
+        )),
+    }
+}
+
+/// Load an intent's tenant and check the caller may see it (404 otherwise).
+pub async fn visible_intent(
+    state: &AppState,
+    principal: &Principal,
+    raw_id: &str,
+) -> Result<IntentId, ApiError> {
+    let id: IntentId = raw_id
+        .parse()
+        .map_err(|_| ApiError::not_found("intent", raw_id))?;
+    let lookup = id.clone();
+    let intent = state.db.read(move |s| s.intent(&lookup)).await?;
+    principal.check_tenant(&intent.tenant, "intent", raw_id)?;
+    Ok(id)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthorizeBody {
+    authorization_version: String,
+    approver: String,
+    #[serde(default)]
+    valid_for_secs: Option<u64>,
+}
+
+async fn authorize(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(raw_id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    principal.require(Permission::Ingest, "authorize intents")?;
+    let req: AuthorizeBody = parse_body(&body)?;
+    let mut fields = BTreeMap::new();
+    check_text(
+        &mut fields,
+        "authorization_version",
+        &req.authorization_version,
+        100,
+    );
+    check_text(&mut fields, "approver", &req.approver, 200);
+    if req.valid_for_secs == Some(0) {
+        fields.insert("valid_for_secs".into(), "must be positive".into());
+    }
+    if !fields.is_empty() {
+        return Err(ApiError::fields(fields));
+    }
+    let id = visible_intent(&state, &principal, &raw_id).await?;
+    let now = now_ms();
+    let ctx = ApplyContext {
+        now_ms: now,
+        authorization: Some((
+            req.authorization_version,
+            req.approver,
+            req.valid_for_secs.map(|s| now + s * 1000),
+        )),
+        ..ApplyContext::default()
+    };
+    let applied = state
+        .db
+        .write(move |s| s.apply(&id, &Event::Authorized, &ctx))
+        .await?;
+    state.events_wake.notify_waiters();
+    Ok(Json(applied.intent).into_response())
+}
+
+async fn report_attempt(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(raw_id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    principal.require(Permission::Ingest, "report attempts")?;
+    let req: NewAttempt = parse_body(&body)?;
+    let mut fields = BTreeMap::new();
+    check_text(&mut fields, "provider", &req.provider, 100);
+    if req.kind.is_some_and(|k| k.is_mutating()) {
+        fields.insert(
+            "kind".into(),
+            "mutating work is never reported; POST /v1/intents/{id}/dispatch".into(),
+        );
+    }
+    if !fields.is_empty() {
+        return Err(ApiError::fields(fields));
+    }
+    let id = visible_intent(&state, &principal, &raw_id).await?;
+    let now = now_ms();
+    let attempt_id = AttemptId::generate(now, entropy());
+    let attempt = state
+        .db
+        .write(move |s| s.record_attempt(&id, &attempt_id, &req, now))
+        .await?;
+    state.events_wake.notify_waiters();
+    Ok((StatusCode::CREATED, Json(attempt)).into_response())
+}
+
+async fn finish_attempt(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path((raw_id, raw_attempt)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    principal.require(Permission::Ingest, "report attempts")?;
+    let req: AttemptFinish = parse_body(&body)?;
+    let id = visible_intent(&state, &principal, &raw_id).await?;
+    let attempt_id: AttemptId = raw_attempt
+        .parse()
+        .map_err(|_| ApiError::not_found("attempt", &raw_attempt))?;
+    let now = now_ms();
+    let result = state
+        .db
+        .write(move |s| {
+            let attempt = s.finish_attempt(&id, &attempt_id, &req, now)?;
+            // For work that changes nothing outside, the first successful attempt is the
+            // intent's one result; later ones (losing hedges) are late, not results.
+            let intent = s.intent(&id)?;
+            let succeeded = attempt.outcome == crate::domain::AttemptOutcome::Succeeded;
+            if succeeded && !intent.consequence.is_mutating() && !intent.state.is_terminal() {
+                let receipt = ReceiptSource {
+                    receipt_id: ReceiptId::generate(now, entropy()),
+                    downstream_id: attempt
+                        .provider_request_id
+                        .clone()
+                        .unwrap_or_else(|| attempt.id.to_string()),
+                    source: "attempt",
+                    event_id: None,
+                };
+                s.observe_receipt(&id, &receipt, now)?;
+            }
+            Ok(attempt)
+        })
+        .await?;
+    state.events_wake.notify_waiters();
+    Ok(Json(result).into_response())
+}
+
+async fn dispatch(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(raw_id): Path<String>,
+) -> Result<Response, ApiError> {
+    principal.require(Permission::Ingest, "dispatch intents")?;
+    let id = visible_intent(&state, &principal, &raw_id).await?;
+    let now = now_ms();
+    let result = state
+        .db
+        .write(move |s| {
+            let intent = s.intent(&id)?;
+            if !intent.consequence.is_mutating() {
+                return Err(crate::store::StoreError::Conflict(format!(
+                    "a {} intent changes nothing downstream; report its work as attempts",
+                    intent.consequence
+                )));
+            }
+            if intent.state != crate::domain::IntentState::Authorized {
+                // A repeated dispatch call is answered with where the intent stands; only
+                // the coordinator retries, so an agent's retry never sends twice.
+                return Ok((false, intent));
+            }
+            let ctx = ApplyContext {
+                now_ms: now,
+                dispatch: Some(DispatchPlan {
+                    attempt_id: AttemptId::generate(now, entropy()),
+                    available_at_ms: now,
+                }),
+                ..ApplyContext::default()
+            };
+            Ok((true, s.apply(&id, &Event::Dispatch, &ctx)?.intent))
+        })
+        .await?;
+    let (fresh, intent) = result;
+    if fresh {
+        state.dispatch_wake.notify_one();
+    }
+    state.events_wake.notify_waiters();
+    let body = json!({ "dispatched": fresh, "intent": intent });
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+struct WebhookBody {
+    event_id: String,
+    action_key: String,
+    downstream_id: String,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(flatten)]
+    _rest: BTreeMap<String, Value>,
+}
+
+async fn receipt_webhook(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(connector): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    principal.require(Permission::Ingest, "deliver receipts")?;
+    if state.config.connector(&connector).is_none() {
+        return Err(ApiError::not_found("connector", &connector));
+    }
+    let req: WebhookBody = parse_body(&body)?;
+    let mut fields = BTreeMap::new();
+    check_text(&mut fields, "event_id", &req.event_id, 200);
+    check_text(&mut fields, "downstream_id", &req.downstream_id, 200);
+    if req.status.as_deref().is_some_and(|s| s != "created") {
+        fields.insert(
+            "status".into(),
+            "only `created` receipts are understood".into(),
+        );
+    }
+    let key: Option<ActionKey> = req.action_key.parse().ok();
+    if key.is_none() {
+        fields.insert(
+            "action_key".into(),
+            "not an action key of this coordinator".into(),
+        );
+    }
+    let (Some(key), true) = (key, fields.is_empty()) else {
+        return Err(ApiError::fields(fields));
+    };
+    if !principal.sees(key.tenant().as_str()) {
+        return Err(ApiError::not_found("action key", key.as_str()));
+    }
+    let now = now_ms();
+    let source = ReceiptSource {
+        receipt_id: ReceiptId::generate(now, entropy()),
+        downstream_id: req.downstream_id,
+        source: "webhook",
+        event_id: Some(req.event_id),
+    };
+    let outcome = state
+        .db
+        .write(move |s| s.record_webhook(&connector, &key, &source, now))
+        .await?;
+    state.events_wake.notify_waiters();
+    Ok(Json(outcome).into_response())
+}

@@ -1,0 +1,219 @@
+//! Applying one domain event to a stored intent, in one transaction: load the facts, ask the
+//! pure state machine, then persist the new state, the transition, the effects that live in
+//! the store (dispatch attempt + outbox row, receipt) and the change event together.
+
+use rusqlite::{Transaction, params};
+
+use super::intents::load;
+use super::{Intent, Store, StoreError, events, to_i64};
+use crate::domain::{
+    AttemptId, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId, Transition, state,
+};
+
+/// Details the effects of an event need.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyContext {
+    pub now_ms: u64,
+    /// The operator command behind this event, for the audit trail.
+    pub command_seq: Option<i64>,
+    /// Needed when the event may enqueue a dispatch.
+    pub dispatch: Option<DispatchPlan>,
+    /// Needed when the event records a receipt.
+    pub receipt: Option<ReceiptSource>,
+    /// Needed for `Authorized`: version, approver, and when the authorisation lapses.
+    pub authorization: Option<(String, String, Option<u64>)>,
+}
+
+/// A dispatch to enqueue.
+#[derive(Debug, Clone)]
+pub struct DispatchPlan {
+    pub attempt_id: AttemptId,
+    /// When the dispatcher may send it (later than now for a planned retry).
+    pub available_at_ms: u64,
+}
+
+/// Where a receipt came from.
+#[derive(Debug, Clone)]
+pub struct ReceiptSource {
+    pub receipt_id: ReceiptId,
+    pub downstream_id: String,
+    /// `dispatch`, `lookup`, `webhook` or `operator`.
+    pub source: &'static str,
+    pub event_id: Option<String>,
+}
+
+/// The result of an applied event.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub transition: Transition,
+    pub intent: Intent,
+    pub attempt_id: Option<AttemptId>,
+}
+
+impl Store {
+    /// Apply `event` to the intent `id`. A refusal by the state machine changes nothing.
+    pub fn apply(
+        &mut self,
+        id: &IntentId,
+        event: &Event,
+        ctx: &ApplyContext,
+    ) -> Result<Applied, StoreError> {
+        let tx = self.conn.transaction()?;
+        let applied = apply_in(&tx, id, event, ctx)?;
+        tx.commit()?;
+        Ok(applied)
+    }
+}
+
+/// The facts the state machine needs, read from a stored intent.
+pub(crate) fn facts_of(intent: &Intent, crossed: bool, now_ms: u64) -> IntentFacts {
+    IntentFacts {
+        state: intent.state,
+        paused: intent.paused,
+        attempts_used: intent.attempts,
+        max_attempts: intent.max_attempts,
+        deadline_at_ms: intent.deadline_at_ms,
+        now_ms,
+        may_have_crossed_boundary: crossed,
+        authorization_valid: intent
+            .authorization_expires_at_ms
+            .is_none_or(|at| now_ms < at),
+    }
+}
+
+pub(crate) fn apply_in(
+    tx: &Transaction<'_>,
+    id: &IntentId,
+    event: &Event,
+    ctx: &ApplyContext,
+) -> Result<Applied, StoreError> {
+    let (seq, intent) = load(tx, id)?;
+    let crossed: bool = tx.query_row("SELECT crossed FROM intents WHERE seq = ?1", [seq], |r| {
+        r.get(0)
+    })?;
+    let facts = facts_of(&intent, crossed, ctx.now_ms);
+    let transition = state::apply(&facts, event)?;
+    let now = to_i64(ctx.now_ms);
+    let mut attempt_id = None;
+
+    let reason = match event {
+        Event::Refused { reason } | Event::Cancel { reason } => Some(reason.clone()),
+        Event::OperatorClose { evidence, .. } => {
+            evidence.note.clone().or_else(|| evidence.reference.clone())
+        }
+        _ => None,
+    };
+
+    tx.execute(
+        "UPDATE intents SET state = ?2, updated_at_ms = ?3, state_reason = coalesce(?4, state_reason), \
+         indeterminate_since_ms = CASE WHEN ?2 = 'indeterminate' THEN coalesce(indeterminate_since_ms, ?3) ELSE NULL END \
+         WHERE seq = ?1",
+        params![seq, transition.to.as_str(), now, reason],
+    )?;
+    if let (Event::Authorized, Some((version, approver, expires))) = (event, &ctx.authorization) {
+        tx.execute(
+            "UPDATE intents SET authorization_version = ?2, approver = ?3, authorized_at_ms = ?4, \
+             authorization_expires_at_ms = ?5 WHERE seq = ?1",
+            params![seq, version, approver, now, expires.map(to_i64)],
+        )?;
+    }
+
+    for effect in &transition.effects {
+        match effect {
+            Effect::EnqueueDispatch => {
+                let plan = ctx.dispatch.as_ref().ok_or_else(|| {
+                    StoreError::Conflict("a dispatch needs an attempt id".to_string())
+                })?;
+                enqueue_dispatch(tx, seq, &intent, plan, now)?;
+                attempt_id = Some(plan.attempt_id.clone());
+            }
+            Effect::RecordReceipt { receipt_ref } => {
+                let source = ctx.receipt.clone().unwrap_or_else(|| ReceiptSource {
+                    receipt_id: ReceiptId::generate(
+                        ctx.now_ms,
+                        u128::from(ctx.now_ms) ^ seq as u128,
+                    ),
+                    downstream_id: receipt_ref.clone(),
+                    source: "operator",
+                    event_id: None,
+                });
+                tx.execute(
+                    "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)",
+                    params![
+                        source.receipt_id.as_str(),
+                        seq,
+                        intent.action_key.as_str(),
+                        source.downstream_id,
+                        source.source,
+                        source.event_id,
+                        now
+                    ],
+                )?;
+                tx.execute(
+                    "UPDATE intents SET receipt_id = ?2, downstream_ref = ?3, committed_at_ms = ?4 WHERE seq = ?1",
+                    params![seq, source.receipt_id.as_str(), source.downstream_id, now],
+                )?;
+            }
+            Effect::ScheduleLookup | Effect::SurfaceReason { .. } => {}
+        }
+    }
+
+    tx.execute(
+        "INSERT INTO transitions (intent_seq, from_state, to_state, event, reason, command_seq, at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![seq, transition.from.as_str(), transition.to.as_str(), event.name(), reason, ctx.command_seq, now],
+    )?;
+    let (_, intent) = load(tx, id)?;
+    events::append(
+        tx,
+        "intent",
+        Some(&intent.tenant),
+        Some(&intent.id),
+        &serde_json::to_value(&intent)?,
+        ctx.now_ms,
+    )?;
+    Ok(Applied {
+        transition,
+        intent,
+        attempt_id,
+    })
+}
+
+fn enqueue_dispatch(
+    tx: &Transaction<'_>,
+    seq: i64,
+    intent: &Intent,
+    plan: &DispatchPlan,
+    now: i64,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, release_id, outcome, presented_key, started_at_ms) \
+         VALUES (?1, ?2, ?3, 'dispatch', ?4, ?5, 'pending', ?6, ?7)",
+        params![
+            plan.attempt_id.as_str(),
+            seq,
+            intent.tenant.as_str(),
+            intent.connector,
+            intent.release_id,
+            intent.action_key.as_str(),
+            now
+        ],
+    )?;
+    let attempt_seq = tx.last_insert_rowid();
+    tx.execute(
+        "INSERT OR IGNORE INTO intent_providers (provider, intent_seq) VALUES (?1, ?2)",
+        params![intent.connector, seq],
+    )?;
+    tx.execute(
+        "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
+        [seq],
+    )?;
+    tx.execute(
+        "INSERT INTO outbox (intent_seq, attempt_seq, action_key, connector, operation, payload_json, status, \
+         available_at_ms, created_at_ms) \
+         SELECT ?1, ?2, action_key, connector, operation, canonical_json, 'pending', ?3, ?4 FROM intents WHERE seq = ?1",
+        params![seq, attempt_seq, to_i64(plan.available_at_ms), now],
+    )?;
+    Ok(())
+}

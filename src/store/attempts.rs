@@ -1,0 +1,297 @@
+//! The `attempts` table: reported non-mutating attempts (budget enforced, mutating kinds
+//! refused), the dispatcher's own dispatch and lookup attempts, and their outcomes.
+
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+use serde::{Deserialize, Serialize};
+
+use super::apply::apply_in;
+use super::intents::load;
+use super::{ApplyContext, Store, StoreError, events, to_i64, to_u64};
+use crate::domain::{
+    AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, Refusal,
+};
+
+/// A non-mutating attempt an agent reports.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct NewAttempt {
+    pub kind: Option<AttemptKind>,
+    pub provider: String,
+    pub region: Option<String>,
+    pub model: Option<String>,
+    pub release_id: Option<String>,
+    pub worker: Option<String>,
+    pub provider_request_id: Option<String>,
+    pub hedge_group: Option<String>,
+    pub proposal_hash: Option<String>,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AttemptFinish {
+    pub outcome: Option<AttemptOutcome>,
+    pub error_class: Option<String>,
+    pub http_status: Option<u16>,
+    pub retry_after_ms: Option<u64>,
+    pub provider_request_id: Option<String>,
+    pub proposal_hash: Option<String>,
+    pub replayed: Option<bool>,
+    /// True when the request may have reached the downstream.
+    pub sent: Option<bool>,
+    pub detail: Option<String>,
+}
+
+/// One stored attempt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    pub id: AttemptId,
+    pub intent_id: IntentId,
+    pub kind: AttemptKind,
+    pub provider: String,
+    pub region: Option<String>,
+    pub model: Option<String>,
+    pub release_id: Option<String>,
+    pub worker: Option<String>,
+    pub provider_request_id: Option<String>,
+    pub hedge_group: Option<String>,
+    pub outcome: AttemptOutcome,
+    pub error_class: Option<String>,
+    pub http_status: Option<u16>,
+    pub retry_after_ms: Option<u64>,
+    pub proposal_hash: Option<String>,
+    pub presented_key: Option<String>,
+    pub replayed: Option<bool>,
+    pub sent: bool,
+    pub late: bool,
+    pub detail: Option<String>,
+    pub started_at_ms: u64,
+    pub ended_at_ms: Option<u64>,
+}
+
+pub(crate) const ATTEMPT_COLUMNS: &str = "a.id, i.id, a.kind, a.provider, a.region, a.model, a.release_id, a.worker, \
+     a.provider_request_id, a.hedge_group, a.outcome, a.error_class, a.http_status, a.retry_after_ms, a.proposal_hash, \
+     a.presented_key, a.replayed, a.sent, a.late, a.detail, a.started_at_ms, a.ended_at_ms";
+
+pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Attempt, StoreError>> {
+    let id: String = row.get(0)?;
+    let intent: String = row.get(1)?;
+    let kind: String = row.get(2)?;
+    let outcome: String = row.get(10)?;
+    let base = (
+        row.get(3)?,
+        row.get(4)?,
+        row.get(5)?,
+        row.get(6)?,
+        row.get(7)?,
+        row.get(8)?,
+        row.get(9)?,
+    );
+    let rest = (
+        row.get(11)?,
+        row.get(12)?,
+        row.get::<_, Option<i64>>(13)?,
+        row.get(14)?,
+        row.get(15)?,
+        row.get(16)?,
+        row.get(17)?,
+        row.get(18)?,
+        row.get(19)?,
+        row.get::<_, i64>(20)?,
+        row.get::<_, Option<i64>>(21)?,
+    );
+    Ok((|| {
+        Ok(Attempt {
+            id: id.parse()?,
+            intent_id: intent.parse()?,
+            kind: kind.parse()?,
+            provider: base.0,
+            region: base.1,
+            model: base.2,
+            release_id: base.3,
+            worker: base.4,
+            provider_request_id: base.5,
+            hedge_group: base.6,
+            outcome: outcome.parse()?,
+            error_class: rest.0,
+            http_status: rest.1,
+            retry_after_ms: rest.2.map(to_u64),
+            proposal_hash: rest.3,
+            presented_key: rest.4,
+            replayed: rest.5,
+            sent: rest.6,
+            late: rest.7,
+            detail: rest.8,
+            started_at_ms: to_u64(rest.9),
+            ended_at_ms: rest.10.map(to_u64),
+        })
+    })())
+}
+
+fn load_attempt(tx: &Transaction<'_>, id: &AttemptId) -> Result<Attempt, StoreError> {
+    let sql = format!(
+        "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE a.id = ?1"
+    );
+    tx.query_row(&sql, [id.as_str()], attempt_from_row)
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound {
+            what: "attempt",
+            id: id.to_string(),
+        })?
+}
+
+impl Store {
+    /// Record a reported non-mutating attempt. Refused for `dispatch` (only the coordinator
+    /// crosses the action boundary), when paused for its provider, past the deadline, or
+    /// when the budget is spent. Lookups do not count against the budget.
+    pub fn record_attempt(
+        &mut self,
+        intent_id: &IntentId,
+        attempt_id: &AttemptId,
+        new: &NewAttempt,
+        now_ms: u64,
+    ) -> Result<Attempt, StoreError> {
+        let kind = new.kind.unwrap_or(AttemptKind::Inference);
+        if kind.is_mutating() {
+            return Err(StoreError::Conflict(
+                "mutating work is never reported: use POST /v1/intents/{id}/dispatch".to_string(),
+            ));
+        }
+        let tx = self.conn.transaction()?;
+        let (seq, intent) = load(&tx, intent_id)?;
+        let counts = kind != AttemptKind::Lookup;
+        if counts {
+            let provider_paused: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM pauses WHERE resumed_at_ms IS NULL AND provider = ?1 \
+                 AND (tenant IS NULL OR tenant = ?2))",
+                params![new.provider, intent.tenant.as_str()],
+                |r| r.get(0),
+            )?;
+            if provider_paused {
+                return Err(Refusal::Paused.into());
+            }
+            if matches!(intent.state, IntentState::Prepared) {
+                return Err(Refusal::NotAllowed {
+                    state: intent.state,
+                    event: "attempt_started",
+                }
+                .into());
+            }
+            let ctx = ApplyContext {
+                now_ms,
+                ..ApplyContext::default()
+            };
+            apply_in(&tx, intent_id, &Event::AttemptStarted, &ctx)?;
+            tx.execute(
+                "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
+                [seq],
+            )?;
+        }
+        tx.execute(
+            "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, region, model, release_id, worker, \
+             provider_request_id, hedge_group, proposal_hash, outcome, started_at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'pending', ?13)",
+            params![
+                attempt_id.as_str(),
+                seq,
+                intent.tenant.as_str(),
+                kind.as_str(),
+                new.provider,
+                new.region,
+                new.model,
+                new.release_id.as_deref().unwrap_or(&intent.release_id),
+                new.worker,
+                new.provider_request_id,
+                new.hedge_group,
+                new.proposal_hash,
+                to_i64(now_ms)
+            ],
+        )?;
+        tx.execute(
+            "INSERT OR IGNORE INTO intent_providers (provider, intent_seq) VALUES (?1, ?2)",
+            params![new.provider, seq],
+        )?;
+        let attempt = load_attempt(&tx, attempt_id)?;
+        events::append(
+            &tx,
+            "attempt",
+            Some(&intent.tenant),
+            Some(intent_id),
+            &serde_json::to_value(&attempt)?,
+            now_ms,
+        )?;
+        tx.commit()?;
+        Ok(attempt)
+    }
+
+    /// Record how an attempt ended. An attempt that ends after its intent's deadline, or
+    /// after the intent reached a final state by other means, is marked late.
+    pub fn finish_attempt(
+        &mut self,
+        intent_id: &IntentId,
+        attempt_id: &AttemptId,
+        finish: &AttemptFinish,
+        now_ms: u64,
+    ) -> Result<Attempt, StoreError> {
+        let tx = self.conn.transaction()?;
+        let (_, intent) = load(&tx, intent_id)?;
+        let before = load_attempt(&tx, attempt_id)?;
+        if &before.intent_id != intent_id {
+            return Err(StoreError::NotFound {
+                what: "attempt",
+                id: attempt_id.to_string(),
+            });
+        }
+        let late = now_ms > intent.deadline_at_ms || intent.state.is_terminal();
+        tx.execute(
+            "UPDATE attempts SET outcome = coalesce(?2, outcome), error_class = coalesce(?3, error_class), \
+             http_status = coalesce(?4, http_status), retry_after_ms = coalesce(?5, retry_after_ms), \
+             provider_request_id = coalesce(?6, provider_request_id), proposal_hash = coalesce(?7, proposal_hash), \
+             replayed = coalesce(?8, replayed), sent = coalesce(?9, sent), detail = coalesce(?10, detail), \
+             late = ?11, ended_at_ms = ?12 WHERE id = ?1",
+            params![
+                attempt_id.as_str(),
+                finish.outcome.map(AttemptOutcome::as_str),
+                finish.error_class,
+                finish.http_status,
+                finish.retry_after_ms.map(to_i64),
+                finish.provider_request_id,
+                finish.proposal_hash,
+                finish.replayed,
+                finish.sent,
+                finish.detail,
+                late,
+                to_i64(now_ms)
+            ],
+        )?;
+        if finish.sent.is_some() {
+            // Whether anything may have crossed the action boundary is recomputed from every
+            // dispatch attempt, so a proved non-send clears only its own attempt.
+            tx.execute(
+                "UPDATE intents SET crossed = EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
+                 AND a.kind = 'dispatch' AND a.sent = 1) WHERE id = ?1",
+                params![intent_id.as_str()],
+            )?;
+        }
+        let attempt = load_attempt(&tx, attempt_id)?;
+        events::append(
+            &tx,
+            "attempt",
+            Some(&intent.tenant),
+            Some(intent_id),
+            &serde_json::to_value(&attempt)?,
+            now_ms,
+        )?;
+        tx.commit()?;
+        Ok(attempt)
+    }
+
+    /// Every attempt of one intent, oldest first.
+    pub fn attempts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Attempt>, StoreError> {
+        let sql = format!(
+            "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN intents i ON i.seq = a.intent_seq \
+             WHERE i.id = ?1 ORDER BY a.seq"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map([intent_id.as_str()], attempt_from_row)?;
+        rows.map(|r| r?).collect()
+    }
+}

@@ -1,0 +1,350 @@
+//! The `commands` and `command_targets` tables: operator commands recorded idempotently by
+//! their client-generated `command_id`, executed in the same transaction as their record,
+//! and the audit trail (who, what, when, why, result) read back from them.
+//!
+//! A replay of a command id with the same body returns the first result and does nothing;
+//! the same id with another body is a mismatch. A command the state machine refuses is
+//! recorded as `refused` with the reason, so the audit trail shows attempts too.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::Serialize;
+
+use super::apply::apply_in;
+use super::pauses::{self, PauseScope};
+use super::{ApplyContext, Store, StoreError, to_i64, to_u64};
+use crate::domain::{CommandId, CommandKind, Disposition, Event, Evidence, IntentId, Role};
+
+/// A command as confirmed by an operator.
+#[derive(Debug, Clone)]
+pub struct NewCommand {
+    pub id: CommandId,
+    pub kind: CommandKind,
+    pub actor: String,
+    pub role: Role,
+    /// SHA-256 of the canonical request body, to tell a replay from a mismatch.
+    pub body_hash: String,
+    pub body_json: String,
+    pub reason: Option<String>,
+    pub dry_run: bool,
+    pub now_ms: u64,
+}
+
+/// What the command does, resolved by the coordinator from the request.
+#[derive(Debug, Clone)]
+pub enum CommandAction {
+    Pause {
+        scope: PauseScope,
+    },
+    Resume {
+        scope: PauseScope,
+    },
+    /// Reconciliation itself needs the network; the store records which intents it covers.
+    Reconcile {
+        scope: PauseScope,
+    },
+    Close {
+        intent: IntentId,
+        disposition: Disposition,
+        evidence: Evidence,
+    },
+}
+
+impl CommandAction {
+    fn scope(&self) -> PauseScope {
+        match self {
+            CommandAction::Pause { scope }
+            | CommandAction::Resume { scope }
+            | CommandAction::Reconcile { scope } => scope.clone(),
+            CommandAction::Close { intent, .. } => PauseScope {
+                intent_id: Some(intent.to_string()),
+                ..PauseScope::default()
+            },
+        }
+    }
+}
+
+/// One command as the audit trail shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandRecord {
+    pub command_id: String,
+    pub kind: CommandKind,
+    pub actor: String,
+    pub role: Role,
+    pub reason: Option<String>,
+    pub dry_run: bool,
+    /// `applied`, `refused`, `dry_run` or `accepted` (reconcile, before its lookups ran).
+    pub status: String,
+    pub result: serde_json::Value,
+    pub body: serde_json::Value,
+    pub created_at_ms: u64,
+}
+
+/// What recording a command did.
+#[derive(Debug, Clone)]
+pub enum RecordedCommand {
+    Fresh(CommandRecord),
+    Replayed(CommandRecord),
+    Mismatch(CommandRecord),
+}
+
+const RECORD_COLUMNS: &str = "c.id, c.kind, c.actor, c.role, c.reason, c.dry_run, c.status, c.result_json, c.body_json, c.created_at_ms";
+
+fn record_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<CommandRecord, StoreError>> {
+    let kind: String = r.get(1)?;
+    let role: String = r.get(3)?;
+    let result: String = r.get(7)?;
+    let body: String = r.get(8)?;
+    let fields = (
+        r.get(0)?,
+        r.get(2)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get::<_, i64>(9)?,
+    );
+    Ok((|| {
+        Ok(CommandRecord {
+            command_id: fields.0,
+            kind: kind.parse()?,
+            actor: fields.1,
+            role: role.parse()?,
+            reason: fields.2,
+            dry_run: fields.3,
+            status: fields.4,
+            result: serde_json::from_str(&result)?,
+            body: serde_json::from_str(&body)?,
+            created_at_ms: to_u64(fields.5),
+        })
+    })())
+}
+
+fn load_record(
+    tx: &Transaction<'_>,
+    id: &str,
+) -> Result<Option<(CommandRecord, String)>, StoreError> {
+    let sql = format!("SELECT {RECORD_COLUMNS}, c.body_hash FROM commands c WHERE c.id = ?1");
+    let found = tx
+        .query_row(&sql, [id], |r| {
+            Ok((record_from_row(r)?, r.get::<_, String>(10)?))
+        })
+        .optional()?;
+    match found {
+        Some((record, hash)) => Ok(Some((record?, hash))),
+        None => Ok(None),
+    }
+}
+
+/// Open intents in `scope` (optionally within `tenants`), oldest first.
+fn targets(
+    tx: &Transaction<'_>,
+    scope: &PauseScope,
+    tenants: Option<&[String]>,
+) -> Result<Vec<(i64, String)>, StoreError> {
+    let (cond, mut values) = scope.condition(1);
+    let mut sql = format!(
+        "SELECT i.seq, i.id FROM intents i WHERE {cond} AND i.state IN ('prepared', 'authorized', 'executing', 'indeterminate')"
+    );
+    if let Some(list) = tenants {
+        let start = values.len() + 1;
+        let marks: Vec<String> = (0..list.len()).map(|k| format!("?{}", start + k)).collect();
+        sql.push_str(&format!(
+            " AND i.tenant IN ({})",
+            if marks.is_empty() {
+                "NULL".to_string()
+            } else {
+                marks.join(", ")
+            }
+        ));
+        values.extend(list.iter().cloned());
+    }
+    sql.push_str(" ORDER BY i.seq");
+    let mut stmt = tx.prepare(&sql)?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+impl Store {
+    /// Record and execute a command in one transaction, or answer a replay or mismatch.
+    /// `tenants` limits the affected intents to the caller's tenants (`None` = all).
+    pub fn run_command(
+        &mut self,
+        new: &NewCommand,
+        action: &CommandAction,
+        tenants: Option<&[String]>,
+    ) -> Result<RecordedCommand, StoreError> {
+        let tx = self.conn.transaction()?;
+        if let Some((record, hash)) = load_record(&tx, new.id.as_str())? {
+            tx.commit()?;
+            return Ok(if hash == new.body_hash {
+                RecordedCommand::Replayed(record)
+            } else {
+                RecordedCommand::Mismatch(record)
+            });
+        }
+        tx.execute(
+            "INSERT INTO commands (id, kind, actor, role, body_hash, body_json, reason, dry_run, status, result_json, created_at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'accepted', '{}', ?9)",
+            params![
+                new.id.as_str(),
+                new.kind.as_str(),
+                new.actor,
+                new.role.as_str(),
+                new.body_hash,
+                new.body_json,
+                new.reason,
+                new.dry_run,
+                to_i64(new.now_ms)
+            ],
+        )?;
+        let command_seq = tx.last_insert_rowid();
+        let covered = targets(&tx, &action.scope(), tenants)?;
+        let target_ids: Vec<&str> = covered.iter().map(|(_, id)| id.as_str()).collect();
+
+        let (status, result) = if new.dry_run {
+            (
+                "dry_run",
+                serde_json::json!({ "targets": target_ids, "count": target_ids.len() }),
+            )
+        } else {
+            tx.execute_batch("SAVEPOINT act")?;
+            match execute(&tx, command_seq, new, action, covered.len()) {
+                Ok(mut result) => {
+                    tx.execute_batch("RELEASE act")?;
+                    result["targets"] = serde_json::json!(target_ids);
+                    let status = if matches!(action, CommandAction::Reconcile { .. }) {
+                        "accepted"
+                    } else {
+                        "applied"
+                    };
+                    (status, result)
+                }
+                Err(StoreError::Refused(refusal)) => {
+                    tx.execute_batch("ROLLBACK TO act; RELEASE act")?;
+                    (
+                        "refused",
+                        serde_json::json!({ "error": refusal.to_string() }),
+                    )
+                }
+                Err(other) => return Err(other),
+            }
+        };
+        if status != "refused" {
+            for (seq, _) in &covered {
+                tx.execute(
+                    "INSERT OR IGNORE INTO command_targets (command_seq, intent_seq) VALUES (?1, ?2)",
+                    params![command_seq, seq],
+                )?;
+            }
+        }
+        tx.execute(
+            "UPDATE commands SET status = ?2, result_json = ?3 WHERE seq = ?1",
+            params![command_seq, status, result.to_string()],
+        )?;
+        let (record, _) = load_record(&tx, new.id.as_str())?.ok_or_else(|| {
+            StoreError::Corrupt("a command vanished inside its transaction".to_string())
+        })?;
+        super::events::append(
+            &tx,
+            "command",
+            None,
+            None,
+            &serde_json::to_value(&record)?,
+            new.now_ms,
+        )?;
+        tx.commit()?;
+        Ok(RecordedCommand::Fresh(record))
+    }
+
+    /// Replace a command's result once asynchronous work (reconcile lookups) is done.
+    pub fn finish_command(
+        &mut self,
+        id: &CommandId,
+        status: &str,
+        result: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE commands SET status = ?2, result_json = ?3 WHERE id = ?1",
+            params![id.as_str(), status, result.to_string()],
+        )?;
+        Ok(())
+    }
+
+    /// One recorded command.
+    pub fn command(&mut self, id: &CommandId) -> Result<CommandRecord, StoreError> {
+        let tx = self.conn.transaction()?;
+        let found = load_record(&tx, id.as_str())?;
+        found.map(|(r, _)| r).ok_or_else(|| StoreError::NotFound {
+            what: "command",
+            id: id.to_string(),
+        })
+    }
+
+    /// The audit trail, newest first: all commands, or those touching one intent.
+    pub fn audit(
+        &mut self,
+        intent: Option<&IntentId>,
+        limit: u32,
+    ) -> Result<Vec<CommandRecord>, StoreError> {
+        let rows: Vec<Result<CommandRecord, StoreError>> = match intent {
+            Some(id) => {
+                let sql = format!(
+                    "SELECT {RECORD_COLUMNS} FROM commands c WHERE c.seq IN (SELECT t.command_seq FROM command_targets t \
+                     JOIN intents i ON i.seq = t.intent_seq WHERE i.id = ?1) OR c.body_json LIKE ?2 \
+                     ORDER BY c.seq DESC LIMIT ?3"
+                );
+                let mut stmt = self.conn.prepare_cached(&sql)?;
+                let pattern = format!("%\"{}\"%", id.as_str());
+                stmt.query_map(params![id.as_str(), pattern, limit], record_from_row)?
+                    .collect::<Result<_, _>>()?
+            }
+            None => {
+                let sql =
+                    format!("SELECT {RECORD_COLUMNS} FROM commands c ORDER BY c.seq DESC LIMIT ?1");
+                let mut stmt = self.conn.prepare_cached(&sql)?;
+                stmt.query_map(params![limit], record_from_row)?
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        rows.into_iter().collect()
+    }
+}
+
+fn execute(
+    tx: &Transaction<'_>,
+    command_seq: i64,
+    new: &NewCommand,
+    action: &CommandAction,
+    covered: usize,
+) -> Result<serde_json::Value, StoreError> {
+    let reason = new.reason.clone().unwrap_or_default();
+    match action {
+        CommandAction::Pause { scope } => {
+            let pause = pauses::insert(tx, command_seq, scope, &reason, &new.actor, new.now_ms)?;
+            Ok(serde_json::json!({ "pause_seq": pause, "covers_open_intents": covered }))
+        }
+        CommandAction::Resume { scope } => {
+            let ended = pauses::resume(tx, command_seq, scope, new.now_ms)?;
+            Ok(serde_json::json!({ "pauses_ended": ended }))
+        }
+        CommandAction::Reconcile { .. } => Ok(serde_json::json!({ "lookups": "scheduled" })),
+        CommandAction::Close {
+            intent,
+            disposition,
+            evidence,
+        } => {
+            let ctx = ApplyContext {
+                now_ms: new.now_ms,
+                command_seq: Some(command_seq),
+                ..ApplyContext::default()
+            };
+            let event = Event::OperatorClose {
+                disposition: *disposition,
+                evidence: evidence.clone(),
+            };
+            let applied = apply_in(tx, intent, &event, &ctx)?;
+            Ok(serde_json::json!({ "from": applied.transition.from, "to": applied.transition.to }))
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The `intents` and `ingest_keys` tables: creating an intent by the caller's key (or
+//! replaying it), reading one intent, and the row mapping every intent query shares.
+
+use rusqlite::{OptionalExtension, Row, Transaction, params};
+use serde::Serialize;
+
+use super::{Store, StoreError, events, to_i64, to_u64};
+use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale, Tenant};
+
+/// A validated intent as the ingest API hands it to the store.
+#[derive(Debug, Clone)]
+pub struct NewIntent {
+    pub id: IntentId,
+    pub tenant: Tenant,
+    pub caller_key: String,
+    pub actor: String,
+    pub purpose: String,
+    pub operation: String,
+    pub tool: String,
+    pub tier: ConsequenceTier,
+    pub args_json: String,
+    pub canonical_json: String,
+    pub args_hash: String,
+    pub search_text: String,
+    pub release_id: String,
+    pub locale: Locale,
+    pub connector: String,
+    pub max_attempts: u32,
+    pub created_at_ms: u64,
+    pub deadline_at_ms: u64,
+    pub key_retention_secs: Option<u64>,
+}
+
+/// An intent with its envelope. `args` is filled only when one intent is read whole.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Intent {
+    pub id: IntentId,
+    pub tenant: Tenant,
+    pub caller_key: String,
+    pub actor: String,
+    pub purpose: String,
+    pub operation: String,
+    pub tool: String,
+    pub consequence: ConsequenceTier,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<serde_json::Value>,
+    pub canonical_args_hash: String,
+    pub release_id: String,
+    pub locale: Locale,
+    pub connector: String,
+    pub action_key: ActionKey,
+    pub state: IntentState,
+    pub state_reason: Option<String>,
+    pub authorization_version: Option<String>,
+    pub approver: Option<String>,
+    pub authorized_at_ms: Option<u64>,
+    pub authorization_expires_at_ms: Option<u64>,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+    pub deadline_at_ms: u64,
+    pub indeterminate_since_ms: Option<u64>,
+    pub committed_at_ms: Option<u64>,
+    pub first_dispatch_at_ms: Option<u64>,
+    pub key_retention_secs: Option<u64>,
+    pub receipt_id: Option<String>,
+    pub downstream_ref: Option<String>,
+    pub retry_owner: String,
+    pub providers: Vec<String>,
+    pub paused: bool,
+}
+
+/// What creating an intent by a caller key did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CreateOutcome {
+    /// A new intent.
+    Created(Intent),
+    /// The same key with the same canonical arguments: the first intent, unchanged.
+    Replayed(Intent),
+    /// The same key with different canonical arguments: refused, nothing stored.
+    Mismatch {
+        intent_id: IntentId,
+        stored_hash: String,
+    },
+}
+
+/// The columns every intent query selects, in the order [`intent_from_row`] reads them.
+pub(crate) const INTENT_COLUMNS: &str = "i.seq, i.id, i.tenant, i.caller_key, i.actor, i.purpose, i.operation, \
+     i.tool, i.tier, i.args_hash, i.release_id, i.locale, i.connector, i.action_key, i.state, i.state_reason, \
+     i.authorization_version, i.approver, i.authorized_at_ms, i.authorization_expires_at_ms, i.attempts, \
+     i.max_attempts, i.created_at_ms, i.updated_at_ms, i.deadline_at_ms, i.indeterminate_since_ms, \
+     i.committed_at_ms, i.first_dispatch_at_ms, i.key_retention_secs, i.receipt_id, i.downstream_ref, \
+     i.retry_owner, \
+     (SELECT group_concat(provider, ',') FROM intent_providers p WHERE p.intent_seq = i.seq), \
+     EXISTS (SELECT 1 FROM pauses z WHERE z.resumed_at_ms IS NULL \
+        AND (z.tenant IS NULL OR z.tenant = i.tenant) AND (z.tool IS NULL OR z.tool = i.tool) \
+        AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
+        AND (z.provider IS NULL OR z.provider = i.connector \
+             OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider)))";
+
+fn opt_u64(v: Option<i64>) -> Option<u64> {
+    v.map(to_u64)
+}
+
+/// Map a row selected with [`INTENT_COLUMNS`]; returns the row's sequence number too.
+pub(crate) fn intent_from_row(
+    row: &Row<'_>,
+) -> rusqlite::Result<(i64, Result<Intent, StoreError>)> {
+    let seq: i64 = row.get(0)?;
+    let text = |i: usize| row.get::<_, String>(i);
+    let providers: Option<String> = row.get(32)?;
+    let raw = (
+        text(1)?,
+        text(2)?,
+        text(8)?,
+        text(11)?,
+        text(13)?,
+        text(14)?,
+    );
+    let parsed = (|| -> Result<Intent, StoreError> {
+        let mut providers: Vec<String> = providers
+            .unwrap_or_default()
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect();
+        providers.sort();
+        Ok(Intent {
+            id: raw.0.parse()?,
+            tenant: raw.1.parse()?,
+            caller_key: row.get(3)?,
+            actor: row.get(4)?,
+            purpose: row.get(5)?,
+            operation: row.get(6)?,
+            tool: row.get(7)?,
+            consequence: raw.2.parse()?,
+            args: None,
+            canonical_args_hash: row.get(9)?,
+            release_id: row.get(10)?,
+            locale: raw.3.parse()?,
+            connector: row.get(12)?,
+            action_key: raw.4.parse()?,
+            state: raw.5.parse()?,
+            state_reason: row.get(15)?,
+            authorization_version: row.get(16)?,
+            approver: row.get(17)?,
+            authorized_at_ms: opt_u64(row.get(18)?),
+            authorization_expires_at_ms: opt_u64(row.get(19)?),
+            attempts: row.get(20)?,
+            max_attempts: row.get(21)?,
+            created_at_ms: to_u64(row.get(22)?),
+            updated_at_ms: to_u64(row.get(23)?),
+            deadline_at_ms: to_u64(row.get(24)?),
+            indeterminate_since_ms: opt_u64(row.get(25)?),
+            committed_at_ms: opt_u64(row.get(26)?),
+            first_dispatch_at_ms: opt_u64(row.get(27)?),
+            key_retention_secs: opt_u64(row.get(28)?),
+            receipt_id: row.get(29)?,
+            downstream_ref: row.get(30)?,
+            retry_owner: row.get(31)?,
+            providers,
+            paused: row.get(33)?,
+        })
+    })();
+    Ok((seq, parsed))
+}
+
+/// Load one intent (without args) and its sequence number inside a transaction.
+pub(crate) fn load(tx: &Transaction<'_>, id: &IntentId) -> Result<(i64, Intent), StoreError> {
+    let sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1");
+    let found = tx
+        .query_row(&sql, params![id.as_str()], intent_from_row)
+        .optional()?;
+    match found {
+        Some((seq, intent)) => Ok((seq, intent?)),
+        None => Err(StoreError::NotFound {
+            what: "intent",
+            id: id.to_string(),
+        }),
+    }
+}
+
+impl Store {
+    /// Create an intent under the caller's key, or answer with the intent that key already
+    /// names: a replay when the canonical arguments hash the same, a mismatch otherwise.
+    /// One transaction: either the intent, its key, its first transitions and its event all
+    /// exist afterwards, or none of them do.
+    pub fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError> {
+        let tx = self.conn.transaction()?;
+        let existing: Option<(i64, String)> = tx
+            .query_row(
+                "SELECT intent_seq, args_hash FROM ingest_keys WHERE tenant = ?1 AND caller_key = ?2",
+                params![new.tenant.as_str(), new.caller_key],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if let Some((intent_seq, stored_hash)) = existing {
+            let id: String =
+                tx.query_row("SELECT id FROM intents WHERE seq = ?1", [intent_seq], |r| {
+                    r.get(0)
+                })?;
+            let id: IntentId = id.parse()?;
+            if stored_hash == new.args_hash {
+                tx.execute(
+                    "UPDATE ingest_keys SET replays = replays + 1 WHERE tenant = ?1 AND caller_key = ?2",
+                    params![new.tenant.as_str(), new.caller_key],
+                )?;
+                let (_, intent) = load(&tx, &id)?;
+                tx.commit()?;
+                return Ok(CreateOutcome::Replayed(intent));
+            }
+            tx.execute(
+                "UPDATE ingest_keys SET mismatches = mismatches + 1 WHERE tenant = ?1 AND caller_key = ?2",
+                params![new.tenant.as_str(), new.caller_key],
+            )?;
+            tx.commit()?;
+            return Ok(CreateOutcome::Mismatch {
+                intent_id: id,
+                stored_hash,
+            });
+        }
+
+        let action_key = ActionKey::new(&new.operation, &new.tenant, &new.id);
+        let now = to_i64(new.created_at_ms);
+        tx.execute(
+            "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
+             canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, \
+             max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20)",
+            params![
+                new.id.as_str(),
+                new.tenant.as_str(),
+                new.caller_key,
+                new.actor,
+                new.purpose,
+                new.operation,
+                new.tool,
+                new.tier.as_str(),
+                new.args_json,
+                new.canonical_json,
+                new.args_hash,
+                new.search_text,
+                new.release_id,
+                new.locale.as_str(),
+                new.connector,
+                action_key.as_str(),
+                new.max_attempts,
+                now,
+                to_i64(new.deadline_at_ms),
+                new.key_retention_secs.map(to_i64),
+            ],
+        )?;
+        let seq = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO ingest_keys (tenant, caller_key, intent_seq, args_hash, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![new.tenant.as_str(), new.caller_key, seq, new.args_hash, now],
+        )?;
+        tx.execute(
+            "INSERT INTO transitions (intent_seq, from_state, to_state, event, at_ms) VALUES \
+             (?1, NULL, 'new', 'created', ?2), (?1, 'new', 'prepared', 'validated', ?2)",
+            params![seq, now],
+        )?;
+        let (_, intent) = load(&tx, &new.id)?;
+        events::append(
+            &tx,
+            "intent",
+            Some(&new.tenant),
+            Some(&new.id),
+            &serde_json::to_value(&intent)?,
+            new.created_at_ms,
+        )?;
+        tx.commit()?;
+        Ok(CreateOutcome::Created(intent))
+    }
+
+    /// One intent with its arguments, or `NotFound`.
+    pub fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError> {
+        let tx = self.conn.transaction()?;
+        let (seq, mut intent) = load(&tx, id)?;
+        let args: String =
+            tx.query_row("SELECT args_json FROM intents WHERE seq = ?1", [seq], |r| {
+                r.get(0)
+            })?;
+        intent.args = Some(serde_json::from_str(&args)?);
+        Ok(intent)
+    }
+
+    /// The canonical JSON frozen for an intent (what a dispatch sends).
+    pub fn canonical_args(&mut self, id: &IntentId) -> Result<String, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT canonical_json FROM intents WHERE id = ?1",
+                [id.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound {
+                what: "intent",
+                id: id.to_string(),
+            })
+    }
+}

@@ -1,0 +1,277 @@
+//! Metric summaries and time series, aggregated in the database so the console only draws.
+//! Definitions are the domain's (`crate::domain::metrics`); this module feeds them.
+
+use rusqlite::params_from_iter;
+use serde::{Deserialize, Serialize};
+
+use super::query::{IntentFilter, filter_where};
+use super::{Store, StoreError, to_i64, to_u64};
+use crate::domain::metrics::{Distribution, distribution};
+
+/// Filters for metrics are the intent filters.
+pub type MetricFilter = IntentFilter;
+
+/// The logical-outcome summary over the intents a filter selects.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub intents: u64,
+    pub attempts: u64,
+    pub amplification: Distribution,
+    pub states: std::collections::BTreeMap<String, u64>,
+    pub dispatched: u64,
+    pub indeterminate: IndeterminateSummary,
+    pub duplicate_effects: u64,
+    pub late_results: u64,
+    pub committed: u64,
+    pub budget_exceeded: u64,
+    pub failover_divergence: f64,
+}
+
+/// Indeterminate intents and their ages in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IndeterminateSummary {
+    pub count: u64,
+    pub oldest_age_secs: u64,
+    pub p50_age_secs: u64,
+    pub p95_age_secs: u64,
+    pub rate: f64,
+}
+
+/// One point of a series: bucket start, group value and the metric's value there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    pub bucket_start_ms: u64,
+    pub group: String,
+    pub value: f64,
+    pub count: u64,
+}
+
+/// Which dimension a series is split by.
+pub fn group_column(group_by: &str, on_attempts: bool) -> Option<&'static str> {
+    Some(match (group_by, on_attempts) {
+        ("none" | "", _) => "'all'",
+        ("tenant", _) => "i.tenant",
+        ("provider", true) => "a.provider",
+        ("provider", false) => "i.connector",
+        ("release", true) => "coalesce(a.release_id, i.release_id)",
+        ("release", false) => "i.release_id",
+        ("tool", _) => "i.tool",
+        ("operation", _) => "i.operation",
+        ("locale", _) => "i.locale",
+        ("tier", _) => "i.tier",
+        _ => return None,
+    })
+}
+
+/// The series a caller may ask for.
+pub const SERIES_METRICS: &[&str] = &[
+    "attempts",
+    "intents",
+    "amplification",
+    "indeterminate",
+    "committed",
+    "late_results",
+    "duplicate_effects",
+];
+
+impl Store {
+    /// The indeterminate count and ages over the filtered intents.
+    pub fn indeterminate_summary(
+        &mut self,
+        filter: &MetricFilter,
+        now_ms: u64,
+    ) -> Result<IndeterminateSummary, StoreError> {
+        let mut w = filter_where(filter);
+        w.push("i.state = 'indeterminate'");
+        let sql = format!(
+            "SELECT i.indeterminate_since_ms FROM intents i WHERE {} ORDER BY 1",
+            w.sql()
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let ages: Vec<u64> = stmt
+            .query_map(params_from_iter(w.values.iter()), |r| {
+                r.get::<_, Option<i64>>(0)
+            })?
+            .map(|r| r.map(|v| now_ms.saturating_sub(v.map(to_u64).unwrap_or(now_ms)) / 1000))
+            .collect::<Result<_, _>>()?;
+        let d = distribution(&ages);
+        Ok(IndeterminateSummary {
+            count: d.count,
+            oldest_age_secs: d.max,
+            p50_age_secs: d.p50,
+            p95_age_secs: d.p95,
+            rate: 0.0,
+        })
+    }
+
+    /// The whole logical-outcome summary.
+    pub fn summary(&mut self, filter: &MetricFilter, now_ms: u64) -> Result<Summary, StoreError> {
+        let w = filter_where(filter);
+        let cond = w.sql();
+        let values = || params_from_iter(w.values.iter());
+
+        let mut per_intent: Vec<u64> = Vec::new();
+        let mut budget_exceeded = 0;
+        {
+            let sql = format!(
+                "SELECT i.attempts, i.attempts > i.max_attempts, count(*) FROM intents i WHERE {cond} GROUP BY 1, 2"
+            );
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(values(), |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, bool>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })?;
+            for row in rows {
+                let (attempts, over, n) = row?;
+                if over {
+                    budget_exceeded += to_u64(n);
+                }
+                per_intent.extend(std::iter::repeat_n(to_u64(attempts), to_u64(n) as usize));
+            }
+        }
+        let amplification = distribution(&per_intent);
+        let attempts: u64 = per_intent.iter().sum();
+
+        let mut states = std::collections::BTreeMap::new();
+        {
+            let sql = format!("SELECT i.state, count(*) FROM intents i WHERE {cond} GROUP BY 1");
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            for row in stmt.query_map(values(), |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })? {
+                let (state, n) = row?;
+                states.insert(state, to_u64(n));
+            }
+        }
+        let count_where =
+            |extra: &str| format!("SELECT count(*) FROM intents i WHERE {cond} AND {extra}");
+        let dispatched: i64 = self.conn.query_row(
+            &count_where("i.first_dispatch_at_ms IS NOT NULL"),
+            values(),
+            |r| r.get(0),
+        )?;
+        let duplicate_effects: i64 = self.conn.query_row(
+            &format!(
+                "SELECT count(DISTINCT r.downstream_id) FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
+                 WHERE {cond} AND r.authoritative = 0 AND r.downstream_id IS NOT i.downstream_ref"
+            ),
+            values(),
+            |r| r.get(0),
+        )?;
+        let late_results: i64 = self.conn.query_row(
+            &format!("SELECT count(*) FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} AND a.late = 1"),
+            values(),
+            |r| r.get(0),
+        )?;
+        let (with_two, diverged): (i64, i64) = self.conn.query_row(
+            &format!(
+                "SELECT count(*), coalesce(sum(d > 1), 0) FROM (SELECT count(DISTINCT a.proposal_hash) AS d, count(*) AS n \
+                 FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} AND a.proposal_hash IS NOT NULL \
+                 GROUP BY a.intent_seq HAVING n >= 2)"
+            ),
+            values(),
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let mut indeterminate = self.indeterminate_summary(filter, now_ms)?;
+        indeterminate.rate =
+            crate::domain::metrics::indeterminate_rate(indeterminate.count, to_u64(dispatched));
+        Ok(Summary {
+            intents: per_intent.len() as u64,
+            attempts,
+            amplification,
+            committed: states.get("committed").copied().unwrap_or(0),
+            states,
+            dispatched: to_u64(dispatched),
+            indeterminate,
+            duplicate_effects: to_u64(duplicate_effects),
+            late_results: to_u64(late_results),
+            budget_exceeded,
+            failover_divergence: if with_two == 0 {
+                0.0
+            } else {
+                diverged as f64 / with_two as f64
+            },
+        })
+    }
+
+    /// A time series of `metric` in buckets of `bucket_ms` between `from_ms` and `to_ms`,
+    /// one series per value of `group_by`. Unknown metric or group names are `Conflict`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn series(
+        &mut self,
+        metric: &str,
+        bucket_ms: u64,
+        group_by: &str,
+        filter: &MetricFilter,
+        from_ms: u64,
+        to_ms: u64,
+    ) -> Result<Vec<SeriesPoint>, StoreError> {
+        let bucket_ms = bucket_ms.max(1000);
+        let on_attempts = matches!(metric, "attempts" | "amplification" | "late_results");
+        let group = group_column(group_by, on_attempts)
+            .ok_or_else(|| StoreError::Conflict(format!("unknown group_by `{group_by}`")))?;
+        let mut w = filter_where(filter);
+        let b = w.bind(to_i64(bucket_ms));
+        let (time, from_table, value) = match metric {
+            "attempts" => (
+                "a.started_at_ms",
+                "attempts a JOIN intents i ON i.seq = a.intent_seq",
+                "count(*)",
+            ),
+            "amplification" => (
+                "a.started_at_ms",
+                "attempts a JOIN intents i ON i.seq = a.intent_seq",
+                "CAST(count(*) AS REAL) / count(DISTINCT a.intent_seq)",
+            ),
+            "late_results" => {
+                w.push("a.late = 1");
+                (
+                    "a.ended_at_ms",
+                    "attempts a JOIN intents i ON i.seq = a.intent_seq",
+                    "count(*)",
+                )
+            }
+            "intents" => ("i.created_at_ms", "intents i", "count(*)"),
+            "committed" => ("i.committed_at_ms", "intents i", "count(*)"),
+            "indeterminate" => {
+                w.push("i.state = 'indeterminate'");
+                ("i.indeterminate_since_ms", "intents i", "count(*)")
+            }
+            "duplicate_effects" => (
+                "r.received_at_ms",
+                "receipts r JOIN intents i ON i.seq = r.intent_seq",
+                "count(DISTINCT r.downstream_id)",
+            ),
+            other => {
+                return Err(StoreError::Conflict(format!(
+                    "unknown metric `{other}`; expected one of {}",
+                    SERIES_METRICS.join(", ")
+                )));
+            }
+        };
+        if metric == "duplicate_effects" {
+            w.push("r.authoritative = 0");
+        }
+        let f = w.bind(to_i64(from_ms));
+        let t = w.bind(to_i64(to_ms));
+        w.push(&format!("{time} >= {f} AND {time} < {t}"));
+        let sql = format!(
+            "SELECT ({time} / {b}) * {b} AS bucket, {group} AS g, {value}, count(*) FROM {from_table} WHERE {} \
+             GROUP BY bucket, g ORDER BY bucket, g",
+            w.sql()
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params_from_iter(w.values.iter()), |r| {
+            Ok(SeriesPoint {
+                bucket_start_ms: to_u64(r.get(0)?),
+                group: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                value: r.get(2)?,
+                count: to_u64(r.get(3)?),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}

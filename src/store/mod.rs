@@ -1,0 +1,116 @@
+//! The SQLite store: one module per table, each operation the coordinator needs in one
+//! transaction, and the queries the console needs.
+//!
+//! SQLite specifics (pragmas, `RETURNING`, partial indexes) stay inside this module so a
+//! PostgreSQL backend can follow with the same operations.
+//!
+//! Durability: WAL with `synchronous = NORMAL`. A committed transaction survives a crash of
+//! the process; a power loss can lose the last transactions committed since the previous
+//! checkpoint sync, never corrupt the file. Every operation is one transaction, so an
+//! interrupted write leaves nothing half-written.
+
+mod apply;
+mod attempts;
+mod commands;
+mod events;
+mod intents;
+mod metrics;
+mod outbox;
+mod pauses;
+mod query;
+mod receipts;
+mod schema;
+mod sweeps;
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use crate::domain::{IdError, Refusal, UnknownName};
+
+pub use apply::{Applied, ApplyContext, DispatchPlan, ReceiptSource};
+pub use attempts::{Attempt, AttemptFinish, NewAttempt};
+pub use commands::{CommandAction, CommandRecord, NewCommand, RecordedCommand};
+pub use events::StoredEvent;
+pub use intents::{CreateOutcome, Intent, NewIntent};
+pub use metrics::{IndeterminateSummary, MetricFilter, SERIES_METRICS, SeriesPoint, Summary};
+pub use outbox::{ClaimedRow, OutboxRow};
+pub use pauses::{Pause, PauseScope};
+pub use query::{
+    Cursor, IntentDetail, IntentFilter, IntentPage, KeyLedger, MAX_PAGE, SortKey, Transition,
+    forget_at, search_form,
+};
+pub use receipts::{Receipt, ReceiptObservation, WebhookOutcome};
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("{what} `{id}` not found")]
+    NotFound { what: &'static str, id: String },
+    #[error("refused: {0}")]
+    Refused(#[from] Refusal),
+    #[error("the database schema (version {found}) is newer than this program knows ({known})")]
+    NewerSchema { found: i64, known: i64 },
+    #[error("invalid cursor: {0}")]
+    BadCursor(String),
+    #[error("stored data is not valid: {0}")]
+    Corrupt(String),
+    #[error("{0}")]
+    Conflict(String),
+}
+
+impl From<IdError> for StoreError {
+    fn from(e: IdError) -> Self {
+        StoreError::Corrupt(e.to_string())
+    }
+}
+
+impl From<UnknownName> for StoreError {
+    fn from(e: UnknownName) -> Self {
+        StoreError::Corrupt(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Corrupt(e.to_string())
+    }
+}
+
+/// One connection to the database. Open one per thread; WAL lets readers run beside the
+/// single writer.
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Open (or create) the database file and bring its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        conn.pragma_update(None, "cache_size", -65_536)?; // 64 MiB
+        schema::migrate(&mut conn)?;
+        Ok(Store { conn })
+    }
+
+    /// The raw connection, for benchmarks and data generators in this crate.
+    pub fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}
+
+/// Conversions between the store's integer columns and the domain's unsigned values.
+pub(crate) fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}

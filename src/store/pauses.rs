@@ -1,0 +1,172 @@
+//! The `pauses` table. A pause stops new attempts and automatic retries in its scope; it
+//! does not cancel in-flight work and does not stop read-only lookups.
+
+use rusqlite::{Transaction, params};
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError, to_i64, to_u64};
+
+/// What a pause covers. Empty fields match everything; an intent id narrows to one intent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseScope {
+    pub tenant: Option<String>,
+    pub provider: Option<String>,
+    pub tool: Option<String>,
+    pub operation: Option<String>,
+    pub intent_id: Option<String>,
+}
+
+impl PauseScope {
+    pub fn is_empty(&self) -> bool {
+        self.tenant.is_none()
+            && self.provider.is_none()
+            && self.tool.is_none()
+            && self.operation.is_none()
+            && self.intent_id.is_none()
+    }
+
+    /// A SQL condition on intents aliased `i` matching this scope, with its parameters
+    /// numbered from `first`.
+    pub(crate) fn condition(&self, first: usize) -> (String, Vec<String>) {
+        let mut parts = Vec::new();
+        let mut values = Vec::new();
+        let mut n = first;
+        let mut push = |sql: String, v: &str| {
+            parts.push(sql);
+            values.push(v.to_string());
+        };
+        if let Some(t) = &self.tenant {
+            push(format!("i.tenant = ?{n}"), t);
+            n += 1;
+        }
+        if let Some(p) = &self.provider {
+            push(
+                format!(
+                    "(i.connector = ?{n} OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = ?{n}))"
+                ),
+                p,
+            );
+            n += 1;
+        }
+        if let Some(t) = &self.tool {
+            push(format!("i.tool = ?{n}"), t);
+            n += 1;
+        }
+        if let Some(o) = &self.operation {
+            push(format!("i.operation = ?{n}"), o);
+            n += 1;
+        }
+        if let Some(id) = &self.intent_id {
+            push(format!("i.id = ?{n}"), id);
+        }
+        if parts.is_empty() {
+            ("1".to_string(), values)
+        } else {
+            (parts.join(" AND "), values)
+        }
+    }
+}
+
+/// An active or ended pause.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Pause {
+    pub seq: i64,
+    pub command_id: String,
+    pub scope: PauseScope,
+    pub reason: String,
+    pub created_by: String,
+    pub created_at_ms: u64,
+    pub resumed_at_ms: Option<u64>,
+}
+
+pub(crate) fn insert(
+    tx: &Transaction<'_>,
+    command_seq: i64,
+    scope: &PauseScope,
+    reason: &str,
+    actor: &str,
+    now_ms: u64,
+) -> Result<i64, StoreError> {
+    tx.execute(
+        "INSERT INTO pauses (command_seq, tenant, provider, tool, operation, intent_id, reason, created_by, created_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            command_seq,
+            scope.tenant,
+            scope.provider,
+            scope.tool,
+            scope.operation,
+            scope.intent_id,
+            reason,
+            actor,
+            to_i64(now_ms)
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// End the active pauses whose scope is exactly `scope`; returns how many ended.
+pub(crate) fn resume(
+    tx: &Transaction<'_>,
+    command_seq: i64,
+    scope: &PauseScope,
+    now_ms: u64,
+) -> Result<usize, StoreError> {
+    Ok(tx.execute(
+        "UPDATE pauses SET resumed_at_ms = ?1, resumed_by_command = ?2 WHERE resumed_at_ms IS NULL \
+         AND tenant IS ?3 AND provider IS ?4 AND tool IS ?5 AND operation IS ?6 AND intent_id IS ?7",
+        params![
+            to_i64(now_ms),
+            command_seq,
+            scope.tenant,
+            scope.provider,
+            scope.tool,
+            scope.operation,
+            scope.intent_id
+        ],
+    )?)
+}
+
+impl Store {
+    /// Active pauses, newest first; only those within `tenants` when given (a pause with no
+    /// tenant covers every tenant and is shown to all).
+    pub fn active_pauses(&mut self, tenants: Option<&[String]>) -> Result<Vec<Pause>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT p.seq, c.id, p.tenant, p.provider, p.tool, p.operation, p.intent_id, p.reason, p.created_by, \
+             p.created_at_ms, p.resumed_at_ms FROM pauses p JOIN commands c ON c.seq = p.command_seq \
+             WHERE p.resumed_at_ms IS NULL ORDER BY p.seq DESC",
+        )?;
+        let rows = stmt.query_map([], pause_from_row)?;
+        let mut out = Vec::new();
+        for pause in rows {
+            let pause = pause?;
+            let visible = match (tenants, &pause.scope.tenant) {
+                (None, _) | (Some(_), None) => true,
+                (Some(list), Some(t)) => list.contains(t),
+            };
+            if visible {
+                out.push(pause);
+            }
+        }
+        Ok(out)
+    }
+}
+
+pub(crate) fn pause_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Pause> {
+    Ok(Pause {
+        seq: r.get(0)?,
+        command_id: r.get(1)?,
+        scope: PauseScope {
+            tenant: r.get(2)?,
+            provider: r.get(3)?,
+            tool: r.get(4)?,
+            operation: r.get(5)?,
+            intent_id: r.get(6)?,
+        },
+        reason: r.get(7)?,
+        created_by: r.get(8)?,
+        created_at_ms: to_u64(r.get(9)?),
+        resumed_at_ms: r.get::<_, Option<i64>>(10)?.map(to_u64),
+    })
+}

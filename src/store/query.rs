@@ -1,0 +1,480 @@
+//! The console's reads: filtered, sorted, cursor-paged intent lists; one intent with
+//! everything attached; the action-key ledger.
+//!
+//! Paging is by keyset (`ORDER BY <column>, seq` and a cursor holding the last row's values),
+//! so every page costs the same however deep the operator scrolls. `total` is counted up to
+//! [`TOTAL_CAP`] rows and reported as a lower bound beyond that, which keeps the first page
+//! fast on a million intents.
+
+use rusqlite::{OptionalExtension, params_from_iter};
+use serde::{Deserialize, Serialize};
+
+use super::attempts::Attempt;
+use super::commands::CommandRecord;
+use super::intents::{INTENT_COLUMNS, intent_from_row};
+use super::pauses::{Pause, pause_from_row};
+use super::receipts::Receipt;
+use super::{Intent, Store, StoreError, to_u64};
+use crate::domain::canonical::{fold_digits, normalize_text};
+use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale};
+
+/// Counting stops here; beyond it `total_exact` is false.
+pub const TOTAL_CAP: u64 = 10_000;
+/// The largest page a caller may ask for.
+pub const MAX_PAGE: u32 = 500;
+
+/// Which intents to list. Empty lists match everything. `allowed_tenants` is the caller's
+/// tenant scope and is always applied on top of `tenants`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntentFilter {
+    pub tenants: Vec<String>,
+    pub providers: Vec<String>,
+    pub states: Vec<IntentState>,
+    pub operations: Vec<String>,
+    pub tools: Vec<String>,
+    pub releases: Vec<String>,
+    pub locales: Vec<Locale>,
+    pub tiers: Vec<ConsequenceTier>,
+    pub paused: Option<bool>,
+    pub since_ms: Option<u64>,
+    pub until_ms: Option<u64>,
+    pub min_attempts: Option<u32>,
+    pub q: Option<String>,
+    #[serde(skip)]
+    pub allowed_tenants: Option<Vec<String>>,
+}
+
+/// The column a list is ordered by; descending unless `ascending`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortKey {
+    #[default]
+    Created,
+    Attempts,
+    Deadline,
+    Updated,
+    IndeterminateSince,
+}
+
+impl SortKey {
+    fn column(self) -> &'static str {
+        match self {
+            SortKey::Created => "i.seq",
+            SortKey::Attempts => "i.attempts",
+            SortKey::Deadline => "i.deadline_at_ms",
+            SortKey::Updated => "i.updated_at_ms",
+            SortKey::IndeterminateSince => {
+                "coalesce(i.indeterminate_since_ms, 9223372036854775807)"
+            }
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<(SortKey, bool)> {
+        let (ascending, name) = match s.strip_prefix('-') {
+            Some(rest) => (false, rest),
+            None => (true, s),
+        };
+        let key = match name {
+            "created" => SortKey::Created,
+            "attempts" => SortKey::Attempts,
+            "deadline" => SortKey::Deadline,
+            "updated" => SortKey::Updated,
+            "indeterminate_since" => SortKey::IndeterminateSince,
+            _ => return None,
+        };
+        Some((key, ascending))
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            SortKey::Created => "created",
+            SortKey::Attempts => "attempts",
+            SortKey::Deadline => "deadline",
+            SortKey::Updated => "updated",
+            SortKey::IndeterminateSince => "indeterminate_since",
+        }
+    }
+}
+
+/// Where the next page starts: the last row's sort value and sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub sort: SortKey,
+    pub ascending: bool,
+    pub value: i64,
+    pub seq: i64,
+}
+
+impl Cursor {
+    pub fn encode(&self) -> String {
+        format!(
+            "v1.{}.{}.{}.{}",
+            self.sort.name(),
+            if self.ascending { "a" } else { "d" },
+            self.value,
+            self.seq
+        )
+    }
+
+    pub fn decode(s: &str) -> Result<Cursor, StoreError> {
+        let bad = || {
+            StoreError::BadCursor(format!(
+                "`{}` is not a cursor this server issued",
+                s.chars().take(60).collect::<String>()
+            ))
+        };
+        let parts: Vec<&str> = s.split('.').collect();
+        let [version, sort, dir, value, seq] = parts.as_slice() else {
+            return Err(bad());
+        };
+        if *version != "v1" {
+            return Err(bad());
+        }
+        let (sort, _) = SortKey::parse(sort).ok_or_else(bad)?;
+        let ascending = match *dir {
+            "a" => true,
+            "d" => false,
+            _ => return Err(bad()),
+        };
+        Ok(Cursor {
+            sort,
+            ascending,
+            value: value.parse().map_err(|_| bad())?,
+            seq: seq.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+/// One page of intents.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntentPage {
+    pub items: Vec<Intent>,
+    pub next_cursor: Option<String>,
+    pub total: u64,
+    pub total_exact: bool,
+}
+
+/// A state change of one intent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transition {
+    pub from: Option<String>,
+    pub to: String,
+    pub event: String,
+    pub reason: Option<String>,
+    pub command_id: Option<String>,
+    pub at_ms: u64,
+}
+
+/// One intent with everything attached.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntentDetail {
+    pub intent: Intent,
+    pub attempts: Vec<Attempt>,
+    pub receipts: Vec<Receipt>,
+    pub transitions: Vec<Transition>,
+    pub commands: Vec<CommandRecord>,
+    pub pauses: Vec<Pause>,
+    /// When the downstream may forget the action key (first dispatch + retention).
+    pub key_forget_at_ms: Option<u64>,
+    pub ingest_replays: u32,
+    pub ingest_mismatches: u32,
+}
+
+/// Everything known about one action key.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KeyLedger {
+    pub action_key: ActionKey,
+    pub intent: Intent,
+    pub attempts: Vec<Attempt>,
+    pub replays: u32,
+    pub mismatches: u32,
+    pub receipts: Vec<Receipt>,
+    pub key_forget_at_ms: Option<u64>,
+}
+
+/// A SQL `WHERE` clause under construction, with numbered parameters.
+#[derive(Default)]
+pub(crate) struct Where {
+    parts: Vec<String>,
+    pub(crate) values: Vec<rusqlite::types::Value>,
+}
+
+impl Where {
+    pub(crate) fn push(&mut self, sql: &str) {
+        self.parts.push(sql.to_string());
+    }
+
+    pub(crate) fn bind(&mut self, v: impl Into<rusqlite::types::Value>) -> String {
+        self.values.push(v.into());
+        format!("?{}", self.values.len())
+    }
+
+    pub(crate) fn any_of(&mut self, column: &str, list: &[String]) {
+        if list.is_empty() {
+            return;
+        }
+        let marks: Vec<String> = list.iter().map(|v| self.bind(v.clone())).collect();
+        self.parts
+            .push(format!("{column} IN ({})", marks.join(", ")));
+    }
+
+    pub(crate) fn sql(&self) -> String {
+        if self.parts.is_empty() {
+            "1".to_string()
+        } else {
+            self.parts.join(" AND ")
+        }
+    }
+}
+
+fn names<T: Copy>(list: &[T], f: impl Fn(T) -> &'static str) -> Vec<String> {
+    list.iter().map(|v| f(*v).to_string()).collect()
+}
+
+/// Text as search compares it: normalised like canonical args, digits folded, lower case.
+pub fn search_form(s: &str) -> String {
+    fold_digits(&normalize_text(s)).to_lowercase()
+}
+
+/// Build the `WHERE` for an intent filter over intents aliased `i`.
+pub(crate) fn filter_where(f: &IntentFilter) -> Where {
+    let mut w = Where::default();
+    w.any_of("i.tenant", &f.tenants);
+    if let Some(allowed) = &f.allowed_tenants {
+        if allowed.is_empty() {
+            w.push("0");
+        } else {
+            w.any_of("i.tenant", allowed);
+        }
+    }
+    w.any_of("i.state", &names(&f.states, IntentState::as_str));
+    w.any_of("i.operation", &f.operations);
+    w.any_of("i.tool", &f.tools);
+    w.any_of("i.release_id", &f.releases);
+    w.any_of("i.locale", &names(&f.locales, Locale::as_str));
+    w.any_of("i.tier", &names(&f.tiers, ConsequenceTier::as_str));
+    if !f.providers.is_empty() {
+        let marks: Vec<String> = f.providers.iter().map(|p| w.bind(p.clone())).collect();
+        w.push(&format!(
+            "EXISTS (SELECT 1 FROM intent_providers p WHERE p.intent_seq = i.seq AND p.provider IN ({}))",
+            marks.join(", ")
+        ));
+    }
+    if let Some(since) = f.since_ms {
+        let m = w.bind(super::to_i64(since));
+        w.push(&format!("i.created_at_ms >= {m}"));
+    }
+    if let Some(until) = f.until_ms {
+        let m = w.bind(super::to_i64(until));
+        w.push(&format!("i.created_at_ms < {m}"));
+    }
+    if let Some(min) = f.min_attempts {
+        let m = w.bind(i64::from(min));
+        w.push(&format!("i.attempts >= {m}"));
+    }
+    if let Some(paused) = f.paused {
+        let cond = "EXISTS (SELECT 1 FROM pauses z WHERE z.resumed_at_ms IS NULL \
+             AND (z.tenant IS NULL OR z.tenant = i.tenant) AND (z.tool IS NULL OR z.tool = i.tool) \
+             AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
+             AND (z.provider IS NULL OR z.provider = i.connector \
+                  OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider)))";
+        w.push(&if paused {
+            cond.to_string()
+        } else {
+            format!("NOT {cond}")
+        });
+    }
+    if let Some(q) = f.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        let exact = w.bind(q.to_string());
+        let folded = search_form(q);
+        let escaped = folded
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        let like = w.bind(format!("%{escaped}%"));
+        w.push(&format!(
+            "(i.id = {exact} OR i.action_key = {exact} OR i.receipt_id = {exact} OR i.downstream_ref = {exact} \
+             OR i.search_text LIKE {like} ESCAPE '\\')"
+        ));
+    }
+    w
+}
+
+impl Store {
+    /// One page of intents matching `filter`, ordered by `sort`.
+    pub fn list_intents(
+        &mut self,
+        filter: &IntentFilter,
+        sort: SortKey,
+        ascending: bool,
+        cursor: Option<&Cursor>,
+        limit: u32,
+    ) -> Result<IntentPage, StoreError> {
+        let limit = limit.clamp(1, MAX_PAGE);
+        let base = filter_where(filter);
+        let count_sql = format!(
+            "SELECT count(*) FROM (SELECT 1 FROM intents i WHERE {} LIMIT {})",
+            base.sql(),
+            TOTAL_CAP + 1
+        );
+        let counted: i64 =
+            self.conn
+                .query_row(&count_sql, params_from_iter(base.values.iter()), |r| {
+                    r.get(0)
+                })?;
+        let counted = to_u64(counted);
+
+        let mut w = base;
+        let column = sort.column();
+        if let Some(c) = cursor {
+            if c.sort != sort || c.ascending != ascending {
+                return Err(StoreError::BadCursor(
+                    "the cursor belongs to another sort order".to_string(),
+                ));
+            }
+            let v = w.bind(c.value);
+            let s = w.bind(c.seq);
+            let op = if ascending { ">" } else { "<" };
+            w.push(&format!(
+                "({column} {op} {v} OR ({column} = {v} AND i.seq {op} {s}))"
+            ));
+        }
+        let dir = if ascending { "ASC" } else { "DESC" };
+        let sql = format!(
+            "SELECT {INTENT_COLUMNS}, {column} FROM intents i WHERE {} ORDER BY {column} {dir}, i.seq {dir} LIMIT {}",
+            w.sql(),
+            limit + 1
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params_from_iter(w.values.iter()), |r| {
+            let (seq, intent) = intent_from_row(r)?;
+            Ok((seq, intent, r.get::<_, i64>(34)?))
+        })?;
+        let mut items = Vec::new();
+        let mut last = None;
+        let mut more = false;
+        for row in rows {
+            let (seq, intent, value) = row?;
+            if items.len() == limit as usize {
+                more = true;
+                break;
+            }
+            items.push(intent?);
+            last = Some((value, seq));
+        }
+        let next_cursor = match (more, last) {
+            (true, Some((value, seq))) => Some(
+                Cursor {
+                    sort,
+                    ascending,
+                    value,
+                    seq,
+                }
+                .encode(),
+            ),
+            _ => None,
+        };
+        Ok(IntentPage {
+            items,
+            next_cursor,
+            total: counted.min(TOTAL_CAP),
+            total_exact: counted <= TOTAL_CAP,
+        })
+    }
+
+    /// One intent with attempts, receipts, transitions, commands and covering pauses.
+    pub fn intent_detail(&mut self, id: &IntentId) -> Result<IntentDetail, StoreError> {
+        let intent = self.intent(id)?;
+        let attempts = self.attempts_of(id)?;
+        let receipts = self.receipts_of(id)?;
+        let transitions = {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT t.from_state, t.to_state, t.event, t.reason, c.id, t.at_ms FROM transitions t \
+                 JOIN intents i ON i.seq = t.intent_seq LEFT JOIN commands c ON c.seq = t.command_seq \
+                 WHERE i.id = ?1 ORDER BY t.seq",
+            )?;
+            let rows = stmt.query_map([id.as_str()], |r| {
+                Ok(Transition {
+                    from: r.get(0)?,
+                    to: r.get(1)?,
+                    event: r.get(2)?,
+                    reason: r.get(3)?,
+                    command_id: r.get(4)?,
+                    at_ms: to_u64(r.get(5)?),
+                })
+            })?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        let commands = self.audit(Some(id), 200)?;
+        let pauses = {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT z.seq, c.id, z.tenant, z.provider, z.tool, z.operation, z.intent_id, z.reason, z.created_by, \
+                 z.created_at_ms, z.resumed_at_ms FROM pauses z JOIN commands c ON c.seq = z.command_seq \
+                 JOIN intents i ON i.id = ?1 WHERE z.resumed_at_ms IS NULL \
+                 AND (z.tenant IS NULL OR z.tenant = i.tenant) AND (z.tool IS NULL OR z.tool = i.tool) \
+                 AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
+                 AND (z.provider IS NULL OR z.provider = i.connector \
+                      OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider)) \
+                 ORDER BY z.seq",
+            )?;
+            let rows = stmt.query_map([id.as_str()], pause_from_row)?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        let (replays, mismatches): (u32, u32) = self
+            .conn
+            .query_row(
+                "SELECT k.replays, k.mismatches FROM ingest_keys k JOIN intents i ON i.seq = k.intent_seq WHERE i.id = ?1",
+                [id.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or((0, 0));
+        let key_forget_at_ms = forget_at(&intent);
+        Ok(IntentDetail {
+            intent,
+            attempts,
+            receipts,
+            transitions,
+            commands,
+            pauses,
+            key_forget_at_ms,
+            ingest_replays: replays,
+            ingest_mismatches: mismatches,
+        })
+    }
+
+    /// The ledger of one action key.
+    pub fn key_ledger(&mut self, key: &ActionKey) -> Result<KeyLedger, StoreError> {
+        let detail = self.intent_detail(&key.intent_id())?;
+        if &detail.intent.action_key != key {
+            return Err(StoreError::NotFound {
+                what: "action key",
+                id: key.to_string(),
+            });
+        }
+        let attempts: Vec<Attempt> = detail
+            .attempts
+            .into_iter()
+            .filter(|a| a.presented_key.as_deref() == Some(key.as_str()))
+            .collect();
+        let replays = attempts.iter().filter(|a| a.replayed == Some(true)).count() as u32;
+        let mismatches = attempts
+            .iter()
+            .filter(|a| a.http_status == Some(422))
+            .count() as u32;
+        Ok(KeyLedger {
+            action_key: key.clone(),
+            key_forget_at_ms: detail.key_forget_at_ms,
+            intent: detail.intent,
+            attempts,
+            replays,
+            mismatches,
+            receipts: detail.receipts,
+        })
+    }
+}
+
+/// When the downstream may forget an intent's key: its first dispatch plus the retention.
+pub fn forget_at(intent: &Intent) -> Option<u64> {
+    Some(intent.first_dispatch_at_ms? + intent.key_retention_secs? * 1000)
+}

@@ -1,0 +1,184 @@
+//! The `receipts` and `webhook_events` tables. An intent accepts one authoritative receipt;
+//! a receipt for an already committed intent with another downstream id is kept as evidence
+//! of a duplicate effect, never as a second result. Webhooks are deduplicated by event id.
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::Serialize;
+
+use super::apply::apply_in;
+use super::intents::load;
+use super::{Applied, ApplyContext, ReceiptSource, Store, StoreError, to_i64, to_u64};
+use crate::domain::{ActionKey, Event, IntentId, IntentState};
+
+/// One stored receipt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Receipt {
+    pub id: String,
+    pub intent_id: IntentId,
+    pub action_key: String,
+    pub downstream_id: String,
+    pub source: String,
+    pub event_id: Option<String>,
+    pub authoritative: bool,
+    pub received_at_ms: u64,
+}
+
+/// What observing a receipt did.
+#[derive(Debug, Clone)]
+pub enum ReceiptObservation {
+    /// The intent was open and is now committed.
+    Committed(Box<Applied>),
+    /// The intent already holds this receipt.
+    AlreadyCommitted,
+    /// The intent holds another downstream id: a duplicate effect, kept as evidence.
+    DuplicateEffect { stored: String, observed: String },
+    /// The intent is in a state a receipt cannot move (e.g. closed as cancelled, which the
+    /// receipt contradicts; it is kept as evidence for an operator).
+    Contradicts { state: IntentState },
+}
+
+/// What a webhook delivery did.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum WebhookOutcome {
+    /// The event id was seen before; nothing changed.
+    Duplicate { deliveries: u32 },
+    /// First delivery; the receipt was observed.
+    Recorded { committed: bool },
+}
+
+impl Store {
+    /// Observe a receipt for `intent_id` from any source.
+    pub fn observe_receipt(
+        &mut self,
+        intent_id: &IntentId,
+        source: &ReceiptSource,
+        now_ms: u64,
+    ) -> Result<ReceiptObservation, StoreError> {
+        let tx = self.conn.transaction()?;
+        let out = observe_in(&tx, intent_id, source, now_ms)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Record a webhook delivery by `(connector, event_id)` and, on its first delivery,
+    /// observe the receipt it carries. `NotFound` when no intent has the key.
+    pub fn record_webhook(
+        &mut self,
+        connector: &str,
+        action_key: &ActionKey,
+        source: &ReceiptSource,
+        now_ms: u64,
+    ) -> Result<WebhookOutcome, StoreError> {
+        let event_id = source.event_id.clone().unwrap_or_default();
+        let tx = self.conn.transaction()?;
+        let seen: Option<u32> = tx
+            .query_row(
+                "UPDATE webhook_events SET deliveries = deliveries + 1 WHERE connector = ?1 AND event_id = ?2 \
+                 RETURNING deliveries",
+                params![connector, event_id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(deliveries) = seen {
+            tx.commit()?;
+            return Ok(WebhookOutcome::Duplicate { deliveries });
+        }
+        let intent_id = action_key.intent_id();
+        let observation = observe_in(&tx, &intent_id, source, now_ms)?;
+        tx.execute(
+            "INSERT INTO webhook_events (connector, event_id, action_key, received_at_ms) VALUES (?1, ?2, ?3, ?4)",
+            params![connector, event_id, action_key.as_str(), to_i64(now_ms)],
+        )?;
+        tx.commit()?;
+        Ok(WebhookOutcome::Recorded {
+            committed: matches!(observation, ReceiptObservation::Committed(_)),
+        })
+    }
+
+    /// Every receipt of one intent, oldest first.
+    pub fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT r.id, i.id, r.action_key, r.downstream_id, r.source, r.event_id, r.authoritative, r.received_at_ms \
+             FROM receipts r JOIN intents i ON i.seq = r.intent_seq WHERE i.id = ?1 ORDER BY r.seq",
+        )?;
+        let rows = stmt.query_map([intent_id.as_str()], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get::<_, i64>(7)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let row = row?;
+            out.push(Receipt {
+                id: row.0,
+                intent_id: row.1.parse()?,
+                action_key: row.2,
+                downstream_id: row.3,
+                source: row.4,
+                event_id: row.5,
+                authoritative: row.6,
+                received_at_ms: to_u64(row.7),
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn observe_in(
+    tx: &Transaction<'_>,
+    intent_id: &IntentId,
+    source: &ReceiptSource,
+    now_ms: u64,
+) -> Result<ReceiptObservation, StoreError> {
+    let (seq, intent) = load(tx, intent_id)?;
+    match intent.state {
+        IntentState::Executing | IntentState::Indeterminate => {
+            let ctx = ApplyContext {
+                now_ms,
+                receipt: Some(source.clone()),
+                ..ApplyContext::default()
+            };
+            let event = Event::ReceiptFound {
+                receipt_ref: source.downstream_id.clone(),
+            };
+            Ok(ReceiptObservation::Committed(Box::new(apply_in(
+                tx, intent_id, &event, &ctx,
+            )?)))
+        }
+        IntentState::Committed
+            if intent.downstream_ref.as_deref() == Some(source.downstream_id.as_str()) =>
+        {
+            Ok(ReceiptObservation::AlreadyCommitted)
+        }
+        state => {
+            tx.execute(
+                "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)",
+                params![
+                    source.receipt_id.as_str(),
+                    seq,
+                    intent.action_key.as_str(),
+                    source.downstream_id,
+                    source.source,
+                    source.event_id,
+                    to_i64(now_ms)
+                ],
+            )?;
+            Ok(match (state, intent.downstream_ref) {
+                (IntentState::Committed, Some(stored)) => ReceiptObservation::DuplicateEffect {
+                    stored,
+                    observed: source.downstream_id.clone(),
+                },
+                (state, _) => ReceiptObservation::Contradicts { state },
+            })
+        }
+    }
+}

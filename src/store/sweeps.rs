@@ -1,0 +1,54 @@
+//! The coordinator's background sweeps: which intents passed their deadline, which
+//! indeterminate intents are due for a lookup, and which executing intents stalled with
+//! nothing in flight (a planned retry refused by a pause, or a crash between steps).
+
+use rusqlite::params;
+
+use super::{Store, StoreError, to_i64};
+use crate::domain::IntentId;
+
+fn ids(rows: Vec<String>) -> Result<Vec<IntentId>, StoreError> {
+    rows.into_iter()
+        .map(|id| id.parse().map_err(StoreError::from))
+        .collect()
+}
+
+impl Store {
+    /// Open intents whose deadline has passed and that a deadline can still move
+    /// (never indeterminate ones: a deadline does not relabel them).
+    pub fn overdue_intents(
+        &mut self,
+        now_ms: u64,
+        limit: u32,
+    ) -> Result<Vec<IntentId>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id FROM intents WHERE deadline_at_ms <= ?1 AND state IN ('new', 'prepared', 'authorized', 'executing') \
+             AND NOT (state = 'executing' AND tier IN ('read', 'compute', 'proposal')) \
+             ORDER BY deadline_at_ms LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![to_i64(now_ms), limit], |r| r.get(0))?;
+        ids(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Indeterminate intents, the longest unresolved first.
+    pub fn indeterminate_batch(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id FROM intents WHERE state = 'indeterminate' ORDER BY indeterminate_since_ms LIMIT ?1",
+        )?;
+        let rows = stmt.query_map(params![limit], |r| r.get(0))?;
+        ids(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Executing mutating intents with no dispatch pending, claimed or in flight.
+    pub fn stalled_executing(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT i.id FROM intents i WHERE i.state = 'executing' AND i.tier IN ('write', 'financial') \
+             AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.intent_seq = i.seq AND o.status IN ('pending', 'claimed')) \
+             AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = i.seq AND a.kind = 'dispatch' \
+                 AND (a.outcome = 'pending' OR (a.sent = 1 AND a.outcome <> 'succeeded'))) \
+             ORDER BY i.updated_at_ms LIMIT ?1",
+        )?;
+        let rows = stmt.query_map(params![limit], |r| r.get(0))?;
+        ids(rows.collect::<Result<_, _>>()?)
+    }
+}
