@@ -7,7 +7,7 @@ use rusqlite::{Transaction, params};
 use super::intents::load;
 use super::{Intent, Store, StoreError, events, to_i64};
 use crate::domain::{
-    AttemptId, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId, Transition, state,
+    AttemptId, Effect, Event, IntentFacts, IntentId, ReceiptId, Transition, state,
 };
 
 /// Details the effects of an event need.
