@@ -68,6 +68,11 @@ async fn start_with(spec: &str, setup: Setup) -> Sandbox {
 }
 
 impl Sandbox {
+    /// The `n`th id with `prefix` this instance hands out, e.g. `po-<tag>-1`.
+    fn id(&self, prefix: &str, n: u64) -> String {
+        format!("{prefix}-{}-{n}", self.state.instance())
+    }
+
     fn url(&self, path: &str, name: &str, value: &str) -> reqwest::Url {
         reqwest::Url::parse_with_params(&format!("{}{path}", self.base), [(name, value)])
             .expect("test URL is valid")
@@ -159,7 +164,7 @@ async fn create_then_replay_then_mismatch_counts_one_effect() {
     let first = sandbox.post(PO, Some(key), ORDER).await.expect("answered");
     assert_eq!(first.status(), StatusCode::CREATED);
     let created = json_of(first).await;
-    assert_eq!(created["id"], "po-1");
+    assert_eq!(created["id"], sandbox.id("po", 1));
     assert_eq!(created["resource"], PO);
     assert_eq!(created["external_ref"], key);
     assert_eq!(created["replayed"], false);
@@ -172,7 +177,7 @@ async fn create_then_replay_then_mismatch_counts_one_effect() {
     assert_eq!(again.status(), StatusCode::OK);
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     let replayed = json_of(again).await;
-    assert_eq!(replayed["id"], "po-1");
+    assert_eq!(replayed["id"], sandbox.id("po", 1));
     assert_eq!(replayed["created_at_ms"], created["created_at_ms"]);
     assert_eq!(replayed["replayed"], true);
 
@@ -202,7 +207,7 @@ async fn lookup_by_external_ref_finds_the_record_or_404s() {
     let found = sandbox.lookup("payments", key).await;
     assert_eq!(found.status(), StatusCode::OK);
     let record = json_of(found).await;
-    assert_eq!(record["id"], "pay-1");
+    assert_eq!(record["id"], sandbox.id("pay", 1));
     assert_eq!(record["external_ref"], key);
     assert_eq!(record["body"], json!({"amount": 5}));
 
@@ -315,7 +320,7 @@ async fn a_dropped_response_still_commits_the_effect() {
     assert_eq!(sandbox.effects(key).await, 1);
     let found = sandbox.lookup(PO, key).await;
     assert_eq!(found.status(), StatusCode::OK);
-    assert_eq!(json_of(found).await["id"], "po-1");
+    assert_eq!(json_of(found).await["id"], sandbox.id("po", 1));
     sandbox.stop().await;
 }
 
@@ -345,7 +350,7 @@ async fn a_forgotten_key_creates_a_second_effect_and_lookup_misses() {
     );
     let second = sandbox.post(PO, Some(key), ORDER).await.expect("answered");
     assert_eq!(second.status(), StatusCode::CREATED);
-    assert_eq!(json_of(second).await["id"], "po-2");
+    assert_eq!(json_of(second).await["id"], sandbox.id("po", 2));
     assert_eq!(sandbox.effects(key).await, 2);
     sandbox.stop().await;
 }
@@ -437,6 +442,84 @@ async fn a_retry_overtakes_a_held_request_and_the_held_one_replays() {
 }
 
 #[tokio::test]
+async fn a_held_creation_takes_effect_after_its_caller_gave_up() {
+    let sandbox = start("delay_ms=300").await;
+    let key = "po:acme:int_12";
+    let impatient = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_millis(50))
+        .build()
+        .expect("client builds");
+    let err = impatient
+        .post(format!("{}/{PO}", sandbox.base))
+        .header("Idempotency-Key", key)
+        .header("content-type", "application/json")
+        .body(ORDER)
+        .send()
+        .await
+        .expect_err("the caller times out first");
+    assert!(err.is_timeout(), "{err}");
+
+    let deadline = Instant::now() + PATIENCE;
+    while sandbox.state.effects_for(&key.parse().expect("key")) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the held creation never took effect"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(sandbox.effects(key).await, 1);
+    sandbox.stop().await;
+}
+
+#[tokio::test]
+async fn a_restarted_sandbox_hands_out_new_ids() {
+    let first = start("none").await;
+    let second = start("none").await;
+    assert_ne!(first.state.instance(), second.state.instance());
+    let a = json_of(
+        first
+            .post(PO, Some("po:acme:int_13"), ORDER)
+            .await
+            .expect("answered"),
+    )
+    .await;
+    let b = json_of(
+        second
+            .post(PO, Some("po:acme:int_13"), ORDER)
+            .await
+            .expect("answered"),
+    )
+    .await;
+    assert_ne!(
+        a["id"], b["id"],
+        "both are the first record of their instance"
+    );
+    first.stop().await;
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn effects_of_a_key_count_replays_apart() {
+    let sandbox = start("none").await;
+    let key = "po:acme:int_14";
+    for _ in 0..3 {
+        sandbox.post(PO, Some(key), ORDER).await.expect("answered");
+    }
+    let body = json_of(
+        sandbox
+            .http
+            .get(sandbox.url("/_sandbox/effects", "action_key", key))
+            .send()
+            .await
+            .expect("answered"),
+    )
+    .await;
+    assert_eq!(body, json!({"action_key": key, "effects": 1, "replays": 2}));
+    sandbox.stop().await;
+}
+
+#[tokio::test]
 async fn health_answers_ok() {
     let sandbox = start("refuse=0").await;
     let response = sandbox
@@ -519,10 +602,10 @@ async fn each_creation_is_delivered_redeliver_times_with_one_event_id() {
         assert_eq!(event, &deliveries[0].1);
     }
     let event = &deliveries[0].1;
-    assert_eq!(event["event_id"], "evt-1");
+    assert_eq!(event["event_id"], sandbox.id("evt", 1));
     assert_eq!(event["action_key"], key);
     assert_eq!(event["resource"], PO);
-    assert_eq!(event["downstream_id"], "po-1");
+    assert_eq!(event["downstream_id"], sandbox.id("po", 1));
     assert_eq!(event["status"], "created");
     assert!(event["occurred_at_ms"].as_u64().is_some());
 

@@ -6,7 +6,7 @@
 //! | item | meaning |
 //! |---|---|
 //! | `drop_after_commit=P` | commit the effect, then close the connection without a response |
-//! | `delay_ms=MS@P` | with probability P hold a request MS milliseconds before processing it (`delay_ms=MS` means P = 1) |
+//! | `delay_ms=MS@P` | with probability P hold a request MS milliseconds before processing it (`delay_ms=MS` means P = 1); a held creation takes effect even if its caller stopped waiting |
 //! | `overload=P` | answer 503 with `Retry-After`, processing nothing |
 //! | `retry_after_secs=N` | the `Retry-After` value (default 1) |
 //! | `refuse=P` | accept a TCP connection and close it at once, reading nothing |

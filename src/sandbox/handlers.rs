@@ -56,18 +56,23 @@ fn resource(segment: &str) -> Result<Resource, ApiError> {
     })
 }
 
-/// Overload and delay, decided once when the request arrives.
-async fn resource_faults(state: &SandboxState, faults: &FaultSpec) -> Result<(), ApiError> {
+/// Overload and delay, decided once when the request arrives: `Err` for an overload
+/// answer, otherwise how long to hold the request before processing it.
+fn resource_faults(state: &SandboxState, faults: &FaultSpec) -> Result<Option<Duration>, ApiError> {
     if state.roll(faults.overload) {
         return Err(ApiError::overloaded(faults.retry_after_secs));
     }
-    if let Some(delay) = faults.delay
-        && state.roll(delay.probability)
-    {
-        tracing::debug!(delay_ms = delay.ms, "holding request");
-        tokio::time::sleep(Duration::from_millis(delay.ms)).await;
+    Ok(faults
+        .delay
+        .filter(|delay| state.roll(delay.probability))
+        .map(|delay| Duration::from_millis(delay.ms)))
+}
+
+async fn hold(delay: Option<Duration>) {
+    if let Some(delay) = delay {
+        tracing::debug!(delay_ms = delay.as_millis() as u64, "holding request");
+        tokio::time::sleep(delay).await;
     }
-    Ok(())
 }
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<ExternalRef>, ApiError> {
@@ -114,7 +119,7 @@ pub(crate) async fn create(
 ) -> Result<Response, ApiError> {
     let resource = resource(&segment)?;
     let faults = state.faults();
-    resource_faults(&state, &faults).await?;
+    let delay = resource_faults(&state, &faults)?;
 
     let key = idempotency_key(&headers)?;
     if key.is_none() && !faults.ignore_keys {
@@ -125,7 +130,23 @@ pub(crate) async fn create(
     }
     let body = json_object(body)?;
 
-    let (status, record, replayed) = match state.create(resource, key, body) {
+    // The creation runs on its own task, like work a real downstream has accepted: a caller
+    // that stops waiting (its timeout passed, the connection closed) does not stop it, so a
+    // delayed request still takes effect, late.
+    let worker = state.clone();
+    let processing = tokio::spawn(async move {
+        hold(delay).await;
+        worker.create(resource, key, body)
+    });
+    let outcome = processing.await.map_err(|err| {
+        tracing::error!(error = %err, "a creation task failed");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the creation did not finish",
+        )
+    })?;
+    let (status, record, replayed) = match outcome {
         CreateOutcome::Created(record) => (StatusCode::CREATED, record, false),
         CreateOutcome::Replayed(record) => (StatusCode::OK, record, true),
         CreateOutcome::Mismatch(record) => {
@@ -175,7 +196,7 @@ pub(crate) async fn lookup(
     let resource = resource(&segment)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request("bad_query", e.body_text()))?;
     let faults = state.faults();
-    resource_faults(&state, &faults).await?;
+    hold(resource_faults(&state, &faults)?).await;
     let raw = query.external_ref.ok_or_else(|| {
         ApiError::bad_request(
             "missing_external_ref",
@@ -198,7 +219,8 @@ pub(crate) struct EffectsQuery {
     action_key: Option<String>,
 }
 
-/// `GET /_sandbox/effects[?action_key=K]`.
+/// `GET /_sandbox/effects[?action_key=K]`: totals, or one key's true effects and the
+/// creates under it that replayed the first result.
 pub(crate) async fn effects(
     State(state): State<SandboxState>,
     query: Result<Query<EffectsQuery>, QueryRejection>,
@@ -210,9 +232,11 @@ pub(crate) async fn effects(
     let key: ExternalRef = raw
         .parse()
         .map_err(|e: StoreError| ApiError::bad_request("bad_action_key", e.to_string()))?;
-    Ok(Json(
-        json!({"action_key": key, "effects": state.effects_for(&key)}),
-    ))
+    Ok(Json(json!({
+        "action_key": key,
+        "effects": state.effects_for(&key),
+        "replays": state.replays_for(&key),
+    })))
 }
 
 /// `GET /_sandbox/faults`.

@@ -47,8 +47,22 @@ struct Inner {
     store: Mutex<Store>,
     clock: Arc<dyn Clock>,
     seed: u64,
+    instance: String,
     next_event: AtomicU64,
     webhooks: Option<WebhookQueue>,
+}
+
+/// Six hex digits that tell this instance from earlier ones: the seed mixed with the wall
+/// clock's nanoseconds and the process id, so a restart with the same `--seed` (same fault
+/// decisions) still hands out new ids. Not derived from the injectable clock on purpose: a
+/// manual clock repeats, a restart does not.
+fn instance_tag(seed: u64) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut mix = SplitMix64::new(seed ^ nanos.rotate_left(17) ^ u64::from(std::process::id()));
+    format!("{:06x}", mix.next_u64() & 0xFF_FFFF)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -68,13 +82,15 @@ impl SandboxState {
         options: SandboxOptions,
     ) -> Self {
         let seed = options.seed.unwrap_or_else(|| options.clock.now_ms());
+        let instance = instance_tag(seed);
         Self {
             inner: Arc::new(Inner {
                 faults: Mutex::new(faults),
                 dice: Mutex::new(SplitMix64::new(seed)),
-                store: Mutex::new(Store::new()),
+                store: Mutex::new(Store::with_instance(&instance)),
                 clock: options.clock,
                 seed,
+                instance,
                 next_event: AtomicU64::new(1),
                 webhooks: webhook.map(WebhookQueue::new),
             }),
@@ -95,6 +111,12 @@ impl SandboxState {
     /// The seed of the fault decisions, for reproducing a run.
     pub fn seed(&self) -> u64 {
         self.inner.seed
+    }
+
+    /// This instance's tag, part of every downstream id and webhook event id it hands out
+    /// (`po-<tag>-1`, `evt-<tag>-1`).
+    pub fn instance(&self) -> &str {
+        &self.inner.instance
     }
 
     pub fn now_ms(&self) -> u64 {
@@ -131,7 +153,7 @@ impl SandboxState {
             if let Some(queue) = &self.inner.webhooks {
                 let seq = self.inner.next_event.fetch_add(1, Ordering::Relaxed);
                 let event = WebhookEvent {
-                    event_id: EventId::new(seq),
+                    event_id: EventId::new(&self.inner.instance, seq),
                     action_key: record.external_ref.clone(),
                     resource,
                     downstream_id: record.id.clone(),
@@ -154,6 +176,11 @@ impl SandboxState {
     /// True creations made under one key.
     pub fn effects_for(&self, key: &ExternalRef) -> u64 {
         lock(&self.inner.store).effects_for(key)
+    }
+
+    /// Creates under one key answered with the first result instead of a new effect.
+    pub fn replays_for(&self, key: &ExternalRef) -> u64 {
+        lock(&self.inner.store).replays_for(key)
     }
 
     pub fn effects_summary(&self) -> EffectsSummary {

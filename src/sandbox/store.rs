@@ -132,14 +132,21 @@ impl fmt::Display for ExternalRef {
     }
 }
 
-/// The id the sandbox gives a record, e.g. `po-7`.
+/// The id the sandbox gives a record: the resource prefix, the sandbox instance's tag and a
+/// sequence number, e.g. `po-7f3a9c-12` (`po-12` for a store without a tag). The tag keeps
+/// ids unique across sandbox restarts, whose counters start again at 1 while a
+/// coordinator's database remembers every id it was given.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct DownstreamId(String);
 
 impl DownstreamId {
-    fn new(resource: Resource, seq: u64) -> Self {
-        Self(format!("{}{seq}", resource.id_prefix()))
+    fn new(resource: Resource, instance: &str, seq: u64) -> Self {
+        if instance.is_empty() {
+            Self(format!("{}{seq}", resource.id_prefix()))
+        } else {
+            Self(format!("{}{instance}-{seq}", resource.id_prefix()))
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -219,14 +226,26 @@ struct Table {
 /// All records and effect counts.
 #[derive(Debug, Default)]
 pub struct Store {
+    /// The instance tag in every downstream id; empty for none.
+    instance: String,
     tables: [Table; 3],
     effects: HashMap<ExternalRef, u64>,
+    replays: HashMap<ExternalRef, u64>,
     unkeyed_effects: u64,
 }
 
 impl Store {
+    /// A store whose ids carry no instance tag (`po-1`).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store whose ids carry `instance` (`po-<instance>-1`).
+    pub fn with_instance(instance: &str) -> Self {
+        Self {
+            instance: instance.to_owned(),
+            ..Self::default()
+        }
     }
 
     /// Creates a record, or replays or refuses one, as the key and the policy decide.
@@ -248,7 +267,11 @@ impl Store {
             .map(|e| &table.records[e.record]);
         if let Some(existing) = known {
             return if existing.body_hash == hash {
-                CreateOutcome::Replayed(existing.clone())
+                let replayed = existing.clone();
+                if let Some(key) = key {
+                    *self.replays.entry(key).or_default() += 1;
+                }
+                CreateOutcome::Replayed(replayed)
             } else {
                 CreateOutcome::Mismatch(existing.clone())
             };
@@ -256,7 +279,7 @@ impl Store {
 
         let index = table.records.len();
         let record = Record {
-            id: DownstreamId::new(resource, index as u64 + 1),
+            id: DownstreamId::new(resource, &self.instance, index as u64 + 1),
             resource,
             external_ref: key.clone(),
             body,
@@ -302,6 +325,11 @@ impl Store {
     /// True creations made under one key, across all resources.
     pub fn effects_for(&self, key: &ExternalRef) -> u64 {
         self.effects.get(key).copied().unwrap_or(0)
+    }
+
+    /// Creates under one key answered by replaying the first result (no new effect).
+    pub fn replays_for(&self, key: &ExternalRef) -> u64 {
+        self.replays.get(key).copied().unwrap_or(0)
     }
 
     pub fn summary(&self) -> EffectsSummary {

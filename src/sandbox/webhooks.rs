@@ -39,14 +39,20 @@ impl fmt::Debug for WebhookTarget {
     }
 }
 
-/// The id of one webhook event, `evt-<n>`; the same on every redelivery.
+/// The id of one webhook event, `evt-<instance>-<n>`; the same on every redelivery. The
+/// sandbox instance's tag keeps event ids unique across restarts, so a receiver that
+/// deduplicates by event id never mistakes a new event for an old one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct EventId(String);
 
 impl EventId {
-    pub(crate) fn new(seq: u64) -> Self {
-        Self(format!("evt-{seq}"))
+    pub(crate) fn new(instance: &str, seq: u64) -> Self {
+        if instance.is_empty() {
+            Self(format!("evt-{seq}"))
+        } else {
+            Self(format!("evt-{instance}-{seq}"))
+        }
     }
 
     pub fn as_str(&self) -> &str {
