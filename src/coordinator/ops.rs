@@ -1,9 +1,264 @@
-//! Placeholder until written.
+//! Operational routes: `GET /healthz` (no token; answers once the store answers),
+//! `GET /metrics` (Prometheus text, `Permission::Read`, limited to the caller's tenants) and
+//! `GET /v1/openapi.json` (the API description, for any valid token).
+//!
+//! Metric families, all computed from the store at scrape time:
+//! - `intentdesk_intents{state}` and `intentdesk_intents_by_tenant{tenant,state}`
+//! - `intentdesk_attempt_amplification{quantile}` (a summary: `_sum` attempts, `_count`
+//!   intents) with `intentdesk_attempt_amplification_mean` and `_max`
+//! - `intentdesk_indeterminate_count`, `intentdesk_indeterminate_oldest_age_seconds` and
+//!   their `_by_tenant{tenant}` forms
+//! - `intentdesk_duplicate_effects_total`, `intentdesk_late_results_total`,
+//!   `intentdesk_goodput_committed_total`
+//! - `intentdesk_dispatcher_queue_depth`, only for unrestricted tokens: the outbox is shared
+//!   by every tenant.
+//!
+//! The per-tenant families use their own names so that summing a family never counts an
+//! intent twice.
 
-use axum::Router;
+use std::fmt::Write;
 
-use super::AppState;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+
+use super::auth::Principal;
+use super::error::ApiError;
+use super::{AppState, now_ms};
+use crate::domain::{IntentState, Permission};
+use crate::store::operator_queries::TenantCounts;
+use crate::store::{IntentFilter, Summary};
+
+/// The OpenAPI 3.1 description of every coordinator route.
+pub const OPENAPI_JSON: &str = include_str!("../../docs/openapi.json");
 
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(prometheus))
+        .route("/v1/openapi.json", get(openapi))
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    match state.db.read(|s| s.last_event_seq()).await {
+        Ok(_) => Json(json!({ "status": "ok" })).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "health check: the store does not answer");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({ "status": "unavailable" })),
+            )
+                .into_response()
+        }
+    }
+}
+
+async fn openapi(_principal: Principal) -> Response {
+    let mut response = OPENAPI_JSON.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Everything one scrape reports.
+struct Scrape {
+    summary: Summary,
+    tenants: Vec<TenantCounts>,
+    queue_depth: Option<u64>,
+}
+
+async fn prometheus(
+    State(state): State<AppState>,
+    principal: Principal,
+) -> Result<Response, ApiError> {
+    principal.require(Permission::Read, "read metrics")?;
+    let filter = IntentFilter {
+        allowed_tenants: principal.tenants.clone(),
+        ..IntentFilter::default()
+    };
+    let unrestricted = principal.tenants.is_none();
+    let now = now_ms();
+    let scrape = state
+        .db
+        .read(move |s| {
+            Ok(Scrape {
+                summary: s.summary(&filter, now)?,
+                tenants: s.tenant_counts(&filter, now)?,
+                queue_depth: if unrestricted {
+                    Some(s.outbox_depth()?)
+                } else {
+                    None
+                },
+            })
+        })
+        .await?;
+    let mut response = render(&scrape).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    Ok(response)
+}
+
+/// A label value with `\`, `"` and line breaks escaped.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn render(scrape: &Scrape) -> String {
+    let s = &scrape.summary;
+    let mut out = String::new();
+
+    family(&mut out, "intentdesk_intents", "gauge", "Intents by state.");
+    for state in IntentState::ALL {
+        let n = s.states.get(state.as_str()).copied().unwrap_or(0);
+        let _ = writeln!(out, "intentdesk_intents{{state=\"{state}\"}} {n}");
+    }
+    family(
+        &mut out,
+        "intentdesk_intents_by_tenant",
+        "gauge",
+        "Intents by tenant and state.",
+    );
+    for t in &scrape.tenants {
+        for (state, n) in &t.states {
+            let _ = writeln!(
+                out,
+                "intentdesk_intents_by_tenant{{tenant=\"{}\",state=\"{}\"}} {n}",
+                label(&t.tenant),
+                label(state)
+            );
+        }
+    }
+
+    let a = &s.amplification;
+    family(
+        &mut out,
+        "intentdesk_attempt_amplification",
+        "summary",
+        "Attempts per intent.",
+    );
+    for (q, v) in [("0.5", a.p50), ("0.95", a.p95), ("0.99", a.p99)] {
+        let _ = writeln!(
+            out,
+            "intentdesk_attempt_amplification{{quantile=\"{q}\"}} {v}"
+        );
+    }
+    let _ = writeln!(out, "intentdesk_attempt_amplification_sum {}", s.attempts);
+    let _ = writeln!(out, "intentdesk_attempt_amplification_count {}", s.intents);
+    family(
+        &mut out,
+        "intentdesk_attempt_amplification_mean",
+        "gauge",
+        "Attempts divided by intents.",
+    );
+    let _ = writeln!(out, "intentdesk_attempt_amplification_mean {}", a.mean);
+    family(
+        &mut out,
+        "intentdesk_attempt_amplification_max",
+        "gauge",
+        "The most attempts any one intent took.",
+    );
+    let _ = writeln!(out, "intentdesk_attempt_amplification_max {}", a.max);
+
+    family(
+        &mut out,
+        "intentdesk_indeterminate_count",
+        "gauge",
+        "Intents whose outcome is not proved either way.",
+    );
+    let _ = writeln!(
+        out,
+        "intentdesk_indeterminate_count {}",
+        s.indeterminate.count
+    );
+    family(
+        &mut out,
+        "intentdesk_indeterminate_oldest_age_seconds",
+        "gauge",
+        "How long the oldest indeterminate intent has been indeterminate.",
+    );
+    let _ = writeln!(
+        out,
+        "intentdesk_indeterminate_oldest_age_seconds {}",
+        s.indeterminate.oldest_age_secs
+    );
+    family(
+        &mut out,
+        "intentdesk_indeterminate_count_by_tenant",
+        "gauge",
+        "Indeterminate intents by tenant.",
+    );
+    for t in &scrape.tenants {
+        let _ = writeln!(
+            out,
+            "intentdesk_indeterminate_count_by_tenant{{tenant=\"{}\"}} {}",
+            label(&t.tenant),
+            t.indeterminate
+        );
+    }
+    family(
+        &mut out,
+        "intentdesk_indeterminate_oldest_age_seconds_by_tenant",
+        "gauge",
+        "Age of the oldest indeterminate intent, by tenant.",
+    );
+    for t in &scrape.tenants {
+        let _ = writeln!(
+            out,
+            "intentdesk_indeterminate_oldest_age_seconds_by_tenant{{tenant=\"{}\"}} {}",
+            label(&t.tenant),
+            t.indeterminate_oldest_age_secs
+        );
+    }
+
+    family(
+        &mut out,
+        "intentdesk_duplicate_effects_total",
+        "counter",
+        "Downstream effects beyond an intent's first.",
+    );
+    let _ = writeln!(
+        out,
+        "intentdesk_duplicate_effects_total {}",
+        s.duplicate_effects
+    );
+    family(
+        &mut out,
+        "intentdesk_late_results_total",
+        "counter",
+        "Attempts that completed after their intent's deadline or cancellation.",
+    );
+    let _ = writeln!(out, "intentdesk_late_results_total {}", s.late_results);
+    family(
+        &mut out,
+        "intentdesk_goodput_committed_total",
+        "counter",
+        "Committed intents.",
+    );
+    let _ = writeln!(out, "intentdesk_goodput_committed_total {}", s.committed);
+
+    if let Some(depth) = scrape.queue_depth {
+        family(
+            &mut out,
+            "intentdesk_dispatcher_queue_depth",
+            "gauge",
+            "Dispatches waiting or in flight.",
+        );
+        let _ = writeln!(out, "intentdesk_dispatcher_queue_depth {depth}");
+    }
+    out
 }

@@ -15,6 +15,7 @@ mod commands;
 mod events;
 mod intents;
 mod metrics;
+pub mod operator_queries;
 mod outbox;
 mod pauses;
 mod query;

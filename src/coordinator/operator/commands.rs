@@ -1,0 +1,527 @@
+//! Operator commands (`POST /v1/commands`) and the audit trail (`GET /v1/commands`).
+//!
+//! A command is recorded under its client-generated `command_id` together with the SHA-256
+//! of the body's canonical JSON form, and executed in the same transaction. Sending the same
+//! id with the same body again answers the first record (200, `Idempotent-Replayed: true`)
+//! and does nothing; the same id with another body is 422 `command_id_mismatch`. A command
+//! the state machine refuses (a close without evidence) is still recorded, as `refused`,
+//! and answers 422 with the reason, first time and on every replay.
+//!
+//! `reconcile` is recorded first (its target set frozen), then looks each target's action
+//! key up (at most [`MAX_LOOKUPS`], a few at a time) and stores the per-intent results as
+//! the command's final record. The lookups run in their own task, so a client that hangs up
+//! does not cut them short; a replay answers the record as it then stands.
+//!
+//! Tenant scope: a tenant-limited token may only name a scope inside its tenants (else 403)
+//! and only intents of its tenants (else 404); the store also limits the affected intents to
+//! the caller's tenants. What the audit trail shows such a token is described in
+//! `crate::store::operator_queries`.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio::task::JoinSet;
+
+use super::params::{Params, RawQuery};
+use crate::coordinator::auth::Principal;
+use crate::coordinator::error::ApiError;
+use crate::coordinator::ingest::{parse_body, visible_intent};
+use crate::coordinator::reconciler::reconcile_intent;
+use crate::coordinator::{AppState, now_ms};
+use crate::domain::canonical::canonicalize;
+use crate::domain::{
+    CommandId, CommandKind, Disposition, Evidence, IntentId, Permission, Role, Tenant,
+};
+use crate::store::{
+    CommandAction, CommandRecord, MAX_PAGE, NewCommand, PauseScope, RecordedCommand, StoreError,
+};
+
+/// A reconcile command looks up at most this many intents; the rest are left to the
+/// reconciler's own sweep and counted in the result as `not_looked_up`.
+pub const MAX_LOOKUPS: usize = 100;
+/// Lookups of one reconcile command in flight at once.
+const LOOKUP_CONCURRENCY: usize = 8;
+/// The longest reason, and the longest evidence text.
+const MAX_TEXT_CHARS: usize = 2000;
+/// The longest scope value.
+const MAX_SCOPE_CHARS: usize = 100;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/v1/commands", post(run_command).get(audit))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommandBody {
+    command_id: CommandId,
+    kind: CommandKind,
+    target: TargetBody,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    disposition: Option<Disposition>,
+    #[serde(default)]
+    evidence: Option<EvidenceBody>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TargetBody {
+    #[serde(default)]
+    intent_id: Option<String>,
+    #[serde(default)]
+    scope: Option<ScopeBody>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScopeBody {
+    #[serde(default)]
+    tenant: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    operation: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EvidenceBody {
+    #[serde(default)]
+    reference: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// What a command is aimed at, once its body is checked.
+enum Target {
+    Intent(IntentId),
+    Scope(PauseScope),
+}
+
+/// Check free text: within `max` characters, no control characters but line breaks and tabs.
+fn check_text(fields: &mut BTreeMap<String, String>, name: &str, value: &str, max: usize) {
+    let len = value.chars().count();
+    if len > max {
+        fields.insert(
+            name.to_string(),
+            format!("is {len} characters; the limit is {max}"),
+        );
+    } else if value
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        fields.insert(
+            name.to_string(),
+            "must not contain control characters".to_string(),
+        );
+    }
+}
+
+/// Check everything that needs no store: required fields per kind, one target, sizes.
+fn check_body(req: &CommandBody) -> Result<(Option<String>, Target), ApiError> {
+    let mut fields = BTreeMap::new();
+    let reason = req
+        .reason
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(str::to_string);
+    match &reason {
+        Some(r) => check_text(&mut fields, "reason", r, MAX_TEXT_CHARS),
+        None if matches!(req.kind, CommandKind::Pause | CommandKind::Close) => {
+            fields.insert("reason".into(), format!("a {} needs a reason", req.kind));
+        }
+        None => {}
+    }
+    if req.kind == CommandKind::Close {
+        if req.disposition.is_none() {
+            fields.insert(
+                "disposition".into(),
+                "a close needs a disposition: committed or cancelled".into(),
+            );
+        }
+        if let Some(evidence) = &req.evidence {
+            for (name, value) in [
+                ("evidence.reference", &evidence.reference),
+                ("evidence.note", &evidence.note),
+            ] {
+                if let Some(v) = value {
+                    check_text(&mut fields, name, v, MAX_TEXT_CHARS);
+                }
+            }
+        }
+    } else {
+        if req.disposition.is_some() {
+            fields.insert(
+                "disposition".into(),
+                "only a close takes a disposition".into(),
+            );
+        }
+        if req.evidence.is_some() {
+            fields.insert("evidence".into(), "only a close takes evidence".into());
+        }
+    }
+    let target = match (&req.target.intent_id, &req.target.scope) {
+        (Some(raw), None) => match raw.parse::<IntentId>() {
+            // The body is stored as sent and the audit trail matches ids in it exactly.
+            Ok(id) if id.as_str() == raw => Some(Target::Intent(id)),
+            Ok(id) => {
+                fields.insert(
+                    "target.intent_id".into(),
+                    format!("write the id exactly as issued: {id}"),
+                );
+                None
+            }
+            Err(e) => {
+                fields.insert("target.intent_id".into(), e.to_string());
+                None
+            }
+        },
+        (None, Some(_)) if req.kind == CommandKind::Close => {
+            fields.insert(
+                "target".into(),
+                "a close names one intent: target.intent_id".into(),
+            );
+            None
+        }
+        (None, Some(scope)) => Some(Target::Scope(check_scope(&mut fields, scope))),
+        _ => {
+            fields.insert(
+                "target".into(),
+                "name exactly one of target.intent_id or target.scope".into(),
+            );
+            None
+        }
+    };
+    match (target, fields.is_empty()) {
+        (Some(target), true) => Ok((reason, target)),
+        _ => Err(ApiError::fields(fields)),
+    }
+}
+
+fn check_scope(fields: &mut BTreeMap<String, String>, scope: &ScopeBody) -> PauseScope {
+    let mut value = |name: &str, raw: &Option<String>| -> Option<String> {
+        let v = raw.as_deref().map(str::trim).filter(|v| !v.is_empty())?;
+        let path = format!("target.scope.{name}");
+        if v.chars().count() > MAX_SCOPE_CHARS {
+            fields.insert(path, format!("is longer than {MAX_SCOPE_CHARS} characters"));
+        } else if v.chars().any(char::is_control) {
+            fields.insert(path, "must not contain control characters".into());
+        }
+        Some(v.to_string())
+    };
+    let out = PauseScope {
+        tenant: value("tenant", &scope.tenant),
+        provider: value("provider", &scope.provider),
+        tool: value("tool", &scope.tool),
+        operation: value("operation", &scope.operation),
+        intent_id: None,
+    };
+    // Checked untrimmed: the body is stored as sent and the audit trail matches tenants in it
+    // exactly.
+    if let Some(raw) = &scope.tenant
+        && let Err(e) = raw.parse::<Tenant>()
+    {
+        fields.insert("target.scope.tenant".into(), e.to_string());
+    }
+    out
+}
+
+/// Resolve the checked target against the store and the caller's tenants.
+async fn resolve(
+    state: &AppState,
+    principal: &Principal,
+    req: &CommandBody,
+    target: Target,
+) -> Result<CommandAction, ApiError> {
+    let scope = match target {
+        Target::Scope(scope) => {
+            if let Some(list) = &principal.tenants {
+                let inside = scope.tenant.as_ref().is_some_and(|t| list.contains(t));
+                if !inside {
+                    return Err(ApiError::new(
+                        StatusCode::FORBIDDEN,
+                        "forbidden",
+                        format!(
+                            "this token is limited to tenants {}; a scoped command must name one of them in \
+                             target.scope.tenant",
+                            list.join(", ")
+                        ),
+                    ));
+                }
+            }
+            scope
+        }
+        Target::Intent(id) => {
+            let shown = id.to_string();
+            let lookup = id.clone();
+            let intent = state.db.read(move |s| s.intent(&lookup)).await?;
+            principal.check_tenant(&intent.tenant, "intent", &shown)?;
+            if let (CommandKind::Close, Some(disposition)) = (req.kind, req.disposition) {
+                let evidence = req
+                    .evidence
+                    .as_ref()
+                    .map_or_else(Evidence::default, |e| Evidence {
+                        reference: e.reference.clone(),
+                        note: e.note.clone(),
+                    });
+                return Ok(CommandAction::Close {
+                    intent: id,
+                    disposition,
+                    evidence,
+                });
+            }
+            // The tenant is part of the scope so a pause of one intent is listed only to
+            // those who may see the intent.
+            PauseScope {
+                tenant: Some(intent.tenant.to_string()),
+                intent_id: Some(shown),
+                ..PauseScope::default()
+            }
+        }
+    };
+    Ok(match req.kind {
+        CommandKind::Pause => CommandAction::Pause { scope },
+        CommandKind::Resume => CommandAction::Resume { scope },
+        CommandKind::Reconcile => CommandAction::Reconcile { scope },
+        // `check_body` lets a close through only with an intent target and a disposition.
+        CommandKind::Close => {
+            return Err(ApiError::fields(BTreeMap::from([(
+                "target".to_string(),
+                "a close names one intent: target.intent_id".to_string(),
+            )])));
+        }
+    })
+}
+
+async fn run_command(
+    State(state): State<AppState>,
+    principal: Principal,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let commands = [
+        Permission::PauseResume,
+        Permission::Reconcile,
+        Permission::Close,
+    ];
+    if !commands.iter().any(|p| principal.role.may(*p)) {
+        return Err(ApiError::forbidden("run operator commands"));
+    }
+    let req: CommandBody = parse_body(&body)?;
+    principal.require(
+        Role::permission_for(req.kind),
+        &format!("{} intents", req.kind),
+    )?;
+    let (reason, target) = check_body(&req)?;
+    let action = resolve(&state, &principal, &req, target).await?;
+
+    let value: Value =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let canonical = canonicalize(&value)
+        .map_err(|e| ApiError::bad_request(format!("the body has no canonical form: {e}")))?;
+    let new = NewCommand {
+        id: req.command_id.clone(),
+        kind: req.kind,
+        actor: principal.name.clone(),
+        role: principal.role,
+        body_hash: canonical.hash,
+        body_json: value.to_string(),
+        reason,
+        dry_run: req.dry_run,
+        now_ms: now_ms(),
+    };
+    let tenants = principal.tenants.clone();
+    let recorded = state
+        .db
+        .write(move |s| s.run_command(&new, &action, tenants.as_deref()))
+        .await?;
+    state.events_wake.notify_waiters();
+    match recorded {
+        RecordedCommand::Fresh(record) => {
+            tracing::info!(command = %record.command_id, kind = %record.kind, actor = %record.actor,
+                status = %record.status, "operator command");
+            let record = if record.kind == CommandKind::Reconcile
+                && !record.dry_run
+                && record.status == "accepted"
+            {
+                finish_reconcile(&state, record).await?
+            } else {
+                record
+            };
+            if matches!(req.kind, CommandKind::Resume) {
+                // Retries held back by the pause may go now.
+                state.reconcile_wake.notify_one();
+            }
+            Ok(answer(record, false))
+        }
+        RecordedCommand::Replayed(record) => Ok(answer(record, true)),
+        RecordedCommand::Mismatch(_) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "command_id_mismatch",
+            format!(
+                "command_id {} was already used for a different command; a new command needs a new command_id",
+                req.command_id
+            ),
+        )),
+    }
+}
+
+/// 201 for a fresh record, 200 for a replay, 422 for a refused command either way.
+fn answer(record: CommandRecord, replayed: bool) -> Response {
+    let mut response = if record.status == "refused" {
+        let message = record
+            .result
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("the command was refused");
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "command_refused", message).into_response()
+    } else if replayed {
+        (StatusCode::OK, Json(record)).into_response()
+    } else {
+        (StatusCode::CREATED, Json(record)).into_response()
+    };
+    if replayed {
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    response
+}
+
+/// Look the frozen targets up and store the results as the command's final record.
+async fn finish_reconcile(
+    state: &AppState,
+    record: CommandRecord,
+) -> Result<CommandRecord, ApiError> {
+    let id: CommandId = record.command_id.parse().map_err(|e| {
+        tracing::error!(error = %e, "a stored command id does not parse");
+        ApiError::internal()
+    })?;
+    let targets: Vec<IntentId> = record
+        .result
+        .get("targets")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|v| v.as_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut result = match record.result {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    let task_state = state.clone();
+    let task = tokio::spawn(async move {
+        let skipped = targets.len().saturating_sub(MAX_LOOKUPS);
+        let lookups =
+            look_up_all(&task_state, targets.into_iter().take(MAX_LOOKUPS).collect()).await;
+        result.insert("lookups".into(), Value::Array(lookups));
+        result.insert("not_looked_up".into(), json!(skipped));
+        let result = Value::Object(result);
+        let at = now_ms();
+        task_state
+            .db
+            .write(move |s| {
+                s.finish_command(&id, "applied", &result)?;
+                s.announce_command(&id, at)
+            })
+            .await
+    });
+    let record = task.await.map_err(|e| {
+        tracing::error!(error = %e, "a reconcile command's lookups failed");
+        ApiError::internal()
+    })??;
+    state.events_wake.notify_waiters();
+    Ok(record)
+}
+
+/// One lookup per intent, a few at a time; results in the order of `ids`.
+async fn look_up_all(state: &AppState, ids: Vec<IntentId>) -> Vec<Value> {
+    let mut results: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({ "intent_id": id, "result": "lookup_failed" }))
+        .collect();
+    let mut pending = ids.into_iter().enumerate();
+    let mut running = JoinSet::new();
+    loop {
+        while running.len() < LOOKUP_CONCURRENCY {
+            let Some((index, id)) = pending.next() else {
+                break;
+            };
+            let task_state = state.clone();
+            running.spawn(async move {
+                let outcome = reconcile_intent(&task_state, &id).await;
+                (index, id, outcome)
+            });
+        }
+        let Some(joined) = running.join_next().await else {
+            break;
+        };
+        match joined {
+            Ok((index, id, outcome)) => results[index] = lookup_json(&id, outcome),
+            Err(e) => tracing::error!(error = %e, "a lookup task failed"),
+        }
+    }
+    results
+}
+
+fn lookup_json(
+    id: &IntentId,
+    outcome: Result<crate::coordinator::reconciler::LookupResult, StoreError>,
+) -> Value {
+    let mut map = Map::new();
+    map.insert("intent_id".into(), json!(id));
+    match outcome.map(|r| serde_json::to_value(&r)) {
+        Ok(Ok(Value::Object(fields))) => map.extend(fields),
+        Ok(_) => {
+            map.insert("result".into(), json!("lookup_failed"));
+        }
+        Err(e) => {
+            tracing::warn!(intent = %id, error = %e, "an operator lookup failed");
+            map.insert("result".into(), json!("lookup_failed"));
+        }
+    }
+    Value::Object(map)
+}
+
+async fn audit(
+    State(state): State<AppState>,
+    principal: Principal,
+    query: RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    principal.require(Permission::Read, "read the audit trail")?;
+    let mut p = Params::new(query, &[&["intent_id", "limit"]])?;
+    let raw_intent = p.text("intent_id");
+    let limit = p.number("limit", 1, MAX_PAGE).unwrap_or(100);
+    if let Some(raw) = &raw_intent
+        && let Err(e) = raw.parse::<IntentId>()
+    {
+        p.fail("intent_id", e.to_string());
+    }
+    p.finish()?;
+    let intent = match &raw_intent {
+        Some(raw) => Some(visible_intent(&state, &principal, raw).await?),
+        None => None,
+    };
+    let tenants = principal.tenants.clone();
+    let items = state
+        .db
+        .read(move |s| match &tenants {
+            None => s.audit(intent.as_ref(), limit),
+            Some(list) => s.audit_within(intent.as_ref(), list, limit),
+        })
+        .await?;
+    Ok(Json(json!({ "items": items })))
+}

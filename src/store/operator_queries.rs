@@ -1,0 +1,156 @@
+//! Reads the operator API needs beyond the console's own: the audit trail as a tenant-limited
+//! operator may see it, intent counts per tenant for the Prometheus endpoint, and announcing
+//! a command's final result on the change feed.
+//!
+//! Audit visibility for a tenant-limited caller: a command is shown when its request body
+//! names a target inside the caller's tenants, either `target.scope.tenant` or a
+//! `target.intent_id` whose intent belongs to one of them. Fleet-wide commands (a scope
+//! without a tenant) are shown only to unrestricted callers, because their results list
+//! intents of every tenant.
+
+use std::collections::BTreeMap;
+
+use rusqlite::params_from_iter;
+use rusqlite::types::Value;
+use serde::Serialize;
+
+use super::commands::CommandRecord;
+use super::query::{IntentFilter, filter_where};
+use super::{Store, StoreError, to_u64};
+use crate::domain::{CommandId, IntentId};
+
+/// Intent counts of one tenant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TenantCounts {
+    pub tenant: String,
+    pub states: BTreeMap<String, u64>,
+    pub indeterminate: u64,
+    pub indeterminate_oldest_age_secs: u64,
+}
+
+impl Store {
+    /// The audit trail, newest first, limited to commands whose target lies within `tenants`;
+    /// with `intent`, only commands that covered or named that intent.
+    pub fn audit_within(
+        &mut self,
+        intent: Option<&IntentId>,
+        tenants: &[String],
+        limit: u32,
+    ) -> Result<Vec<CommandRecord>, StoreError> {
+        if tenants.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut values: Vec<Value> = Vec::new();
+        let mut bind = |v: Value| {
+            values.push(v);
+            format!("?{}", values.len())
+        };
+        let marks: Vec<String> = tenants
+            .iter()
+            .map(|t| bind(Value::Text(t.clone())))
+            .collect();
+        let marks = marks.join(", ");
+        let mut sql = format!(
+            "SELECT c.id FROM commands c WHERE (json_extract(c.body_json, '$.target.scope.tenant') IN ({marks}) \
+             OR EXISTS (SELECT 1 FROM intents i WHERE i.id = json_extract(c.body_json, '$.target.intent_id') \
+             AND i.tenant IN ({marks})))"
+        );
+        if let Some(id) = intent {
+            let m = bind(Value::Text(id.to_string()));
+            sql.push_str(&format!(
+                " AND (c.seq IN (SELECT t.command_seq FROM command_targets t JOIN intents i ON i.seq = t.intent_seq \
+                 WHERE i.id = {m}) OR json_extract(c.body_json, '$.target.intent_id') = {m})"
+            ));
+        }
+        let l = bind(Value::Integer(i64::from(limit)));
+        sql.push_str(&format!(" ORDER BY c.seq DESC LIMIT {l}"));
+        let ids: Vec<String> = {
+            let mut stmt = self.conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params_from_iter(values.iter()), |r| r.get(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        ids.iter()
+            .map(|id| self.command(&id.parse::<CommandId>()?))
+            .collect()
+    }
+
+    /// Intent counts per tenant and state, and each tenant's indeterminate count and oldest
+    /// age, over the intents `filter` selects (its `allowed_tenants` included).
+    pub fn tenant_counts(
+        &mut self,
+        filter: &IntentFilter,
+        now_ms: u64,
+    ) -> Result<Vec<TenantCounts>, StoreError> {
+        let w = filter_where(filter);
+        let sql = format!(
+            "SELECT i.tenant, i.state, count(*), min(i.indeterminate_since_ms) FROM intents i WHERE {} \
+             GROUP BY 1, 2 ORDER BY 1, 2",
+            w.sql()
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params_from_iter(w.values.iter()), |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+            ))
+        })?;
+        let mut out: Vec<TenantCounts> = Vec::new();
+        for row in rows {
+            let (tenant, state, n, oldest) = row?;
+            if out.last().is_none_or(|t| t.tenant != tenant) {
+                out.push(TenantCounts {
+                    tenant: tenant.clone(),
+                    states: BTreeMap::new(),
+                    indeterminate: 0,
+                    indeterminate_oldest_age_secs: 0,
+                });
+            }
+            let Some(entry) = out.last_mut() else {
+                continue;
+            };
+            if state == "indeterminate" {
+                entry.indeterminate = to_u64(n);
+                let since = oldest.map(to_u64).unwrap_or(now_ms);
+                entry.indeterminate_oldest_age_secs = now_ms.saturating_sub(since) / 1000;
+            }
+            entry.states.insert(state, to_u64(n));
+        }
+        Ok(out)
+    }
+
+    /// Append a `command` event carrying the command's current record, after its result was
+    /// replaced (a reconcile whose lookups finished).
+    pub fn announce_command(
+        &mut self,
+        id: &CommandId,
+        now_ms: u64,
+    ) -> Result<CommandRecord, StoreError> {
+        let record = self.command(id)?;
+        let tx = self.conn.transaction()?;
+        super::events::append(
+            &tx,
+            "command",
+            None,
+            None,
+            &serde_json::to_value(&record)?,
+            now_ms,
+        )?;
+        tx.commit()?;
+        Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_tenant_scope_sees_no_commands() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut store = Store::open(&dir.path().join("db.sqlite")).expect("store opens");
+        let seen = store.audit_within(None, &[], 10).expect("audit reads");
+        assert!(seen.is_empty());
+    }
+}
