@@ -45,6 +45,7 @@ impl Answer {
 }
 
 async fn start() -> Coordinator {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let dir = tempfile::tempdir().expect("temporary directory");
     let database = dir.path().join("intentdesk.sqlite");
     let token = |name: &str, secret: &str, role: &str, tenants: &str| {

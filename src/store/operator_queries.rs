@@ -10,13 +10,13 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::params_from_iter;
 use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter};
 use serde::Serialize;
 
 use super::commands::CommandRecord;
 use super::query::{IntentFilter, filter_where};
-use super::{Store, StoreError, to_u64};
+use super::{Store, StoreError, to_i64, to_u64};
 use crate::domain::{CommandId, IntentId};
 
 /// Intent counts of one tenant.
@@ -122,22 +122,20 @@ impl Store {
 
     /// Append a `command` event carrying the command's current record, after its result was
     /// replaced (a reconcile whose lookups finished).
+    ///
+    /// One statement, so it is atomic without a transaction of its own and may run inside
+    /// the caller's (a group commit); it writes the same row `events::append` does.
     pub fn announce_command(
         &mut self,
         id: &CommandId,
         now_ms: u64,
     ) -> Result<CommandRecord, StoreError> {
         let record = self.command(id)?;
-        let tx = self.conn.transaction()?;
-        super::events::append(
-            &tx,
-            "command",
-            None,
-            None,
-            &serde_json::to_value(&record)?,
-            now_ms,
+        let payload = serde_json::to_string(&record)?;
+        self.conn.execute(
+            "INSERT INTO events (kind, tenant, intent_id, payload, at_ms) VALUES ('command', NULL, NULL, ?1, ?2)",
+            params![payload, to_i64(now_ms)],
         )?;
-        tx.commit()?;
         Ok(record)
     }
 }
