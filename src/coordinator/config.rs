@@ -140,10 +140,8 @@ impl Config {
             source,
         })?;
         let mut config = Config::parse(&text, &shown)?;
-        if config.database.is_relative() {
-            if let Some(dir) = path.parent() {
-                config.database = dir.join(&config.database);
-            }
+        if let (true, Some(dir)) = (config.database.is_relative(), path.parent()) {
+            config.database = dir.join(&config.database);
         }
         Ok(config)
     }

@@ -114,6 +114,36 @@ async fn handle(state: &AppState, row: ClaimedRow) {
         return;
     }
 
+    // A planned retry waits in the outbox; by the time it is due the authorisation may have
+    // lapsed or a pause may cover the intent. Either stops it before it crosses the boundary.
+    let id = row.intent_id.clone();
+    if let Ok(intent) = state.db.read(move |s| s.intent(&id)).await {
+        let lapsed = intent
+            .authorization_expires_at_ms
+            .is_some_and(|at| now_ms() >= at);
+        if lapsed || intent.paused {
+            let why = if lapsed {
+                "the authorisation is no longer valid"
+            } else {
+                "the intent is paused"
+            };
+            tracing::info!(%why, "dispatch not sent");
+            let finish = AttemptFinish {
+                outcome: Some(AttemptOutcome::Abandoned),
+                sent: Some(false),
+                detail: Some(format!("not sent: {why}")),
+                ..AttemptFinish::default()
+            };
+            let decision = if lapsed {
+                Decision::Refuse(format!("no retry: {why}"))
+            } else {
+                Decision::Hold
+            };
+            record(state, row, finish, decision).await;
+            return;
+        }
+    }
+
     let call = connector::create(
         &state.http,
         &connector,
@@ -180,6 +210,9 @@ enum Decision {
     Receipt(String),
     Unknown,
     Refuse(String),
+    /// Not sent, nothing to decide: the intent stays executing (a pause holds it; the
+    /// reconciler re-plans it after resume).
+    Hold,
     Classify(crate::domain::decision::Observation),
 }
 
@@ -230,6 +263,7 @@ fn decide_and_record(
             return Ok(Follow::Nothing);
         }
         Decision::Unknown => (Some(Event::OutcomeUnknown), None),
+        Decision::Hold => (None, None),
         Decision::Refuse(reason) => (Some(Event::Refused { reason }), None),
         Decision::Classify(observation) => {
             let class =

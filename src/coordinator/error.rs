@@ -101,6 +101,14 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(message) => {
                 ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
             }
+            StoreError::Unavailable(message) => {
+                tracing::error!(%message, "store unavailable");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the store is unavailable; retry shortly",
+                )
+            }
             other => {
                 tracing::error!(error = %other, "store error");
                 ApiError::internal()

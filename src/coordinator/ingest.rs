@@ -413,6 +413,27 @@ async fn finish_attempt(
                     event_id: None,
                 };
                 s.observe_receipt(&id, &receipt, now)?;
+            } else if !succeeded
+                && attempt.outcome != crate::domain::AttemptOutcome::Pending
+                && !intent.consequence.is_mutating()
+                && intent.state == crate::domain::IntentState::Executing
+                && intent.attempts >= intent.max_attempts
+            {
+                // The last attempt the budget allowed failed and none is still running:
+                // nothing more may be tried, so the intent stops, as the dispatcher stops a
+                // mutating intent whose budget is spent.
+                let running = s.attempts_of(&id)?.iter().any(|a| {
+                    a.kind != crate::domain::AttemptKind::Lookup
+                        && a.outcome == crate::domain::AttemptOutcome::Pending
+                });
+                if !running {
+                    let reason = crate::domain::GiveUpReason::BudgetSpent.to_string();
+                    let ctx = ApplyContext {
+                        now_ms: now,
+                        ..ApplyContext::default()
+                    };
+                    s.apply(&id, &Event::Refused { reason }, &ctx)?;
+                }
             }
             Ok(attempt)
         })
@@ -439,7 +460,8 @@ async fn dispatch(
                     intent.consequence
                 )));
             }
-            if intent.state != crate::domain::IntentState::Authorized {
+            use crate::domain::IntentState as S;
+            if matches!(intent.state, S::Executing | S::Indeterminate | S::Committed) {
                 // A repeated dispatch call is answered with where the intent stands; only
                 // the coordinator retries, so an agent's retry never sends twice.
                 return Ok((false, intent));

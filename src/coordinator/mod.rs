@@ -62,7 +62,7 @@ impl AppState {
             .pool_max_idle_per_host(64)
             .build()
             .map_err(|e| {
-                crate::store::StoreError::Conflict(format!("cannot build the HTTP client: {e}"))
+                crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
             })?;
         Ok(AppState {
             config: Arc::new(config),

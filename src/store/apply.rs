@@ -2,10 +2,10 @@
 //! pure state machine, then persist the new state, the transition, the effects that live in
 //! the store (dispatch attempt + outbox row, receipt) and the change event together.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{Connection, params};
 
 use super::intents::load;
-use super::{Intent, Store, StoreError, events, to_i64};
+use super::{Cached, Intent, Store, StoreError, events, to_i64};
 use crate::domain::{
     AttemptId, Effect, Event, IntentFacts, IntentId, ReceiptId, Transition, state,
 };
@@ -58,7 +58,7 @@ impl Store {
         event: &Event,
         ctx: &ApplyContext,
     ) -> Result<Applied, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let applied = apply_in(&tx, id, event, ctx)?;
         tx.commit()?;
         Ok(applied)
@@ -66,7 +66,7 @@ impl Store {
 }
 
 /// The facts the state machine needs, read from a stored intent.
-pub(crate) fn facts_of(intent: &Intent, crossed: bool, now_ms: u64) -> IntentFacts {
+pub(crate) fn facts_of(intent: &Intent, now_ms: u64) -> IntentFacts {
     IntentFacts {
         state: intent.state,
         paused: intent.paused,
@@ -74,7 +74,7 @@ pub(crate) fn facts_of(intent: &Intent, crossed: bool, now_ms: u64) -> IntentFac
         max_attempts: intent.max_attempts,
         deadline_at_ms: intent.deadline_at_ms,
         now_ms,
-        may_have_crossed_boundary: crossed,
+        may_have_crossed_boundary: intent.may_have_crossed_boundary,
         authorization_valid: intent
             .authorization_expires_at_ms
             .is_none_or(|at| now_ms < at),
@@ -82,16 +82,13 @@ pub(crate) fn facts_of(intent: &Intent, crossed: bool, now_ms: u64) -> IntentFac
 }
 
 pub(crate) fn apply_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: &IntentId,
     event: &Event,
     ctx: &ApplyContext,
 ) -> Result<Applied, StoreError> {
     let (seq, intent) = load(tx, id)?;
-    let crossed: bool = tx.query_row("SELECT crossed FROM intents WHERE seq = ?1", [seq], |r| {
-        r.get(0)
-    })?;
-    let facts = facts_of(&intent, crossed, ctx.now_ms);
+    let facts = facts_of(&intent, ctx.now_ms);
     let transition = state::apply(&facts, event)?;
     let now = to_i64(ctx.now_ms);
     let mut attempt_id = None;
@@ -104,14 +101,14 @@ pub(crate) fn apply_in(
         _ => None,
     };
 
-    tx.execute(
+    tx.run(
         "UPDATE intents SET state = ?2, updated_at_ms = ?3, state_reason = coalesce(?4, state_reason), \
          indeterminate_since_ms = CASE WHEN ?2 = 'indeterminate' THEN coalesce(indeterminate_since_ms, ?3) ELSE NULL END \
          WHERE seq = ?1",
         params![seq, transition.to.as_str(), now, reason],
     )?;
     if let (Event::Authorized, Some((version, approver, expires))) = (event, &ctx.authorization) {
-        tx.execute(
+        tx.run(
             "UPDATE intents SET authorization_version = ?2, approver = ?3, authorized_at_ms = ?4, \
              authorization_expires_at_ms = ?5 WHERE seq = ?1",
             params![seq, version, approver, now, expires.map(to_i64)],
@@ -137,7 +134,7 @@ pub(crate) fn apply_in(
                     source: "operator",
                     event_id: None,
                 });
-                tx.execute(
+                tx.run(
                     "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)",
                     params![
@@ -150,7 +147,7 @@ pub(crate) fn apply_in(
                         now
                     ],
                 )?;
-                tx.execute(
+                tx.run(
                     "UPDATE intents SET receipt_id = ?2, downstream_ref = ?3, committed_at_ms = ?4 WHERE seq = ?1",
                     params![seq, source.receipt_id.as_str(), source.downstream_id, now],
                 )?;
@@ -159,7 +156,7 @@ pub(crate) fn apply_in(
         }
     }
 
-    tx.execute(
+    tx.run(
         "INSERT INTO transitions (intent_seq, from_state, to_state, event, reason, command_seq, at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![seq, transition.from.as_str(), transition.to.as_str(), event.name(), reason, ctx.command_seq, now],
@@ -170,7 +167,7 @@ pub(crate) fn apply_in(
         "intent",
         Some(&intent.tenant),
         Some(&intent.id),
-        &serde_json::to_value(&intent)?,
+        &intent,
         ctx.now_ms,
     )?;
     Ok(Applied {
@@ -181,13 +178,13 @@ pub(crate) fn apply_in(
 }
 
 fn enqueue_dispatch(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     seq: i64,
     intent: &Intent,
     plan: &DispatchPlan,
     now: i64,
 ) -> Result<(), StoreError> {
-    tx.execute(
+    tx.run(
         "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, release_id, outcome, presented_key, started_at_ms) \
          VALUES (?1, ?2, ?3, 'dispatch', ?4, ?5, 'pending', ?6, ?7)",
         params![
@@ -201,15 +198,15 @@ fn enqueue_dispatch(
         ],
     )?;
     let attempt_seq = tx.last_insert_rowid();
-    tx.execute(
+    tx.run(
         "INSERT OR IGNORE INTO intent_providers (provider, intent_seq) VALUES (?1, ?2)",
         params![intent.connector, seq],
     )?;
-    tx.execute(
+    tx.run(
         "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
         [seq],
     )?;
-    tx.execute(
+    tx.run(
         "INSERT INTO outbox (intent_seq, attempt_seq, action_key, connector, operation, payload_json, status, \
          available_at_ms, created_at_ms) \
          SELECT ?1, ?2, action_key, connector, operation, canonical_json, 'pending', ?3, ?4 FROM intents WHERE seq = ?1",

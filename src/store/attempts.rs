@@ -1,12 +1,12 @@
 //! The `attempts` table: reported non-mutating attempts (budget enforced, mutating kinds
 //! refused), the dispatcher's own dispatch and lookup attempts, and their outcomes.
 
-use rusqlite::{OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use super::apply::apply_in;
 use super::intents::load;
-use super::{ApplyContext, Store, StoreError, events, to_i64, to_u64};
+use super::{ApplyContext, Cached, Store, StoreError, events, to_i64, to_u64};
 use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, Refusal,
 };
@@ -126,11 +126,11 @@ pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Attempt
     })())
 }
 
-fn load_attempt(tx: &Transaction<'_>, id: &AttemptId) -> Result<Attempt, StoreError> {
+fn load_attempt(tx: &Connection, id: &AttemptId) -> Result<Attempt, StoreError> {
     let sql = format!(
         "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE a.id = ?1"
     );
-    tx.query_row(&sql, [id.as_str()], attempt_from_row)
+    tx.one(&sql, [id.as_str()], attempt_from_row)
         .optional()?
         .ok_or_else(|| StoreError::NotFound {
             what: "attempt",
@@ -155,11 +155,11 @@ impl Store {
                 "mutating work is never reported: use POST /v1/intents/{id}/dispatch".to_string(),
             ));
         }
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let (seq, intent) = load(&tx, intent_id)?;
         let counts = kind != AttemptKind::Lookup;
         if counts {
-            let provider_paused: bool = tx.query_row(
+            let provider_paused: bool = tx.one(
                 "SELECT EXISTS (SELECT 1 FROM pauses WHERE resumed_at_ms IS NULL AND provider = ?1 \
                  AND (tenant IS NULL OR tenant = ?2))",
                 params![new.provider, intent.tenant.as_str()],
@@ -180,12 +180,12 @@ impl Store {
                 ..ApplyContext::default()
             };
             apply_in(&tx, intent_id, &Event::AttemptStarted, &ctx)?;
-            tx.execute(
+            tx.run(
                 "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
                 [seq],
             )?;
         }
-        tx.execute(
+        tx.run(
             "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, region, model, release_id, worker, \
              provider_request_id, hedge_group, proposal_hash, outcome, started_at_ms) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'pending', ?13)",
@@ -205,7 +205,7 @@ impl Store {
                 to_i64(now_ms)
             ],
         )?;
-        tx.execute(
+        tx.run(
             "INSERT OR IGNORE INTO intent_providers (provider, intent_seq) VALUES (?1, ?2)",
             params![new.provider, seq],
         )?;
@@ -215,7 +215,7 @@ impl Store {
             "attempt",
             Some(&intent.tenant),
             Some(intent_id),
-            &serde_json::to_value(&attempt)?,
+            &attempt,
             now_ms,
         )?;
         tx.commit()?;
@@ -231,7 +231,7 @@ impl Store {
         finish: &AttemptFinish,
         now_ms: u64,
     ) -> Result<Attempt, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let (_, intent) = load(&tx, intent_id)?;
         let before = load_attempt(&tx, attempt_id)?;
         if &before.intent_id != intent_id {
@@ -241,7 +241,7 @@ impl Store {
             });
         }
         let late = now_ms > intent.deadline_at_ms || intent.state.is_terminal();
-        tx.execute(
+        tx.run(
             "UPDATE attempts SET outcome = coalesce(?2, outcome), error_class = coalesce(?3, error_class), \
              http_status = coalesce(?4, http_status), retry_after_ms = coalesce(?5, retry_after_ms), \
              provider_request_id = coalesce(?6, provider_request_id), proposal_hash = coalesce(?7, proposal_hash), \
@@ -265,7 +265,7 @@ impl Store {
         if finish.sent.is_some() {
             // Whether anything may have crossed the action boundary is recomputed from every
             // dispatch attempt, so a proved non-send clears only its own attempt.
-            tx.execute(
+            tx.run(
                 "UPDATE intents SET crossed = EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
                  AND a.kind = 'dispatch' AND a.sent = 1) WHERE id = ?1",
                 params![intent_id.as_str()],
@@ -277,7 +277,7 @@ impl Store {
             "attempt",
             Some(&intent.tenant),
             Some(intent_id),
-            &serde_json::to_value(&attempt)?,
+            &attempt,
             now_ms,
         )?;
         tx.commit()?;

@@ -6,12 +6,12 @@
 //! the same id with another body is a mismatch. A command the state machine refuses is
 //! recorded as `refused` with the reason, so the audit trail shows attempts too.
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use super::apply::apply_in;
 use super::pauses::{self, PauseScope};
-use super::{ApplyContext, Store, StoreError, to_i64, to_u64};
+use super::{ApplyContext, Cached, Store, StoreError, to_i64, to_u64};
 use crate::domain::{CommandId, CommandKind, Disposition, Event, Evidence, IntentId, Role};
 
 /// A command as confirmed by an operator.
@@ -118,13 +118,10 @@ fn record_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<CommandReco
     })())
 }
 
-fn load_record(
-    tx: &Transaction<'_>,
-    id: &str,
-) -> Result<Option<(CommandRecord, String)>, StoreError> {
+fn load_record(tx: &Connection, id: &str) -> Result<Option<(CommandRecord, String)>, StoreError> {
     let sql = format!("SELECT {RECORD_COLUMNS}, c.body_hash FROM commands c WHERE c.id = ?1");
     let found = tx
-        .query_row(&sql, [id], |r| {
+        .one(&sql, [id], |r| {
             Ok((record_from_row(r)?, r.get::<_, String>(10)?))
         })
         .optional()?;
@@ -136,7 +133,7 @@ fn load_record(
 
 /// Open intents in `scope` (optionally within `tenants`), oldest first.
 fn targets(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     scope: &PauseScope,
     tenants: Option<&[String]>,
 ) -> Result<Vec<(i64, String)>, StoreError> {
@@ -174,7 +171,7 @@ impl Store {
         action: &CommandAction,
         tenants: Option<&[String]>,
     ) -> Result<RecordedCommand, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         if let Some((record, hash)) = load_record(&tx, new.id.as_str())? {
             tx.commit()?;
             return Ok(if hash == new.body_hash {
@@ -183,7 +180,7 @@ impl Store {
                 RecordedCommand::Mismatch(record)
             });
         }
-        tx.execute(
+        tx.run(
             "INSERT INTO commands (id, kind, actor, role, body_hash, body_json, reason, dry_run, status, result_json, created_at_ms) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'accepted', '{}', ?9)",
             params![
@@ -232,27 +229,20 @@ impl Store {
         };
         if status != "refused" {
             for (seq, _) in &covered {
-                tx.execute(
+                tx.run(
                     "INSERT OR IGNORE INTO command_targets (command_seq, intent_seq) VALUES (?1, ?2)",
                     params![command_seq, seq],
                 )?;
             }
         }
-        tx.execute(
+        tx.run(
             "UPDATE commands SET status = ?2, result_json = ?3 WHERE seq = ?1",
             params![command_seq, status, result.to_string()],
         )?;
         let (record, _) = load_record(&tx, new.id.as_str())?.ok_or_else(|| {
             StoreError::Corrupt("a command vanished inside its transaction".to_string())
         })?;
-        super::events::append(
-            &tx,
-            "command",
-            None,
-            None,
-            &serde_json::to_value(&record)?,
-            new.now_ms,
-        )?;
+        super::events::append(&tx, "command", None, None, &record, new.now_ms)?;
         tx.commit()?;
         Ok(RecordedCommand::Fresh(record))
     }
@@ -264,7 +254,7 @@ impl Store {
         status: &str,
         result: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.conn.run(
             "UPDATE commands SET status = ?2, result_json = ?3 WHERE id = ?1",
             params![id.as_str(), status, result.to_string()],
         )?;
@@ -273,7 +263,7 @@ impl Store {
 
     /// One recorded command.
     pub fn command(&mut self, id: &CommandId) -> Result<CommandRecord, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let found = load_record(&tx, id.as_str())?;
         found.map(|(r, _)| r).ok_or_else(|| StoreError::NotFound {
             what: "command",
@@ -312,7 +302,7 @@ impl Store {
 }
 
 fn execute(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     command_seq: i64,
     new: &NewCommand,
     action: &CommandAction,

@@ -2,10 +2,10 @@
 //! describes, so the live event stream can resume from any sequence number
 //! (`Last-Event-ID`) without missing or inventing anything.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{Connection, params};
 use serde::Serialize;
 
-use super::{Store, StoreError, to_i64, to_u64};
+use super::{Cached, Store, StoreError, to_i64, to_u64};
 use crate::domain::{IntentId, Tenant};
 
 /// One change, as the event stream sends it.
@@ -21,20 +21,21 @@ pub struct StoredEvent {
 }
 
 pub(crate) fn append(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     kind: &str,
     tenant: Option<&Tenant>,
     intent: Option<&IntentId>,
-    payload: &serde_json::Value,
+    payload: &impl serde::Serialize,
     at_ms: u64,
 ) -> Result<i64, StoreError> {
-    tx.execute(
+    let payload = serde_json::to_string(payload)?;
+    tx.run(
         "INSERT INTO events (kind, tenant, intent_id, payload, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![
             kind,
             tenant.map(Tenant::as_str),
             intent.map(IntentId::as_str),
-            payload.to_string(),
+            payload,
             to_i64(at_ms)
         ],
     )?;
@@ -80,13 +81,13 @@ impl Store {
     pub fn last_event_seq(&mut self) -> Result<i64, StoreError> {
         Ok(self
             .conn
-            .query_row("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?)
+            .one("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?)
     }
 
     /// Drop events older than `before_ms`, keeping the feed bounded.
     pub fn prune_events(&mut self, before_ms: u64) -> Result<usize, StoreError> {
         Ok(self
             .conn
-            .execute("DELETE FROM events WHERE at_ms < ?1", [to_i64(before_ms)])?)
+            .run("DELETE FROM events WHERE at_ms < ?1", [to_i64(before_ms)])?)
     }
 }

@@ -1,10 +1,10 @@
 //! The `intents` and `ingest_keys` tables: creating an intent by the caller's key (or
 //! replaying it), reading one intent, and the row mapping every intent query shares.
 
-use rusqlite::{OptionalExtension, Row, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::Serialize;
 
-use super::{Store, StoreError, events, to_i64, to_u64};
+use super::{Cached, Store, StoreError, events, to_i64, to_u64};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale, Tenant};
 
 /// A validated intent as the ingest API hands it to the store.
@@ -69,6 +69,8 @@ pub struct Intent {
     pub retry_owner: String,
     pub providers: Vec<String>,
     pub paused: bool,
+    /// True once a dispatch may have reached the downstream.
+    pub may_have_crossed_boundary: bool,
 }
 
 /// What creating an intent by a caller key did.
@@ -97,7 +99,8 @@ pub(crate) const INTENT_COLUMNS: &str = "i.seq, i.id, i.tenant, i.caller_key, i.
         AND (z.tenant IS NULL OR z.tenant = i.tenant) AND (z.tool IS NULL OR z.tool = i.tool) \
         AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
         AND (z.provider IS NULL OR z.provider = i.connector \
-             OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider)))";
+             OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider))), \
+     i.crossed";
 
 fn opt_u64(v: Option<i64>) -> Option<u64> {
     v.map(to_u64)
@@ -161,16 +164,17 @@ pub(crate) fn intent_from_row(
             retry_owner: row.get(31)?,
             providers,
             paused: row.get(33)?,
+            may_have_crossed_boundary: row.get(34)?,
         })
     })();
     Ok((seq, parsed))
 }
 
 /// Load one intent (without args) and its sequence number inside a transaction.
-pub(crate) fn load(tx: &Transaction<'_>, id: &IntentId) -> Result<(i64, Intent), StoreError> {
+pub(crate) fn load(tx: &Connection, id: &IntentId) -> Result<(i64, Intent), StoreError> {
     let sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1");
     let found = tx
-        .query_row(&sql, params![id.as_str()], intent_from_row)
+        .one(&sql, params![id.as_str()], intent_from_row)
         .optional()?;
     match found {
         Some((seq, intent)) => Ok((seq, intent?)),
@@ -187,9 +191,8 @@ impl Store {
     /// One transaction: either the intent, its key, its first transitions and its event all
     /// exist afterwards, or none of them do.
     pub fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError> {
-        let tx = self.conn.transaction()?;
-        let existing: Option<(i64, String)> = tx
-            .query_row(
+        let tx = self.conn.savepoint()?;
+        let existing: Option<(i64, String)> = tx.one(
                 "SELECT intent_seq, args_hash FROM ingest_keys WHERE tenant = ?1 AND caller_key = ?2",
                 params![new.tenant.as_str(), new.caller_key],
                 |r| Ok((r.get(0)?, r.get(1)?)),
@@ -197,12 +200,12 @@ impl Store {
             .optional()?;
         if let Some((intent_seq, stored_hash)) = existing {
             let id: String =
-                tx.query_row("SELECT id FROM intents WHERE seq = ?1", [intent_seq], |r| {
+                tx.one("SELECT id FROM intents WHERE seq = ?1", [intent_seq], |r| {
                     r.get(0)
                 })?;
             let id: IntentId = id.parse()?;
             if stored_hash == new.args_hash {
-                tx.execute(
+                tx.run(
                     "UPDATE ingest_keys SET replays = replays + 1 WHERE tenant = ?1 AND caller_key = ?2",
                     params![new.tenant.as_str(), new.caller_key],
                 )?;
@@ -210,7 +213,7 @@ impl Store {
                 tx.commit()?;
                 return Ok(CreateOutcome::Replayed(intent));
             }
-            tx.execute(
+            tx.run(
                 "UPDATE ingest_keys SET mismatches = mismatches + 1 WHERE tenant = ?1 AND caller_key = ?2",
                 params![new.tenant.as_str(), new.caller_key],
             )?;
@@ -223,7 +226,7 @@ impl Store {
 
         let action_key = ActionKey::new(&new.operation, &new.tenant, &new.id);
         let now = to_i64(new.created_at_ms);
-        tx.execute(
+        tx.run(
             "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
              canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, \
              max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs) \
@@ -252,11 +255,11 @@ impl Store {
             ],
         )?;
         let seq = tx.last_insert_rowid();
-        tx.execute(
+        tx.run(
             "INSERT INTO ingest_keys (tenant, caller_key, intent_seq, args_hash, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![new.tenant.as_str(), new.caller_key, seq, new.args_hash, now],
         )?;
-        tx.execute(
+        tx.run(
             "INSERT INTO transitions (intent_seq, from_state, to_state, event, at_ms) VALUES \
              (?1, NULL, 'new', 'created', ?2), (?1, 'new', 'prepared', 'validated', ?2)",
             params![seq, now],
@@ -267,7 +270,7 @@ impl Store {
             "intent",
             Some(&new.tenant),
             Some(&new.id),
-            &serde_json::to_value(&intent)?,
+            &intent,
             new.created_at_ms,
         )?;
         tx.commit()?;
@@ -276,12 +279,11 @@ impl Store {
 
     /// One intent with its arguments, or `NotFound`.
     pub fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let (seq, mut intent) = load(&tx, id)?;
-        let args: String =
-            tx.query_row("SELECT args_json FROM intents WHERE seq = ?1", [seq], |r| {
-                r.get(0)
-            })?;
+        let args: String = tx.one("SELECT args_json FROM intents WHERE seq = ?1", [seq], |r| {
+            r.get(0)
+        })?;
         intent.args = Some(serde_json::from_str(&args)?);
         Ok(intent)
     }
@@ -289,7 +291,7 @@ impl Store {
     /// The canonical JSON frozen for an intent (what a dispatch sends).
     pub fn canonical_args(&mut self, id: &IntentId) -> Result<String, StoreError> {
         self.conn
-            .query_row(
+            .one(
                 "SELECT canonical_json FROM intents WHERE id = ?1",
                 [id.as_str()],
                 |r| r.get(0),

@@ -5,7 +5,7 @@ use rusqlite::params_from_iter;
 use serde::{Deserialize, Serialize};
 
 use super::query::{IntentFilter, filter_where};
-use super::{Store, StoreError, to_i64, to_u64};
+use super::{Cached, Store, StoreError, to_i64, to_u64};
 use crate::domain::metrics::{Distribution, distribution};
 
 /// Filters for metrics are the intent filters.
@@ -148,12 +148,12 @@ impl Store {
         }
         let count_where =
             |extra: &str| format!("SELECT count(*) FROM intents i WHERE {cond} AND {extra}");
-        let dispatched: i64 = self.conn.query_row(
+        let dispatched: i64 = self.conn.one(
             &count_where("i.first_dispatch_at_ms IS NOT NULL"),
             values(),
             |r| r.get(0),
         )?;
-        let duplicate_effects: i64 = self.conn.query_row(
+        let duplicate_effects: i64 = self.conn.one(
             &format!(
                 "SELECT count(DISTINCT r.downstream_id) FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
                  WHERE {cond} AND r.authoritative = 0 AND r.downstream_id IS NOT i.downstream_ref"
@@ -161,12 +161,12 @@ impl Store {
             values(),
             |r| r.get(0),
         )?;
-        let late_results: i64 = self.conn.query_row(
+        let late_results: i64 = self.conn.one(
             &format!("SELECT count(*) FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} AND a.late = 1"),
             values(),
             |r| r.get(0),
         )?;
-        let (with_two, diverged): (i64, i64) = self.conn.query_row(
+        let (with_two, diverged): (i64, i64) = self.conn.one(
             &format!(
                 "SELECT count(*), coalesce(sum(d > 1), 0) FROM (SELECT count(DISTINCT a.proposal_hash) AS d, count(*) AS n \
                  FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} AND a.proposal_hash IS NOT NULL \

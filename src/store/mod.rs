@@ -11,6 +11,7 @@
 
 mod apply;
 mod attempts;
+pub mod bulk;
 mod commands;
 mod events;
 mod intents;
@@ -59,8 +60,12 @@ pub enum StoreError {
     BadCursor(String),
     #[error("stored data is not valid: {0}")]
     Corrupt(String),
+    /// The request cannot be served as asked (a client's mistake the store detects).
     #[error("{0}")]
     Conflict(String),
+    /// The store cannot serve now (writer stopped, commit failed); not the client's fault.
+    #[error("the store is unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl From<IdError> for StoreError {
@@ -97,13 +102,70 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         conn.pragma_update(None, "cache_size", -65_536)?; // 64 MiB
+        conn.set_prepared_statement_cache_capacity(128);
         schema::migrate(&mut conn)?;
         Ok(Store { conn })
+    }
+
+    /// Run several operations in one transaction (group commit). Each operation should run
+    /// through [`Store::atomically`], so one that fails is rolled back alone; all that
+    /// succeeded become durable together at the single commit.
+    pub fn batch<T>(&mut self, f: impl FnOnce(&mut Store) -> T) -> Result<T, StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let out = f(self);
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Err(e.into());
+        }
+        Ok(out)
+    }
+
+    /// Run `f` all or nothing: if it fails, everything it wrote is rolled back.
+    pub fn atomically<T>(
+        &mut self,
+        f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.conn.execute_batch("SAVEPOINT atomically")?;
+        match f(self) {
+            Ok(out) => {
+                self.conn.execute_batch("RELEASE atomically")?;
+                Ok(out)
+            }
+            Err(e) => {
+                self.conn
+                    .execute_batch("ROLLBACK TO atomically; RELEASE atomically")?;
+                Err(e)
+            }
+        }
     }
 
     /// The raw connection, for benchmarks and data generators in this crate.
     pub fn connection(&mut self) -> &mut Connection {
         &mut self.conn
+    }
+}
+
+/// Statements run through the connection's statement cache, so each is parsed and planned
+/// once per connection rather than once per call.
+pub(crate) trait Cached {
+    fn run<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
+    fn one<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
+}
+
+impl Cached for Connection {
+    fn run<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn one<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+    where
+        P: rusqlite::Params,
+        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    {
+        self.prepare_cached(sql)?.query_row(params, f)
     }
 }
 

@@ -9,7 +9,7 @@
 use rusqlite::params;
 use serde::Serialize;
 
-use super::{Store, StoreError, to_i64, to_u64};
+use super::{Cached, Store, StoreError, to_i64, to_u64};
 use crate::domain::{ActionKey, AttemptId, IntentId, Tenant};
 
 /// A claimed dispatch.
@@ -46,7 +46,7 @@ impl Store {
         lease_ms: u64,
         limit: u32,
     ) -> Result<Vec<ClaimedRow>, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let now = to_i64(now_ms);
         let claimed: Vec<(i64, i64, i64, u32)> = {
             let mut stmt = tx.prepare_cached(
@@ -63,12 +63,12 @@ impl Store {
         };
         let mut out = Vec::with_capacity(claimed.len());
         for (outbox_seq, intent_seq, attempt_seq, claims) in claimed {
-            tx.execute("UPDATE attempts SET sent = 1 WHERE seq = ?1", [attempt_seq])?;
-            tx.execute(
+            tx.run("UPDATE attempts SET sent = 1 WHERE seq = ?1", [attempt_seq])?;
+            tx.run(
                 "UPDATE intents SET crossed = 1, first_dispatch_at_ms = coalesce(first_dispatch_at_ms, ?2) WHERE seq = ?1",
                 params![intent_seq, now],
             )?;
-            let row = tx.query_row(
+            let row = tx.one(
                 "SELECT i.id, i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms \
                  FROM outbox o JOIN intents i ON i.seq = o.intent_seq JOIN attempts a ON a.seq = o.attempt_seq \
                  WHERE o.seq = ?1",
@@ -105,7 +105,7 @@ impl Store {
 
     /// Mark a claimed dispatch as handled (whatever its outcome; a retry is a new row).
     pub fn complete_outbox(&mut self, outbox_seq: i64, now_ms: u64) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.conn.run(
             "UPDATE outbox SET status = 'done', done_at_ms = ?2, claim_expires_at_ms = NULL WHERE seq = ?1",
             params![outbox_seq, to_i64(now_ms)],
         )?;
@@ -114,7 +114,7 @@ impl Store {
 
     /// Dispatches not yet handled: pending plus claimed.
     pub fn outbox_depth(&mut self) -> Result<u64, StoreError> {
-        let n: i64 = self.conn.query_row(
+        let n: i64 = self.conn.one(
             "SELECT count(*) FROM outbox WHERE status IN ('pending', 'claimed')",
             [],
             |r| r.get(0),
@@ -124,7 +124,7 @@ impl Store {
 
     /// The earliest time a pending dispatch becomes due, if any.
     pub fn next_outbox_due_ms(&mut self) -> Result<Option<u64>, StoreError> {
-        let at: Option<i64> = self.conn.query_row(
+        let at: Option<i64> = self.conn.one(
             "SELECT min(CASE status WHEN 'pending' THEN available_at_ms ELSE claim_expires_at_ms END) \
              FROM outbox WHERE status IN ('pending', 'claimed')",
             [],
@@ -135,7 +135,7 @@ impl Store {
 
     /// An outbox row, for tests and inspection.
     pub fn outbox_row(&mut self, outbox_seq: i64) -> Result<OutboxRow, StoreError> {
-        Ok(self.conn.query_row(
+        Ok(self.conn.one(
             "SELECT seq, status, claims FROM outbox WHERE seq = ?1",
             [outbox_seq],
             |r| {

@@ -1,10 +1,10 @@
 //! The `pauses` table. A pause stops new attempts and automatic retries in its scope; it
 //! does not cancel in-flight work and does not stop read-only lookups.
 
-use rusqlite::{Transaction, params};
+use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, to_i64, to_u64};
+use super::{Cached, Store, StoreError, to_i64, to_u64};
 
 /// What a pause covers. Empty fields match everything; an intent id narrows to one intent.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,14 +81,14 @@ pub struct Pause {
 }
 
 pub(crate) fn insert(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     command_seq: i64,
     scope: &PauseScope,
     reason: &str,
     actor: &str,
     now_ms: u64,
 ) -> Result<i64, StoreError> {
-    tx.execute(
+    tx.run(
         "INSERT INTO pauses (command_seq, tenant, provider, tool, operation, intent_id, reason, created_by, created_at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         params![
@@ -108,12 +108,12 @@ pub(crate) fn insert(
 
 /// End the active pauses whose scope is exactly `scope`; returns how many ended.
 pub(crate) fn resume(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     command_seq: i64,
     scope: &PauseScope,
     now_ms: u64,
 ) -> Result<usize, StoreError> {
-    Ok(tx.execute(
+    Ok(tx.run(
         "UPDATE pauses SET resumed_at_ms = ?1, resumed_by_command = ?2 WHERE resumed_at_ms IS NULL \
          AND tenant IS ?3 AND provider IS ?4 AND tool IS ?5 AND operation IS ?6 AND intent_id IS ?7",
         params![

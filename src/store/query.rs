@@ -14,7 +14,7 @@ use super::commands::CommandRecord;
 use super::intents::{INTENT_COLUMNS, intent_from_row};
 use super::pauses::{Pause, pause_from_row};
 use super::receipts::Receipt;
-use super::{Intent, Store, StoreError, to_u64};
+use super::{Cached, Intent, Store, StoreError, to_u64};
 use crate::domain::canonical::{fold_digits, normalize_text};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale};
 
@@ -319,7 +319,7 @@ impl Store {
         );
         let counted: i64 =
             self.conn
-                .query_row(&count_sql, params_from_iter(base.values.iter()), |r| {
+                .one(&count_sql, params_from_iter(base.values.iter()), |r| {
                     r.get(0)
                 })?;
         let counted = to_u64(counted);
@@ -348,7 +348,7 @@ impl Store {
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(params_from_iter(w.values.iter()), |r| {
             let (seq, intent) = intent_from_row(r)?;
-            Ok((seq, intent, r.get::<_, i64>(34)?))
+            Ok((seq, intent, r.get::<_, i64>(35)?))
         })?;
         let mut items = Vec::new();
         let mut last = None;
@@ -421,8 +421,7 @@ impl Store {
             rows.collect::<Result<Vec<_>, _>>()?
         };
         let (replays, mismatches): (u32, u32) = self
-            .conn
-            .query_row(
+            .conn.one(
                 "SELECT k.replays, k.mismatches FROM ingest_keys k JOIN intents i ON i.seq = k.intent_seq WHERE i.id = ?1",
                 [id.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?)),

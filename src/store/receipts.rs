@@ -2,12 +2,12 @@
 //! a receipt for an already committed intent with another downstream id is kept as evidence
 //! of a duplicate effect, never as a second result. Webhooks are deduplicated by event id.
 
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
 use super::apply::apply_in;
 use super::intents::load;
-use super::{Applied, ApplyContext, ReceiptSource, Store, StoreError, to_i64, to_u64};
+use super::{Applied, ApplyContext, Cached, ReceiptSource, Store, StoreError, to_i64, to_u64};
 use crate::domain::{ActionKey, Event, IntentId, IntentState};
 
 /// One stored receipt.
@@ -55,7 +55,7 @@ impl Store {
         source: &ReceiptSource,
         now_ms: u64,
     ) -> Result<ReceiptObservation, StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let out = observe_in(&tx, intent_id, source, now_ms)?;
         tx.commit()?;
         Ok(out)
@@ -71,9 +71,8 @@ impl Store {
         now_ms: u64,
     ) -> Result<WebhookOutcome, StoreError> {
         let event_id = source.event_id.clone().unwrap_or_default();
-        let tx = self.conn.transaction()?;
-        let seen: Option<u32> = tx
-            .query_row(
+        let tx = self.conn.savepoint()?;
+        let seen: Option<u32> = tx.one(
                 "UPDATE webhook_events SET deliveries = deliveries + 1 WHERE connector = ?1 AND event_id = ?2 \
                  RETURNING deliveries",
                 params![connector, event_id],
@@ -86,7 +85,7 @@ impl Store {
         }
         let intent_id = action_key.intent_id();
         let observation = observe_in(&tx, &intent_id, source, now_ms)?;
-        tx.execute(
+        tx.run(
             "INSERT INTO webhook_events (connector, event_id, action_key, received_at_ms) VALUES (?1, ?2, ?3, ?4)",
             params![connector, event_id, action_key.as_str(), to_i64(now_ms)],
         )?;
@@ -133,7 +132,7 @@ impl Store {
 }
 
 fn observe_in(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     intent_id: &IntentId,
     source: &ReceiptSource,
     now_ms: u64,
@@ -159,7 +158,7 @@ fn observe_in(
             Ok(ReceiptObservation::AlreadyCommitted)
         }
         state => {
-            tx.execute(
+            tx.run(
                 "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)",
                 params![

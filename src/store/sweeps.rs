@@ -14,8 +14,9 @@ fn ids(rows: Vec<String>) -> Result<Vec<IntentId>, StoreError> {
 }
 
 impl Store {
-    /// Open intents whose deadline has passed and that a deadline can still move
-    /// (never indeterminate ones: a deadline does not relabel them).
+    /// Open intents whose deadline has passed and that a deadline can still move (never
+    /// indeterminate ones: a deadline does not relabel them). Executing non-mutating work
+    /// is among them: nothing of it crossed the action boundary, so it expires.
     pub fn overdue_intents(
         &mut self,
         now_ms: u64,
@@ -23,7 +24,6 @@ impl Store {
     ) -> Result<Vec<IntentId>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id FROM intents WHERE deadline_at_ms <= ?1 AND state IN ('new', 'prepared', 'authorized', 'executing') \
-             AND NOT (state = 'executing' AND tier IN ('read', 'compute', 'proposal')) \
              ORDER BY deadline_at_ms LIMIT ?2",
         )?;
         let rows = stmt.query_map(params![to_i64(now_ms), limit], |r| r.get(0))?;
