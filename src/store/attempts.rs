@@ -240,7 +240,16 @@ impl Store {
                 id: attempt_id.to_string(),
             });
         }
-        let late = now_ms > intent.deadline_at_ms || intent.state.is_terminal();
+        // An attempt whose own result is the intent's receipt (a dispatch answered after the
+        // webhook for the same record, a lookup confirming it) is that result, not a late one.
+        let result_ref = finish
+            .provider_request_id
+            .as_deref()
+            .or(before.provider_request_id.as_deref());
+        let own_result = intent.state == IntentState::Committed
+            && result_ref.is_some()
+            && result_ref == intent.downstream_ref.as_deref();
+        let late = now_ms > intent.deadline_at_ms || (intent.state.is_terminal() && !own_result);
         tx.run(
             "UPDATE attempts SET outcome = coalesce(?2, outcome), error_class = coalesce(?3, error_class), \
              http_status = coalesce(?4, http_status), retry_after_ms = coalesce(?5, retry_after_ms), \
