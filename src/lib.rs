@@ -12,3 +12,4 @@ pub mod coordinator;
 pub mod domain;
 pub mod sandbox;
 pub mod store;
+pub mod workload;

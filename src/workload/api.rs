@@ -1,0 +1,427 @@
+//! The agent's side of the coordinator's ingest API, as a real agent would call it: every
+//! request carries the bearer token; a request is repeated only when repeating it is safe.
+//!
+//! - A connection that could not be opened sent nothing: every call is repeated.
+//! - Creating by caller key, authorising, finishing an attempt and dispatching are
+//!   idempotent at the coordinator, so they are repeated after a lost answer, a 5xx or a
+//!   `409 request_in_progress` too.
+//! - Starting an attempt is not: a lost answer may have started one, so it is not repeated
+//!   (the agent goes on to its next provider call, a new attempt anyway).
+//!
+//! Repeats back off (capped exponential, full jitter) and stop after `patience`.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode, Url};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::WorkloadError;
+use super::generator::CreateIntent;
+use crate::domain::{
+    ActionKey, AttemptId, AttemptKind, AttemptOutcome, ConsequenceTier, IntentId, IntentState,
+    Jitter, SplitMix64,
+};
+
+const FIRST_BACKOFF_MS: u64 = 50;
+const MAX_BACKOFF_MS: u64 = 1_000;
+
+/// The part of an intent the agent reads back.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct IntentView {
+    pub id: IntentId,
+    pub action_key: ActionKey,
+    pub state: IntentState,
+    pub consequence: ConsequenceTier,
+    pub attempts: u32,
+    pub max_attempts: u32,
+}
+
+/// What creating by caller key did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Created {
+    New(IntentView),
+    Replayed(IntentView),
+    /// The key names an intent with other arguments.
+    Mismatch,
+}
+
+impl Created {
+    pub fn view(&self) -> Option<&IntentView> {
+        match self {
+            Created::New(v) | Created::Replayed(v) => Some(v),
+            Created::Mismatch => None,
+        }
+    }
+}
+
+/// An answer, or the coordinator's refusal (`409` with its code, e.g. `budget_spent`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer<T> {
+    Done(T),
+    Refused { code: String },
+}
+
+/// A non-mutating attempt as the agent reports it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AttemptStart {
+    pub kind: Option<AttemptKind>,
+    pub provider: String,
+    pub region: Option<String>,
+    pub model: Option<String>,
+    pub release_id: Option<String>,
+    pub worker: Option<String>,
+    pub provider_request_id: Option<String>,
+    pub hedge_group: Option<String>,
+    pub proposal_hash: Option<String>,
+}
+
+/// How an attempt ended, as the agent reports it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AttemptEnd {
+    pub outcome: Option<AttemptOutcome>,
+    pub error_class: Option<String>,
+    pub http_status: Option<u16>,
+    pub retry_after_ms: Option<u64>,
+    pub provider_request_id: Option<String>,
+    pub proposal_hash: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StartedAttempt {
+    id: AttemptId,
+}
+
+#[derive(Debug, Deserialize)]
+struct FinishedAttempt {
+    late: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Dispatched {
+    dispatched: bool,
+}
+
+/// A client of one coordinator's ingest API.
+#[derive(Clone)]
+pub struct IngestClient {
+    http: reqwest::Client,
+    base: Url,
+    token: Arc<str>,
+    patience: Duration,
+    jitter: Arc<Mutex<SplitMix64>>,
+}
+
+/// One sent request's answer.
+struct Reply {
+    status: StatusCode,
+    replayed: bool,
+    body: Value,
+}
+
+impl IngestClient {
+    /// `request_timeout` bounds one request; `patience` bounds all repeats of one call.
+    pub fn new(
+        base: Url,
+        token: &str,
+        request_timeout: Duration,
+        patience: Duration,
+        seed: u64,
+    ) -> Result<Self, WorkloadError> {
+        let http = reqwest::Client::builder()
+            .timeout(request_timeout)
+            .no_proxy()
+            .pool_max_idle_per_host(64)
+            .build()
+            .map_err(|e| WorkloadError::Invalid(format!("cannot build the HTTP client: {e}")))?;
+        Ok(IngestClient {
+            http,
+            base: with_trailing_slash(base),
+            token: Arc::from(token),
+            patience,
+            jitter: Arc::new(Mutex::new(SplitMix64::new(seed ^ 0x5eed_ab1e))),
+        })
+    }
+
+    fn url(&self, path: &str) -> Result<Url, WorkloadError> {
+        self.base.join(path).map_err(|e| WorkloadError::BadUrl {
+            url: format!("{}{path}", self.base),
+            detail: e.to_string(),
+        })
+    }
+
+    fn backoff(&self, repeat: u32) -> Duration {
+        let ceiling = FIRST_BACKOFF_MS
+            .saturating_mul(1 << repeat.min(10))
+            .min(MAX_BACKOFF_MS);
+        let unit = self
+            .jitter
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .unit();
+        Duration::from_millis(((ceiling as f64) * unit) as u64 + 1)
+    }
+
+    /// Send until an answer that is not worth repeating, or until patience runs out.
+    async fn send(
+        &self,
+        what: &'static str,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+        repeatable: bool,
+    ) -> Result<Reply, WorkloadError> {
+        let url = self.url(path)?;
+        let started = Instant::now();
+        let mut repeat = 0u32;
+        loop {
+            let mut request = self
+                .http
+                .request(method.clone(), url.clone())
+                .bearer_auth(&self.token);
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let why = match request.send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    let replayed = response
+                        .headers()
+                        .get("idempotent-replayed")
+                        .is_some_and(|v| v == "true");
+                    let text = response.text().await.unwrap_or_default();
+                    let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                    let in_progress = status == StatusCode::CONFLICT
+                        && body.pointer("/error/code").and_then(Value::as_str)
+                            == Some("request_in_progress");
+                    if !(status.is_server_error() || in_progress) || !repeatable {
+                        return Ok(Reply {
+                            status,
+                            replayed,
+                            body,
+                        });
+                    }
+                    format!("answered {status}")
+                }
+                Err(e) if e.is_connect() => "connection refused".to_string(),
+                Err(e) if repeatable => format!("request failed: {}", kind(&e)),
+                Err(e) => {
+                    return Err(WorkloadError::Lost {
+                        what,
+                        detail: kind(&e).to_string(),
+                    });
+                }
+            };
+            if started.elapsed() >= self.patience {
+                return Err(WorkloadError::Unavailable {
+                    what,
+                    peer: "the coordinator",
+                    patience_secs: self.patience.as_secs(),
+                    detail: why,
+                });
+            }
+            tokio::time::sleep(self.backoff(repeat)).await;
+            repeat += 1;
+        }
+    }
+
+    fn unexpected(what: &'static str, reply: &Reply) -> WorkloadError {
+        match reply.status.as_u16() {
+            401 | 403 => WorkloadError::Forbidden {
+                what,
+                status: reply.status.as_u16(),
+                hint: "driving a workload needs an `agent` or `admin` token for every tenant it uses",
+            },
+            status => WorkloadError::Unexpected {
+                what,
+                status,
+                body: WorkloadError::clip(&reply.body.to_string()),
+            },
+        }
+    }
+
+    fn refusal_code(reply: &Reply) -> Option<String> {
+        (reply.status == StatusCode::CONFLICT).then(|| {
+            reply
+                .body
+                .pointer("/error/code")
+                .and_then(Value::as_str)
+                .unwrap_or("conflict")
+                .to_string()
+        })
+    }
+
+    fn view(what: &'static str, reply: &Reply) -> Result<IntentView, WorkloadError> {
+        let body = reply.body.get("intent").unwrap_or(&reply.body);
+        serde_json::from_value(body.clone()).map_err(|e| WorkloadError::Unexpected {
+            what,
+            status: reply.status.as_u16(),
+            body: WorkloadError::clip(&format!("{e}: {}", reply.body)),
+        })
+    }
+
+    /// `POST /v1/intents` under `caller_key`.
+    pub async fn create(
+        &self,
+        caller_key: &str,
+        request: &CreateIntent,
+    ) -> Result<Created, WorkloadError> {
+        let what = "create intent";
+        let body =
+            serde_json::to_value(request).map_err(|e| WorkloadError::Invalid(e.to_string()))?;
+        let reply = self
+            .send(
+                what,
+                Method::POST,
+                "v1/intents",
+                &[("Idempotency-Key", caller_key)],
+                Some(&body),
+                true,
+            )
+            .await?;
+        match reply.status.as_u16() {
+            201 => Ok(Created::New(Self::view(what, &reply)?)),
+            200 if reply.replayed => Ok(Created::Replayed(Self::view(what, &reply)?)),
+            422 if reply.body.pointer("/error/code").and_then(Value::as_str)
+                == Some("idempotency_key_mismatch") =>
+            {
+                Ok(Created::Mismatch)
+            }
+            _ => Err(Self::unexpected(what, &reply)),
+        }
+    }
+
+    /// `POST /v1/intents/{id}/authorize`; refused when the intent already moved on.
+    pub async fn authorize(
+        &self,
+        id: &IntentId,
+        approver: &str,
+        valid_for_secs: Option<u64>,
+    ) -> Result<Answer<IntentView>, WorkloadError> {
+        let what = "authorize intent";
+        let mut body = serde_json::json!({"authorization_version": "procurement-policy-v7", "approver": approver});
+        if let Some(secs) = valid_for_secs {
+            body["valid_for_secs"] = secs.into();
+        }
+        let path = format!("v1/intents/{id}/authorize");
+        let reply = self
+            .send(what, Method::POST, &path, &[], Some(&body), true)
+            .await?;
+        match reply.status.as_u16() {
+            200 => Ok(Answer::Done(Self::view(what, &reply)?)),
+            409 => Ok(Answer::Refused {
+                code: Self::refusal_code(&reply).unwrap_or_default(),
+            }),
+            _ => Err(Self::unexpected(what, &reply)),
+        }
+    }
+
+    /// `POST /v1/intents/{id}/attempts`: the new attempt's id, or the coordinator's refusal.
+    pub async fn start_attempt(
+        &self,
+        id: &IntentId,
+        start: &AttemptStart,
+    ) -> Result<Answer<AttemptId>, WorkloadError> {
+        let what = "report attempt";
+        let body =
+            serde_json::to_value(start).map_err(|e| WorkloadError::Invalid(e.to_string()))?;
+        let path = format!("v1/intents/{id}/attempts");
+        let reply = self
+            .send(what, Method::POST, &path, &[], Some(&body), false)
+            .await?;
+        match reply.status.as_u16() {
+            201 => {
+                let started: StartedAttempt =
+                    serde_json::from_value(reply.body.clone()).map_err(|e| {
+                        WorkloadError::Unexpected {
+                            what,
+                            status: 201,
+                            body: e.to_string(),
+                        }
+                    })?;
+                Ok(Answer::Done(started.id))
+            }
+            409 => Ok(Answer::Refused {
+                code: Self::refusal_code(&reply).unwrap_or_default(),
+            }),
+            _ => Err(Self::unexpected(what, &reply)),
+        }
+    }
+
+    /// `PATCH /v1/intents/{id}/attempts/{attempt}`: whether the coordinator marked it late.
+    pub async fn finish_attempt(
+        &self,
+        id: &IntentId,
+        attempt: &AttemptId,
+        end: &AttemptEnd,
+    ) -> Result<bool, WorkloadError> {
+        let what = "finish attempt";
+        let body = serde_json::to_value(end).map_err(|e| WorkloadError::Invalid(e.to_string()))?;
+        let path = format!("v1/intents/{id}/attempts/{attempt}");
+        let reply = self
+            .send(what, Method::PATCH, &path, &[], Some(&body), true)
+            .await?;
+        match reply.status.as_u16() {
+            200 => {
+                let finished: FinishedAttempt = serde_json::from_value(reply.body.clone())
+                    .map_err(|e| WorkloadError::Unexpected {
+                        what,
+                        status: 200,
+                        body: e.to_string(),
+                    })?;
+                Ok(finished.late)
+            }
+            _ => Err(Self::unexpected(what, &reply)),
+        }
+    }
+
+    /// `POST /v1/intents/{id}/dispatch`: whether this call enqueued the dispatch.
+    pub async fn dispatch(&self, id: &IntentId) -> Result<Answer<bool>, WorkloadError> {
+        let what = "dispatch intent";
+        let path = format!("v1/intents/{id}/dispatch");
+        let reply = self
+            .send(what, Method::POST, &path, &[], None, true)
+            .await?;
+        match reply.status.as_u16() {
+            202 => {
+                let d: Dispatched = serde_json::from_value(reply.body.clone()).map_err(|e| {
+                    WorkloadError::Unexpected {
+                        what,
+                        status: 202,
+                        body: e.to_string(),
+                    }
+                })?;
+                Ok(Answer::Done(d.dispatched))
+            }
+            409 => Ok(Answer::Refused {
+                code: Self::refusal_code(&reply).unwrap_or_default(),
+            }),
+            _ => Err(Self::unexpected(what, &reply)),
+        }
+    }
+}
+
+/// `base` with a path ending in `/`, so relative paths join beneath it.
+pub(crate) fn with_trailing_slash(mut base: Url) -> Url {
+    if !base.path().ends_with('/') {
+        let path = format!("{}/", base.path());
+        base.set_path(&path);
+    }
+    base
+}
+
+/// The kind of a transport failure, never its URL.
+pub(crate) fn kind(e: &reqwest::Error) -> &'static str {
+    if e.is_connect() {
+        "connection could not be opened"
+    } else if e.is_timeout() {
+        "timed out"
+    } else {
+        "connection lost"
+    }
+}
