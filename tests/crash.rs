@@ -1,0 +1,329 @@
+//! The crash test: the real `intentdesk coordinator` binary runs as a child process under a
+//! workload with sandbox faults on, and is killed with SIGKILL at seeded random moments,
+//! then restarted on the same database, until the workload is done. Afterwards nothing may
+//! be duplicated (the sandbox's ground truth), nothing lost (every intent an agent was given
+//! still exists), and every intent must stand in a state its evidence supports.
+//!
+//! Several seeds, each bounded in time; waits poll for a condition, never sleep to
+//! synchronise (the sleeps before each kill choose *when* to inject the fault).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use intentdesk::coordinator::token_sha256;
+use intentdesk::domain::{Jitter, SplitMix64};
+use intentdesk::sandbox::{self, FaultSpec, SandboxOptions, SandboxState, WebhookTarget};
+use intentdesk::workload::report::{ReportSource, coordinator_report, settle, window_of};
+use intentdesk::workload::{DriverConfig, Mix, drive};
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+
+const ADMIN: &str = "crash-admin-token";
+const AGENT: &str = "crash-agent-token";
+const FAULTS: &str =
+    "drop_after_commit=0.05,delay_ms=1500@0.03,overload=0.05,retry_after_secs=1,redeliver=2";
+/// Guards against a hang; never a stand-in for synchronisation.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// The coordinator child process and how to start it again.
+struct Coordinator {
+    config: PathBuf,
+    log: PathBuf,
+    base: String,
+    child: Option<Child>,
+    restarts: u32,
+}
+
+impl Coordinator {
+    async fn start(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_intentdesk"))
+            .args(["coordinator", "--config"])
+            .arg(&self.config)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the coordinator starts");
+        self.child = Some(child);
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(2))
+            .build()
+            .expect("client");
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let healthy = http
+                .get(format!("{}/healthz", self.base))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            if healthy {
+                return;
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("the coordinator exited with {status}: {}", tail(&self.log));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the coordinator never became healthy: {}",
+                tail(&self.log)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// SIGKILL: no shutdown, no flush, whatever was in flight is cut off.
+    async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.start_kill().expect("SIGKILL is delivered");
+            child.wait().await.expect("the coordinator is reaped");
+        }
+    }
+}
+
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// A port that was free a moment ago, for a coordinator that must come back on it.
+async fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
+    listener.local_addr().expect("addr").port()
+}
+
+fn write_config(dir: &Path, port: u16, sandbox_url: &str) -> PathBuf {
+    let config = format!(
+        r#"
+listen = "127.0.0.1:{port}"
+database = "{db}"
+reconcile_interval_ms = 100
+dispatch_lease_ms = 1500
+[[tokens]]
+name = "admin"
+token_sha256 = "{admin}"
+role = "admin"
+tenants = ["*"]
+[[tokens]]
+name = "agent"
+token_sha256 = "{agent}"
+role = "agent"
+tenants = ["*"]
+[[connectors]]
+name = "erp"
+base_url = "{sandbox_url}"
+key_retention_secs = 86400
+timeout_ms = 500
+operations = {{ "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }}
+"#,
+        db = dir.join("coordinator.sqlite").display(),
+        admin = token_sha256(ADMIN),
+        agent = token_sha256(AGENT),
+    );
+    let path = dir.join("coordinator.toml");
+    std::fs::write(&path, config).expect("write the config");
+    path
+}
+
+/// Drive `intents` through a coordinator killed `kills` times, then check the evidence.
+async fn crash_run(seed: u64, intents: u64, kills: u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = free_port().await;
+    let base = format!("http://127.0.0.1:{port}");
+
+    let sandbox_listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind sandbox");
+    let sandbox_url = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
+    let webhook = WebhookTarget {
+        url: format!("{base}/v1/receipts/erp").parse().expect("URL"),
+        token: Some(AGENT.into()),
+    };
+    let faults: FaultSpec = FAULTS.parse().expect("faults parse");
+    let sandbox = SandboxState::with_options(
+        faults,
+        Some(webhook),
+        SandboxOptions {
+            seed: Some(seed),
+            ..Default::default()
+        },
+    );
+    let (_stop_sandbox, sandbox_stopped) = oneshot::channel::<()>();
+    tokio::spawn(sandbox::run(sandbox_listener, sandbox.clone(), async {
+        let _ = sandbox_stopped.await;
+    }));
+
+    let mut coordinator = Coordinator {
+        config: write_config(dir.path(), port, &sandbox_url),
+        log: dir.path().join("coordinator.log"),
+        base: base.clone(),
+        child: None,
+        restarts: 0,
+    };
+    coordinator.start().await;
+
+    let rate = 200.0;
+    let config = DriverConfig {
+        coordinator: base.parse().expect("URL"),
+        token: AGENT.to_string(),
+        seed,
+        run_tag: format!("crash{seed}"),
+        mix: Mix {
+            latency_scale: 0.05,
+            ..Mix::default()
+        },
+        rate_per_sec: rate,
+        intents: Some(intents),
+        concurrency: 64,
+        request_timeout: Duration::from_secs(5),
+        patience: PATIENCE,
+        keep_intents: true,
+    };
+    let driver = tokio::spawn(async move { drive(&config, std::future::pending()).await });
+
+    // Kill at seeded moments spread over the run's expected length.
+    let mut dice = SplitMix64::new(seed);
+    let span_ms = (intents as f64 / rate * 1000.0) as u64;
+    let mut at: Vec<u64> = (0..kills)
+        .map(|_| (dice.unit() * span_ms as f64) as u64)
+        .collect();
+    at.sort_unstable();
+    let started = Instant::now();
+    for kill_at in at {
+        let due = Duration::from_millis(kill_at);
+        if let Some(wait) = due.checked_sub(started.elapsed()) {
+            tokio::time::sleep(wait).await;
+        }
+        coordinator.kill().await;
+        coordinator.restarts += 1;
+        coordinator.start().await;
+    }
+    let log = driver
+        .await
+        .expect("the driver did not panic")
+        .expect("the workload runs");
+    assert_eq!(
+        log.totals.errors, 0,
+        "every agent call got through: {:?}",
+        log.errors
+    );
+    assert_eq!(coordinator.restarts, kills);
+
+    let source = ReportSource::new(
+        base.parse().expect("URL"),
+        ADMIN,
+        sandbox_url.parse().expect("URL"),
+    )
+    .expect("source");
+    let settled = settle(&source, window_of(&log), Duration::from_secs(90))
+        .await
+        .expect("settling answers");
+    let report = coordinator_report(&source, &log, seed, FAULTS, settled)
+        .await
+        .expect("the report");
+    eprintln!(
+        "seed {seed}, {} restarts:\n{}",
+        coordinator.restarts,
+        report.to_table()
+    );
+    let context = format!(
+        "seed {seed}: {}\n{}",
+        report.to_table(),
+        tail(&coordinator.log)
+    );
+    assert!(settled, "the run settled: {context}");
+
+    // Zero duplicate effects, over every key the sandbox ever saw.
+    assert_eq!(sandbox.effects_summary().duplicate_effects, 0, "{context}");
+    assert_eq!(report.duplicate_effects, 0, "{context}");
+    // Zero lost intents: every intent an agent was given exists.
+    assert_eq!(report.intents, log.intents.len() as u64, "{context}");
+    assert!(log.totals.intents_created >= intents, "{context}");
+    assert_eq!(report.budget_exceeded, 0, "{context}");
+    assert_eq!(
+        report.states.get("executing"),
+        None,
+        "nothing left executing: {context}"
+    );
+
+    // Every intent in a state its evidence supports.
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let ids: HashSet<&str> = log.intents.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids.len(), log.intents.len(), "one id per intent: {context}");
+    for driven in &log.intents {
+        let detail: Value = http
+            .get(format!("{base}/v1/intents/{}", driven.id))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("the coordinator answers")
+            .json()
+            .await
+            .expect("JSON");
+        let intent = &detail["intent"];
+        let state = intent["state"].as_str().unwrap_or_default();
+        let receipt = intent["downstream_ref"].as_str();
+        let what = format!("{} ({}) is {state}: {context}", driven.id, driven.tier);
+        if state == "committed" {
+            assert!(
+                receipt.is_some() && intent["receipt_id"].is_string(),
+                "committed needs a receipt: {what}"
+            );
+        }
+        if driven.tier.is_mutating() {
+            let key = driven.action_key.as_str().parse().expect("key");
+            let effects = sandbox.effects_for(&key);
+            match state {
+                "committed" => {
+                    assert_eq!(effects, 1, "{what}");
+                    let resource = intentdesk::sandbox::Resource::ALL
+                        .into_iter()
+                        .find_map(|r| sandbox.lookup(r, &key))
+                        .expect("the record exists");
+                    assert_eq!(
+                        Some(resource.id.as_str()),
+                        receipt,
+                        "the receipt names the record: {what}"
+                    );
+                }
+                "indeterminate" => assert!(effects <= 1, "{what}"),
+                _ => assert_eq!(effects, 0, "nothing applied for a {state} intent: {what}"),
+            }
+        }
+    }
+    coordinator.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_load_seed_1() {
+    crash_run(1, 2_500, 4).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_load_seed_2() {
+    crash_run(2, 500, 3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_load_seed_3() {
+    crash_run(3, 500, 4).await;
+}
