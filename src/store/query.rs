@@ -325,7 +325,13 @@ impl Store {
         let counted = to_u64(counted);
 
         let mut w = base;
-        let column = sort.column();
+        // Every indeterminate intent has the time it became so: when the list holds only
+        // those, ordering by the bare column lets the partial index serve the order.
+        let only_indeterminate = filter.states == [IntentState::Indeterminate];
+        let column = match sort {
+            SortKey::IndeterminateSince if only_indeterminate => "i.indeterminate_since_ms",
+            other => other.column(),
+        };
         if let Some(c) = cursor {
             if c.sort != sort || c.ascending != ascending {
                 return Err(StoreError::BadCursor(

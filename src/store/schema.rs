@@ -210,6 +210,12 @@ CREATE TABLE events (
     at_ms      INTEGER NOT NULL
 );
 "#,
+    // 2: the oldest-indeterminate-first list is filtered by a bound state, which a partial
+    // index cannot serve; a full index on (state, since) serves both it and the age summary.
+    r#"
+DROP INDEX intents_indeterminate;
+CREATE INDEX intents_state_indeterminate ON intents (state, indeterminate_since_ms, seq);
+"#,
 ];
 
 /// Bring the database up to the newest schema.
