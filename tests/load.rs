@@ -1,0 +1,225 @@
+//! The workload and its report over real HTTP: a bounded run through a coordinator under
+//! faults reports zero duplicate effects with every field the design lists; the naive
+//! baseline under the same faults shows the duplicates the coordinator prevents; the steady
+//! workload of the embedded default runs until it is told to stop.
+
+use std::time::{Duration, Instant};
+
+use intentdesk::coordinator::{Config, run, token_sha256};
+use intentdesk::sandbox::{self, FaultSpec, SandboxOptions, SandboxState};
+use intentdesk::workload::naive::{NaiveConfig, run_naive};
+use intentdesk::workload::report::{ReportSource, coordinator_report, settle, window_of};
+use intentdesk::workload::{DriverConfig, Mix, drive};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const ADMIN: &str = "load-admin-token";
+/// Guards against a hang; never a stand-in for synchronisation.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+struct Rig {
+    base: String,
+    sandbox_url: String,
+    sandbox: SandboxState,
+    _stops: Vec<oneshot::Sender<()>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(faults: &str) -> Rig {
+    let sandbox_listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind sandbox");
+    let sandbox_url = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
+    let faults: FaultSpec = faults.parse().expect("faults parse");
+    let sandbox = SandboxState::with_options(
+        faults,
+        None,
+        SandboxOptions {
+            seed: Some(5),
+            ..Default::default()
+        },
+    );
+    let (stop_sandbox, sandbox_stopped) = oneshot::channel::<()>();
+    tokio::spawn(sandbox::run(sandbox_listener, sandbox.clone(), async {
+        let _ = sandbox_stopped.await;
+    }));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = format!(
+        r#"
+listen = "127.0.0.1:0"
+database = "{db}"
+reconcile_interval_ms = 100
+[[tokens]]
+name = "admin"
+token_sha256 = "{admin}"
+role = "admin"
+tenants = ["*"]
+[[connectors]]
+name = "erp"
+base_url = "{sandbox_url}"
+key_retention_secs = 86400
+timeout_ms = 400
+operations = {{ "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }}
+"#,
+        db = dir.path().join("c.sqlite").display(),
+        admin = token_sha256(ADMIN),
+    );
+    let config = Config::parse(&config, "test").expect("config");
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind coordinator");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(run(listener, config, async {
+        let _ = stopped.await;
+    }));
+    Rig {
+        base,
+        sandbox_url,
+        sandbox,
+        _stops: vec![stop, stop_sandbox],
+        _dir: dir,
+    }
+}
+
+fn fast_mix() -> Mix {
+    Mix {
+        latency_scale: 0.05,
+        ..Mix::default()
+    }
+}
+
+#[tokio::test]
+async fn a_run_under_faults_reports_every_field_and_no_duplicate_effect() {
+    let faults = "drop_after_commit=0.2,delay_ms=1000@0.1,overload=0.1";
+    let rig = start(faults).await;
+    let config = DriverConfig {
+        coordinator: rig.base.parse().expect("URL"),
+        token: ADMIN.to_string(),
+        seed: 21,
+        run_tag: "report".to_string(),
+        mix: fast_mix(),
+        rate_per_sec: 100.0,
+        intents: Some(150),
+        concurrency: 32,
+        request_timeout: Duration::from_secs(10),
+        patience: PATIENCE,
+        keep_intents: true,
+    };
+    let log = drive(&config, std::future::pending())
+        .await
+        .expect("the workload runs");
+    assert_eq!(log.totals.errors, 0, "{:?}", log.errors);
+    let source = ReportSource::new(
+        rig.base.parse().expect("URL"),
+        ADMIN,
+        rig.sandbox_url.parse().expect("URL"),
+    )
+    .expect("source");
+    let settled = settle(&source, window_of(&log), Duration::from_secs(60))
+        .await
+        .expect("settles");
+    let report = coordinator_report(&source, &log, 21, faults, settled)
+        .await
+        .expect("report");
+
+    assert!(report.settled, "{}", report.to_table());
+    assert_eq!(report.duplicate_effects, 0, "{}", report.to_table());
+    assert_eq!(rig.sandbox.effects_summary().duplicate_effects, 0);
+    assert_eq!(report.intents, log.totals.intents_created);
+    assert_eq!(report.budget_exceeded, 0);
+    assert!(
+        report.amplification.mean >= 1.0 && report.amplification.max >= report.amplification.p99
+    );
+    assert_eq!(report.states.values().sum::<u64>(), report.intents);
+    assert!(report.goodput_per_min > 0.0);
+    let json = serde_json::to_value(&report).expect("serialises");
+    for field in [
+        "intents",
+        "attempts",
+        "duplicate_effects",
+        "late_results",
+        "goodput_per_min",
+        "budget_exceeded",
+    ] {
+        assert!(json[field].is_number(), "{field} in {json}");
+    }
+    assert!(
+        json["amplification"]["p99"].is_number()
+            && json["indeterminate"]["oldest_age_secs"].is_number()
+    );
+    assert!(json["states"].is_object());
+}
+
+#[tokio::test]
+async fn the_naive_baseline_duplicates_what_the_coordinator_would_not() {
+    let rig = start("drop_after_commit=0.3").await;
+    let config = NaiveConfig {
+        sandbox: rig.sandbox_url.parse().expect("URL"),
+        seed: 21,
+        run_tag: "naive".to_string(),
+        mix: fast_mix(),
+        rate_per_sec: 200.0,
+        intents: 60,
+        concurrency: 32,
+        call_timeout: Duration::from_millis(400),
+    };
+    let report = run_naive(&config, "drop_after_commit=0.3")
+        .await
+        .expect("the baseline runs");
+    let naive = report.naive.clone().expect("naive figures");
+    assert!(report.duplicate_effects > 0, "{}", report.to_table());
+    assert!(
+        naive.downstream_calls > naive.applied,
+        "{}",
+        report.to_table()
+    );
+    assert_eq!(report.intents, report.states.values().sum::<u64>());
+    assert!(report.attempts >= report.intents);
+}
+
+#[tokio::test]
+async fn the_steady_workload_runs_until_shutdown() {
+    let rig = start("none").await;
+    let mut config = DriverConfig::steady(rig.base.parse().expect("URL"), ADMIN.to_string(), 3);
+    config.mix.latency_scale = 0.05;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let driver = tokio::spawn(async move {
+        drive(&config, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let page: serde_json::Value = http
+            .get(format!("{}/v1/intents?limit=1", rig.base))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("the coordinator answers")
+            .json()
+            .await
+            .expect("JSON");
+        if page["total"].as_u64().unwrap_or(0) >= 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the steady workload created nothing"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(()).expect("the driver listens");
+    let log = tokio::time::timeout(PATIENCE, driver)
+        .await
+        .expect("it stops")
+        .expect("no panic")
+        .expect("runs");
+    assert!(log.totals.planned >= 3);
+    assert!(
+        log.intents.is_empty(),
+        "the steady workload keeps only totals"
+    );
+}
