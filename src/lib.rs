@@ -8,8 +8,12 @@
 //! - [`store`]: SQLite persistence of intents, attempts, receipts, outbox, commands.
 //! - [`sandbox`]: a stand-in downstream ERP with switchable faults.
 
+#[cfg(feature = "console")]
+pub mod console;
 pub mod coordinator;
 pub mod domain;
+pub mod embedded;
+pub mod i18n;
 pub mod sandbox;
 pub mod store;
 pub mod workload;

@@ -20,7 +20,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// The embedded default: a coordinator, a sandbox and a steady workload on loopback.
+    /// The embedded default (also what `intentdesk` alone runs): a coordinator, a sandbox
+    /// and a steady workload on loopback, with the console on top.
     Demo(DemoArgs),
     /// The desktop console on a coordinator.
     Console(ConsoleArgs),
@@ -28,13 +29,19 @@ enum Command {
     Coordinator(CoordinatorArgs),
     /// The sandbox downstream (an ERP stand-in with switchable faults).
     Sandbox(intentdesk::sandbox::SandboxArgs),
+    /// Drive a workload against a coordinator and print the logical-outcome report.
+    Load(intentdesk::workload::LoadArgs),
 }
 
 #[derive(clap::Args, Default)]
 struct DemoArgs {
-    /// Where the demo keeps its database (default: the user's data directory).
+    /// Where the demo keeps its database and the console its cache (default: the user's
+    /// data directory).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Run without a window: print where the coordinator listens and a token, until Ctrl-C.
+    #[arg(long)]
+    headless: bool,
 }
 
 #[derive(clap::Args)]
@@ -42,9 +49,18 @@ struct ConsoleArgs {
     /// The coordinator's base URL.
     #[arg(long)]
     coordinator: String,
-    /// A file holding the bearer token.
+    /// A file holding the bearer token (read once; never written back).
+    #[arg(long, required_unless_present = "offline")]
+    token_file: Option<PathBuf>,
+    /// Open this intent id or action key at start.
     #[arg(long)]
-    token_file: PathBuf,
+    open: Option<String>,
+    /// Show what the local cache holds for this coordinator, without connecting.
+    #[arg(long)]
+    offline: bool,
+    /// Where the console keeps its cache (default: the user's data directory).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -61,12 +77,19 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     let result = match cli.command {
-        None => not_built("the desktop console on the embedded default"),
-        Some(Command::Demo(_)) => not_built("the embedded default"),
-        Some(Command::Console(_)) => not_built("the desktop console"),
+        None => demo(DemoArgs::default()),
+        Some(Command::Demo(args)) => demo(args),
+        Some(Command::Console(args)) => console(args),
         Some(Command::Coordinator(args)) => runtime().and_then(|rt| rt.block_on(coordinator(args))),
         Some(Command::Sandbox(args)) => {
             runtime().and_then(|rt| rt.block_on(intentdesk::sandbox::run_cli(args)))
+        }
+        Some(Command::Load(args)) => {
+            match runtime().and_then(|rt| rt.block_on(intentdesk::workload::run_cli(args))) {
+                Ok(0) => Ok(()),
+                Ok(code) => return ExitCode::from(u8::try_from(code).unwrap_or(1)),
+                Err(e) => Err(e),
+            }
         }
     };
     match result {
@@ -94,10 +117,92 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn not_built(what: &str) -> anyhow::Result<()> {
-    anyhow::bail!(
-        "{what} is not built in this version yet; `intentdesk coordinator`, `intentdesk sandbox` work"
-    )
+fn demo(args: DemoArgs) -> anyhow::Result<()> {
+    use intentdesk::embedded::{Embedded, default_data_dir};
+    let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+    let rt = runtime()?;
+    let embedded = rt.block_on(Embedded::start(&data_dir, true))?;
+    eprintln!(
+        "intentdesk: embedded coordinator at {}",
+        embedded.coordinator_url
+    );
+    eprintln!("intentdesk: sandbox downstream at {}", embedded.sandbox_url);
+    eprintln!("intentdesk: database {}", embedded.database.display());
+    let result = if args.headless || !cfg!(feature = "console") {
+        eprintln!("intentdesk: admin token for this run: {}", embedded.token);
+        eprintln!("intentdesk: running headless; Ctrl-C stops");
+        rt.block_on(async {
+            let _ = tokio::signal::ctrl_c().await;
+        });
+        Ok(())
+    } else {
+        open_console(&embedded, &data_dir, rt.handle())
+    };
+    rt.block_on(embedded.shutdown());
+    result
+}
+
+#[cfg(feature = "console")]
+fn open_console(
+    embedded: &intentdesk::embedded::Embedded,
+    data_dir: &std::path::Path,
+    runtime: &tokio::runtime::Handle,
+) -> anyhow::Result<()> {
+    let options = intentdesk::console::ConsoleOptions {
+        label: "embedded demo".into(),
+        coordinator_url: embedded.coordinator_url.clone(),
+        token: embedded.token.clone(),
+        offline: false,
+        open: None,
+        cache_path: Some(data_dir.join("console-cache.sqlite")),
+        fixed_now_ms: None,
+    };
+    intentdesk::console::run_native(options, runtime.clone())
+        .context("no window could be opened (is there a display?); `intentdesk demo --headless` runs without one")
+}
+
+#[cfg(not(feature = "console"))]
+fn open_console(
+    _embedded: &intentdesk::embedded::Embedded,
+    _data_dir: &std::path::Path,
+    _runtime: &tokio::runtime::Handle,
+) -> anyhow::Result<()> {
+    anyhow::bail!("this build has no console (built without the `console` feature)")
+}
+
+#[cfg(feature = "console")]
+fn console(args: ConsoleArgs) -> anyhow::Result<()> {
+    let token = match &args.token_file {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the token file {}", path.display()))?
+            .trim()
+            .to_string(),
+        None => String::new(),
+    };
+    if token.is_empty() && !args.offline {
+        anyhow::bail!("the token file is empty");
+    }
+    let data_dir = args
+        .data_dir
+        .unwrap_or_else(intentdesk::embedded::default_data_dir);
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create {}", data_dir.display()))?;
+    let rt = runtime()?;
+    let options = intentdesk::console::ConsoleOptions {
+        label: args.coordinator.clone(),
+        coordinator_url: args.coordinator,
+        token,
+        offline: args.offline,
+        open: args.open,
+        cache_path: Some(data_dir.join("console-cache.sqlite")),
+        fixed_now_ms: None,
+    };
+    intentdesk::console::run_native(options, rt.handle().clone())
+}
+
+#[cfg(not(feature = "console"))]
+fn console(_args: ConsoleArgs) -> anyhow::Result<()> {
+    anyhow::bail!("this build has no console (built without the `console` feature)")
 }
 
 async fn coordinator(args: CoordinatorArgs) -> anyhow::Result<()> {

@@ -1,0 +1,226 @@
+//! The console's HTTP client of the coordinator's operator API. Every answer is bounded in
+//! size and time and every failure is a [`ClientError`] that says what went wrong in words
+//! an operator can act on.
+
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::model::{IntentDetail, IntentPage};
+
+/// The largest answer the console reads; a larger one is refused, not buffered.
+pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Why a request did not give an answer the console can use.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot reach the coordinator at {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("the coordinator refused the token (401): check the token file")]
+    Unauthorized,
+    #[error("this token's role may not do that (403): {0}")]
+    Forbidden(String),
+    #[error("not found (404): {0}")]
+    NotFound(String),
+    #[error("the coordinator refused the request ({status}): {message}")]
+    Refused {
+        status: u16,
+        code: String,
+        message: String,
+    },
+    #[error("the coordinator's answer could not be read: {0}")]
+    BadResponse(String),
+    #[error("the coordinator's answer is larger than {limit} bytes")]
+    TooLarge { limit: usize },
+}
+
+/// A client bound to one coordinator and token.
+#[derive(Clone)]
+pub struct ApiClient {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl ApiClient {
+    pub fn new(base: &str, token: &str) -> Result<ApiClient, ClientError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .timeout(Duration::from_secs(15))
+            .build()
+            .map_err(|e| ClientError::Unreachable {
+                url: base.to_string(),
+                detail: e.to_string(),
+            })?;
+        Ok(ApiClient {
+            base: base.trim_end_matches('/').to_string(),
+            token: token.trim().to_string(),
+            http,
+        })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    async fn read<T: DeserializeOwned>(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<T, ClientError> {
+        let status = response.status().as_u16();
+        if response
+            .content_length()
+            .is_some_and(|n| n as usize > MAX_RESPONSE_BYTES)
+        {
+            return Err(ClientError::TooLarge {
+                limit: MAX_RESPONSE_BYTES,
+            });
+        }
+        let mut response = response;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.unreachable(&e))? {
+            if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                return Err(ClientError::TooLarge {
+                    limit: MAX_RESPONSE_BYTES,
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        if (200..300).contains(&status) {
+            return serde_json::from_slice(&body)
+                .map_err(|e| ClientError::BadResponse(e.to_string()));
+        }
+        let error: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let message = error
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let code = error
+            .pointer("/error/code")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        Err(match status {
+            401 => ClientError::Unauthorized,
+            403 => ClientError::Forbidden(message),
+            404 => ClientError::NotFound(message),
+            _ => ClientError::Refused {
+                status,
+                code,
+                message,
+            },
+        })
+    }
+
+    fn unreachable(&self, e: &reqwest::Error) -> ClientError {
+        let detail = if e.is_connect() {
+            "connection refused or no route".to_string()
+        } else if e.is_timeout() {
+            "no answer in time".to_string()
+        } else {
+            "the connection broke".to_string()
+        };
+        ClientError::Unreachable {
+            url: self.base.clone(),
+            detail,
+        }
+    }
+
+    async fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(String, String)],
+    ) -> Result<T, ClientError> {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .query(query)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        self.read(response).await
+    }
+
+    /// One page of intents.
+    pub async fn intents(&self, query: &[(String, String)]) -> Result<IntentPage, ClientError> {
+        self.get("/v1/intents", query).await
+    }
+
+    /// One intent with everything attached.
+    pub async fn intent(&self, id: &str) -> Result<IntentDetail, ClientError> {
+        self.get(&format!("/v1/intents/{}", urlencode(id)), &[])
+            .await
+    }
+
+    /// The intent an action key belongs to.
+    pub async fn action_key(&self, key: &str) -> Result<Value, ClientError> {
+        self.get(&format!("/v1/action-keys/{}", urlencode(key)), &[])
+            .await
+    }
+
+    /// Any JSON read (metrics, pauses, audit).
+    pub async fn get_json(
+        &self,
+        path: &str,
+        query: &[(String, String)],
+    ) -> Result<Value, ClientError> {
+        self.get(path, query).await
+    }
+
+    /// `POST /v1/commands`; the body carries the command id generated at confirmation.
+    pub async fn command(&self, body: &Value) -> Result<Value, ClientError> {
+        let response = self
+            .http
+            .post(format!("{}/v1/commands", self.base))
+            .bearer_auth(&self.token)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        self.read(response).await
+    }
+
+    /// Open the event stream after `last_event_id`.
+    pub async fn events(
+        &self,
+        last_event_id: Option<i64>,
+    ) -> Result<reqwest::Response, ClientError> {
+        let mut request = self
+            .http
+            .get(format!("{}/v1/events", self.base))
+            .bearer_auth(&self.token)
+            .timeout(Duration::from_secs(24 * 3600));
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id.to_string());
+        }
+        let response = request.send().await.map_err(|e| self.unreachable(&e))?;
+        match response.status().as_u16() {
+            200 => Ok(response),
+            401 => Err(ClientError::Unauthorized),
+            403 => Err(ClientError::Forbidden("the event stream".into())),
+            status => Err(ClientError::Refused {
+                status,
+                code: String::new(),
+                message: "event stream".into(),
+            }),
+        }
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b':' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}

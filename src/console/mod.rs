@@ -1,0 +1,21 @@
+//! The desktop console: intents as timelines of attempts, action keys and receipts, with
+//! filters, live updates and operator commands. It talks to a coordinator only through the
+//! HTTP API, from a background worker; a frame never waits on the network or the disk.
+//!
+//! Split as rerun's viewer is: [`app`] holds the app struct and its `eframe::App` impl,
+//! [`worker`] the background logic, `views/` the drawing (one view per file), and
+//! [`commands`] the one enum of user actions, applied once per frame.
+
+pub mod app;
+pub mod cache;
+pub mod client;
+pub mod commands;
+pub mod filters;
+pub mod model;
+pub mod table;
+pub mod text;
+pub mod theme;
+pub mod views;
+pub mod worker;
+
+pub use app::{ConsoleApp, ConsoleOptions, run_native};

@@ -1,0 +1,31 @@
+//! The console's colours, in one place. `indeterminate` has its own colour, deliberately
+//! unlike the colour of refusal: an unknown outcome is not a failure.
+
+use egui::Color32;
+
+use super::model::StateName;
+use crate::domain::IntentState;
+
+pub const COMMITTED: Color32 = Color32::from_rgb(46, 160, 67);
+pub const EXECUTING: Color32 = Color32::from_rgb(56, 132, 244);
+pub const INDETERMINATE: Color32 = Color32::from_rgb(214, 142, 0);
+pub const REJECTED: Color32 = Color32::from_rgb(200, 60, 60);
+pub const QUIET: Color32 = Color32::from_rgb(130, 130, 140);
+pub const PREPARED: Color32 = Color32::from_rgb(120, 110, 200);
+pub const UNKNOWN: Color32 = Color32::from_rgb(170, 90, 170);
+pub const CHANGED_ROW: Color32 = Color32::from_rgba_premultiplied(56, 132, 244, 40);
+pub const STALE_BANNER: Color32 = Color32::from_rgb(120, 80, 0);
+pub const PAUSED: Color32 = Color32::from_rgb(180, 120, 40);
+
+/// The colour a state is drawn in.
+pub fn state_color(state: &StateName) -> Color32 {
+    match state.known() {
+        Some(IntentState::Committed) => COMMITTED,
+        Some(IntentState::Executing | IntentState::Authorized) => EXECUTING,
+        Some(IntentState::Indeterminate) => INDETERMINATE,
+        Some(IntentState::Rejected) => REJECTED,
+        Some(IntentState::New | IntentState::Prepared) => PREPARED,
+        Some(IntentState::Cancelled | IntentState::Expired) => QUIET,
+        None => UNKNOWN,
+    }
+}

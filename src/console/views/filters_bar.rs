@@ -1,0 +1,203 @@
+//! The filter bar: tenant and provider first (users filter by them first), then state,
+//! tier, locale, operation, tool, release, paused, time range and minimum attempts; every
+//! active filter shows as a removable chip.
+
+use crate::console::app::ConsoleApp;
+use crate::console::commands::ConsoleCommand;
+use crate::console::filters::Filters;
+use crate::domain::{ConsequenceTier, IntentState, Locale};
+
+pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
+    let mut filters = app.state.filters.clone();
+    ui.horizontal_wrapped(|ui| {
+        let seen = app.seen.clone();
+        multi_ui(
+            ui,
+            &app.i18n.tr("topbar-tenant"),
+            &seen.tenants.iter().cloned().collect::<Vec<_>>(),
+            &mut filters.tenants,
+        );
+        multi_ui(
+            ui,
+            &app.i18n.tr("topbar-provider"),
+            &seen.providers.iter().cloned().collect::<Vec<_>>(),
+            &mut filters.providers,
+        );
+        let states: Vec<(String, String)> = IntentState::ALL
+            .iter()
+            .map(|s| {
+                (
+                    s.as_str().to_string(),
+                    app.i18n.tr(&format!("state-{}", s.as_str())),
+                )
+            })
+            .collect();
+        labelled_multi_ui(
+            ui,
+            &app.i18n.tr("filter-state"),
+            &states,
+            &mut filters.states,
+        );
+        let tiers: Vec<(String, String)> = ConsequenceTier::ALL
+            .iter()
+            .map(|t| {
+                (
+                    t.as_str().to_string(),
+                    app.i18n.tr(&format!("tier-{}", t.as_str())),
+                )
+            })
+            .collect();
+        labelled_multi_ui(ui, &app.i18n.tr("filter-tier"), &tiers, &mut filters.tiers);
+        let locales: Vec<(String, String)> = Locale::ALL
+            .iter()
+            .map(|l| (l.as_str().to_string(), l.as_str().to_string()))
+            .collect();
+        labelled_multi_ui(
+            ui,
+            &app.i18n.tr("filter-locale"),
+            &locales,
+            &mut filters.locales,
+        );
+        multi_ui(
+            ui,
+            &app.i18n.tr("filter-operation"),
+            &seen.operations.iter().cloned().collect::<Vec<_>>(),
+            &mut filters.operations,
+        );
+        multi_ui(
+            ui,
+            &app.i18n.tr("filter-tool"),
+            &seen.tools.iter().cloned().collect::<Vec<_>>(),
+            &mut filters.tools,
+        );
+        multi_ui(
+            ui,
+            &app.i18n.tr("filter-release"),
+            &seen.releases.iter().cloned().collect::<Vec<_>>(),
+            &mut filters.releases,
+        );
+        ui.menu_button(app.i18n.tr("filter-more"), |ui| {
+            more_ui(app, ui, &mut filters)
+        });
+        ui.separator();
+        for chip in app.state.filters.chips() {
+            let label = format!("{}: {} x", app.i18n.tr(chip_key(chip.field)), chip.value);
+            if ui
+                .button(label)
+                .on_hover_text(app.i18n.tr("filter-remove"))
+                .clicked()
+            {
+                filters.remove(&chip);
+            }
+        }
+        if !app.state.filters.chips().is_empty() && ui.link(app.i18n.tr("filter-clear")).clicked() {
+            app.queue(ConsoleCommand::ClearFilters);
+        }
+    });
+    if filters != app.state.filters {
+        app.queue(ConsoleCommand::SetFilters(filters));
+    }
+}
+
+fn multi_ui(ui: &mut egui::Ui, title: &str, values: &[String], selected: &mut Vec<String>) {
+    let pairs: Vec<(String, String)> = values.iter().map(|v| (v.clone(), v.clone())).collect();
+    labelled_multi_ui(ui, title, &pairs, selected);
+}
+
+/// A menu of checkboxes; `values` are (wire value, label).
+fn labelled_multi_ui(
+    ui: &mut egui::Ui,
+    title: &str,
+    values: &[(String, String)],
+    selected: &mut Vec<String>,
+) {
+    let shown = if selected.is_empty() {
+        title.to_string()
+    } else {
+        format!("{title} ({})", selected.len())
+    };
+    ui.menu_button(shown, |ui| {
+        for (value, label) in values {
+            let mut on = selected.contains(value);
+            if ui.checkbox(&mut on, label).changed() {
+                Filters::toggle(selected, value);
+            }
+        }
+        for value in selected.clone() {
+            if !values.iter().any(|(v, _)| v == &value) {
+                let mut on = true;
+                if ui.checkbox(&mut on, &value).changed() {
+                    Filters::toggle(selected, &value);
+                }
+            }
+        }
+    });
+}
+
+fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
+    ui.horizontal(|ui| {
+        ui.label(app.i18n.tr("filter-min-attempts"));
+        let mut min = filters.min_attempts.unwrap_or(0);
+        if ui
+            .add(egui::DragValue::new(&mut min).range(0..=50))
+            .changed()
+        {
+            filters.min_attempts = (min > 0).then_some(min);
+        }
+    });
+    ui.horizontal(|ui| {
+        ui.label(app.i18n.tr("filter-paused"));
+        for (value, key) in [
+            (None, "filter-any"),
+            (Some(true), "filter-yes"),
+            (Some(false), "filter-no"),
+        ] {
+            if ui
+                .radio(filters.paused == value, app.i18n.tr(key))
+                .clicked()
+            {
+                filters.paused = value;
+            }
+        }
+    });
+    ui.label(app.i18n.tr("topbar-time-range"));
+    let now = app.now_ms();
+    for (key, span_ms) in [
+        ("range-15m", Some(15 * 60_000)),
+        ("range-1h", Some(3_600_000)),
+        ("range-24h", Some(86_400_000)),
+        ("range-7d", Some(7 * 86_400_000)),
+        ("range-all", None),
+    ] {
+        // The start is rounded to the minute so the query stays stable while it is chosen.
+        let since = span_ms.map(|s: u64| (now - s) / 60_000 * 60_000);
+        let selected = match (span_ms, filters.since_ms) {
+            (None, None) => true,
+            (Some(span), Some(start)) => now.saturating_sub(start).abs_diff(span) < 120_000,
+            _ => false,
+        };
+        if ui.radio(selected, app.i18n.tr(key)).clicked() {
+            filters.since_ms = since;
+            filters.until_ms = None;
+        }
+    }
+}
+
+/// The label id of a chip's filter.
+fn chip_key(field: &str) -> &'static str {
+    match field {
+        "tenant" => "topbar-tenant",
+        "provider" => "topbar-provider",
+        "state" => "filter-state",
+        "tier" => "filter-tier",
+        "operation" => "filter-operation",
+        "tool" => "filter-tool",
+        "release" => "filter-release",
+        "locale" => "filter-locale",
+        "paused" => "filter-paused",
+        "min_attempts" => "filter-min-attempts",
+        "since" => "filter-since",
+        "until" => "filter-until",
+        _ => "filter-search",
+    }
+}

@@ -1,0 +1,224 @@
+//! The intents table: virtualised (only the rows on screen are built), server-paged with
+//! cursors (the next page loads as the operator nears the end), sortable by the columns
+//! the coordinator can order by. State is text and colour; `indeterminate` has its own
+//! colour and never reads as failed.
+
+use egui::{RichText, Sense};
+use egui_extras::{Column, TableBuilder};
+
+use crate::console::app::ConsoleApp;
+use crate::console::commands::ConsoleCommand;
+use crate::console::filters::Filters;
+use crate::console::model::{IntentRow, StateName};
+use crate::console::theme;
+
+const ROW_HEIGHT: f32 = 22.0;
+/// Start loading the next page when this many rows are left below the view.
+const PREFETCH_ROWS: usize = 60;
+
+/// The columns, with the sort key a click on their header sets (if any).
+const COLUMNS: &[(&str, Option<&str>)] = &[
+    ("table-column-intent", None),
+    ("table-column-tenant", None),
+    ("table-column-operation", None),
+    ("table-column-state", None),
+    ("table-column-attempts", Some("attempts")),
+    ("table-column-age", Some("created")),
+    ("table-column-deadline", Some("deadline")),
+    ("table-column-providers", None),
+    ("table-column-receipt", None),
+    ("table-column-locale", None),
+];
+
+pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
+    header_line_ui(app, ui);
+    let now = app.now_ms();
+    let rows = app.table.rows.len();
+    let mut clicked: Option<String> = None;
+    let mut sort_to: Option<String> = None;
+    let mut max_row_shown = 0usize;
+    let current_sort = app.state.filters.sort_or_default().to_string();
+    let rtl = app.i18n.is_rtl();
+    // Cells are read, not selected: a click anywhere on a row opens its intent.
+    ui.style_mut().interaction.selectable_labels = false;
+    let mut builder = TableBuilder::new(ui)
+        .id_salt("intents")
+        .striped(true)
+        .sense(Sense::click())
+        .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
+        .min_scrolled_height(0.0);
+    let widths = [
+        120.0, 90.0, 150.0, 110.0, 70.0, 70.0, 80.0, 130.0, 110.0, 50.0,
+    ];
+    let order: Vec<usize> = if rtl {
+        (0..COLUMNS.len()).rev().collect()
+    } else {
+        (0..COLUMNS.len()).collect()
+    };
+    for &c in &order {
+        builder = builder.column(
+            Column::initial(widths[c])
+                .at_least(40.0)
+                .resizable(true)
+                .clip(true),
+        );
+    }
+    builder
+        .header(ROW_HEIGHT, |mut header| {
+            for &c in &order {
+                let (key, sort) = COLUMNS[c];
+                header.col(|ui| {
+                    let mut title = app.i18n.tr(key);
+                    if let Some(sort) = sort {
+                        if current_sort == sort {
+                            title.push_str(" ^");
+                        } else if current_sort.strip_prefix('-') == Some(sort) {
+                            title.push_str(" v");
+                        }
+                        if ui
+                            .add(egui::Button::new(RichText::new(title).strong()).frame(false))
+                            .clicked()
+                        {
+                            let descending = format!("-{sort}");
+                            sort_to = Some(if current_sort == descending {
+                                sort.to_string()
+                            } else {
+                                descending
+                            });
+                        }
+                    } else {
+                        ui.strong(title);
+                    }
+                });
+            }
+        })
+        .body(|body| {
+            body.rows(ROW_HEIGHT, rows, |mut row| {
+                let index = row.index();
+                max_row_shown = max_row_shown.max(index);
+                let intent = &app.table.rows[index];
+                let open = app.open.as_ref().is_some_and(|o| o.id == intent.id);
+                row.set_selected(open);
+                for &c in &order {
+                    row.col(|ui| {
+                        if app.table.is_changed(&intent.id) {
+                            ui.painter()
+                                .rect_filled(ui.max_rect(), 0.0, theme::CHANGED_ROW);
+                        }
+                        cell_ui(app, ui, intent, c, now);
+                    });
+                }
+                if row.response().clicked() {
+                    clicked = Some(intent.id.clone());
+                }
+            });
+        });
+    if let Some(id) = clicked {
+        app.queue(ConsoleCommand::OpenIntent(id));
+    }
+    if let Some(sort) = sort_to {
+        let filters = Filters {
+            sort,
+            ..app.state.filters.clone()
+        };
+        app.queue(ConsoleCommand::SetFilters(filters));
+    }
+    if rows > 0 && max_row_shown + PREFETCH_ROWS >= rows && app.table.next_cursor.is_some() {
+        app.queue(ConsoleCommand::LoadMore);
+    }
+}
+
+fn header_line_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
+    ui.horizontal(|ui| {
+        let shown = app.i18n.int(app.table.rows.len() as i64);
+        let total = app.i18n.int(app.table.total as i64);
+        let plus = if app.table.total_exact { "" } else { "+" };
+        ui.label(format!(
+            "{} {shown} / {total}{plus}",
+            app.i18n.tr("table-showing")
+        ));
+        if app.table.loading {
+            ui.spinner();
+        }
+        if app.table.from_cache {
+            ui.colored_label(theme::QUIET, app.i18n.tr("table-from-cache"));
+        }
+        if let Some(error) = &app.table.error {
+            ui.colored_label(theme::REJECTED, error);
+        }
+    });
+}
+
+fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usize, now: u64) {
+    let i18n = &app.i18n;
+    match column {
+        0 => {
+            let response = ui
+                .label(RichText::new(intent.short_id()).monospace())
+                .on_hover_text(&intent.id);
+            response.context_menu(|ui| {
+                if ui.button(i18n.tr("action-copy-id")).clicked() {
+                    ui.ctx().copy_text(intent.id.clone());
+                    ui.close();
+                }
+                if ui.button(i18n.tr("action-copy-key")).clicked() {
+                    ui.ctx().copy_text(intent.action_key.clone());
+                    ui.close();
+                }
+            });
+            if intent.paused {
+                ui.colored_label(theme::PAUSED, "II")
+                    .on_hover_text(i18n.tr("state-paused"));
+            }
+        }
+        1 => {
+            ui.label(&intent.tenant);
+        }
+        2 => {
+            ui.label(&intent.operation);
+        }
+        3 => {
+            let label = match &intent.state {
+                StateName::Known(s) => i18n.tr(&format!("state-{}", s.as_str())),
+                StateName::Unknown(raw) => format!("{raw} ({})", i18n.tr("state-unknown")),
+            };
+            ui.colored_label(theme::state_color(&intent.state), label);
+        }
+        4 => {
+            let text = format!(
+                "{} / {}",
+                i18n.int(i64::from(intent.attempts)),
+                i18n.int(i64::from(intent.max_attempts))
+            );
+            let color = if intent.attempts > 1 {
+                theme::INDETERMINATE
+            } else {
+                ui.visuals().text_color()
+            };
+            ui.colored_label(color, text);
+        }
+        5 => {
+            ui.label(super::format::duration_ms(
+                i18n,
+                now as i64 - intent.created_at_ms as i64,
+            ));
+        }
+        6 => {
+            let left = intent.deadline_at_ms as i64 - now as i64;
+            if intent.state.known().is_some_and(|s| s.is_terminal()) {
+                ui.label("—");
+            } else {
+                ui.label(super::format::duration_ms(i18n, left));
+            }
+        }
+        7 => {
+            ui.label(intent.providers.join(", "));
+        }
+        8 => {
+            ui.label(RichText::new(intent.downstream_ref.clone().unwrap_or_default()).monospace());
+        }
+        _ => {
+            ui.label(&intent.locale);
+        }
+    }
+}

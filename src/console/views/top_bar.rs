@@ -1,0 +1,138 @@
+//! The top bar: where the console is connected, whether the data is live, the search box,
+//! the saved views, the locale switch and the command palette.
+
+use egui::RichText;
+
+use crate::console::app::{ConsoleApp, Tab};
+use crate::console::commands::ConsoleCommand;
+use crate::console::theme;
+use crate::domain::Locale;
+
+pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
+    ui.horizontal(|ui| {
+        ui.strong("intentdesk");
+        ui.label(RichText::new(&app.options.label).monospace())
+            .on_hover_text(&app.options.coordinator_url);
+        status_ui(app, ui);
+        ui.separator();
+        for (tab, key, command) in [
+            (Tab::Intents, "view-intents", ConsoleCommand::ShowIntents),
+            (
+                Tab::Dashboard,
+                "view-dashboard",
+                ConsoleCommand::ShowDashboard,
+            ),
+        ] {
+            if ui
+                .selectable_label(app.state.tab == tab, app.i18n.tr(key))
+                .clicked()
+            {
+                app.queue(command);
+            }
+        }
+        ui.separator();
+        search_ui(app, ui);
+        ui.separator();
+        let views = app.state.views.clone();
+        ui.menu_button(app.i18n.tr("views-menu"), |ui| {
+            for view in views {
+                if ui.button(&view.name).clicked() {
+                    app.queue(ConsoleCommand::ApplyView(view.filters.clone()));
+                    ui.close();
+                }
+            }
+            ui.separator();
+            if ui.button(app.i18n.tr("command-save-view")).clicked() {
+                app.queue(ConsoleCommand::SaveCurrentView);
+                ui.close();
+            }
+        });
+        let other = match app.state.locale {
+            Locale::EnUs => "فارسی",
+            Locale::FaIr => "English",
+        };
+        if ui
+            .button(other)
+            .on_hover_text(app.i18n.tr("command-switch-locale"))
+            .clicked()
+        {
+            app.queue(ConsoleCommand::SwitchLocale);
+        }
+        if ui
+            .button("Ctrl+K")
+            .on_hover_text(app.i18n.tr("command-palette"))
+            .clicked()
+        {
+            app.queue(ConsoleCommand::TogglePalette);
+        }
+    });
+    if !app.options.offline && !app.live.connected && app.live.ever_connected {
+        stale_banner_ui(app, ui);
+    }
+    if let Some(notice) = app.notice.clone() {
+        ui.horizontal(|ui| {
+            ui.colored_label(theme::REJECTED, notice);
+            if ui.small_button("x").clicked() {
+                app.notice = None;
+            }
+        });
+    }
+}
+
+fn status_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
+    let since =
+        super::format::duration_ms(&app.i18n, (app.now_ms() as i64) - app.live.since_ms as i64);
+    let (color, text) = if app.options.offline {
+        (theme::QUIET, app.i18n.tr("topbar-status-offline"))
+    } else if app.live.connected {
+        (theme::COMMITTED, app.i18n.tr("topbar-status-live"))
+    } else if app.live.ever_connected {
+        (theme::INDETERMINATE, app.i18n.tr("topbar-status-stale"))
+    } else {
+        (theme::QUIET, app.i18n.tr("topbar-status-connecting"))
+    };
+    ui.colored_label(color, text)
+        .on_hover_text(format!("{} {since}", app.i18n.tr("topbar-status-since")));
+}
+
+fn stale_banner_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
+    let since =
+        super::format::duration_ms(&app.i18n, (app.now_ms() as i64) - app.live.since_ms as i64);
+    egui::Frame::new()
+        .fill(theme::STALE_BANNER)
+        .inner_margin(6.0)
+        .show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.colored_label(
+                    egui::Color32::WHITE,
+                    format!("{} ({since})", app.i18n.tr("stale-banner")),
+                );
+                if let Some(error) = &app.live.error {
+                    ui.colored_label(egui::Color32::LIGHT_GRAY, error);
+                }
+            });
+        });
+}
+
+fn search_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
+    let hint = app.i18n.tr("topbar-search-hint");
+    let edit = egui::TextEdit::singleline(&mut app.search_text)
+        .hint_text(hint)
+        .desired_width(320.0);
+    let response = ui.add(edit);
+    if app.focus_search {
+        response.request_focus();
+        app.focus_search = false;
+    }
+    let submitted = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+    if submitted || ui.button(app.i18n.tr("topbar-search")).clicked() {
+        let text = app.search_text.trim().to_string();
+        let mut filters = app.state.filters.clone();
+        filters.q = text.clone();
+        app.queue(ConsoleCommand::SetFilters(filters));
+        // An intent id or action key opens that intent as well.
+        if text.starts_with("int_") || text.split(':').count() == 3 {
+            app.queue(ConsoleCommand::OpenIntent(text));
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! Everything the console does off the UI thread: requests to the coordinator, the live
+//! event stream with reconnect and backoff, and the local cache. The UI sends [`Request`]s
+//! without waiting and polls [`Reply`]s once per frame; each reply asks for a repaint.
+//! Events are coalesced: changed intents are sent at most a few times per second.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::cache::Cache;
+use super::client::{ApiClient, ClientError};
+use super::model::{IntentDetail, IntentPage, IntentRow};
+
+/// How often coalesced event batches reach the UI at most.
+const EVENT_FLUSH: Duration = Duration::from_millis(300);
+/// Reconnect backoff bounds for the event stream.
+const RECONNECT_MIN: Duration = Duration::from_millis(500);
+const RECONNECT_MAX: Duration = Duration::from_secs(10);
+
+/// What the UI asks for.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// A page of intents; `generation` tells a stale answer from a current one.
+    Page {
+        generation: u64,
+        query: Vec<(String, String)>,
+        cursor: Option<String>,
+    },
+    /// One intent with everything attached.
+    Detail { id: String },
+    /// Open an intent by id or action key.
+    Resolve { needle: String },
+    /// A JSON read (metrics, pauses, audit); `tag` routes the answer.
+    Json {
+        tag: String,
+        path: String,
+        query: Vec<(String, String)>,
+    },
+    /// An operator command; the body holds its command id.
+    Command { body: Value },
+}
+
+/// What comes back.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Page {
+        generation: u64,
+        appended: bool,
+        result: Result<IntentPage, ClientError>,
+        from_cache: bool,
+    },
+    Detail {
+        id: String,
+        result: Result<IntentDetail, ClientError>,
+        from_cache: bool,
+    },
+    Resolved {
+        needle: String,
+        result: Result<String, ClientError>,
+    },
+    Json {
+        tag: String,
+        result: Result<Value, ClientError>,
+    },
+    Command {
+        body: Value,
+        result: Result<Value, ClientError>,
+    },
+    /// Intents changed, with their new rows where the event carried them.
+    Changed {
+        rows: Vec<IntentRow>,
+        other_events: usize,
+    },
+    /// The event stream connected or lost its connection.
+    Live {
+        connected: bool,
+        error: Option<String>,
+    },
+}
+
+/// The UI's handle on the worker.
+pub struct Worker {
+    requests: mpsc::Sender<Request>,
+    replies: mpsc::Receiver<Reply>,
+}
+
+impl Worker {
+    /// Start the worker on `runtime`; `repaint` is called after every reply.
+    pub fn start(
+        runtime: &tokio::runtime::Handle,
+        client: Option<ApiClient>,
+        cache: Option<Cache>,
+        repaint: impl Fn() + Send + Sync + Clone + 'static,
+    ) -> Worker {
+        let (requests, mut inbox) = mpsc::channel::<Request>(256);
+        let (outbox, replies) = mpsc::channel::<Reply>(1024);
+        let events_out = outbox.clone();
+        let events_repaint = repaint.clone();
+        if let Some(client) = client.clone() {
+            runtime.spawn(stream_events(client, events_out, events_repaint));
+        }
+        runtime.spawn(async move {
+            while let Some(request) = inbox.recv().await {
+                let client = client.clone();
+                let cache = cache.clone();
+                let outbox = outbox.clone();
+                let repaint = repaint.clone();
+                tokio::spawn(async move {
+                    for reply in serve(client.as_ref(), cache.as_ref(), request).await {
+                        if outbox.send(reply).await.is_err() {
+                            return;
+                        }
+                        repaint();
+                    }
+                });
+            }
+        });
+        Worker { requests, replies }
+    }
+
+    /// Send without waiting; false when the queue is full (the UI then tries next frame).
+    pub fn send(&self, request: Request) -> bool {
+        self.requests.try_send(request).is_ok()
+    }
+
+    /// Every reply that arrived since the last frame.
+    pub fn poll(&mut self) -> Vec<Reply> {
+        let mut out = Vec::new();
+        while let Ok(reply) = self.replies.try_recv() {
+            out.push(reply);
+        }
+        out
+    }
+}
+
+async fn serve(client: Option<&ApiClient>, cache: Option<&Cache>, request: Request) -> Vec<Reply> {
+    let offline = || ClientError::Unreachable {
+        url: "offline".into(),
+        detail: "the console runs offline".into(),
+    };
+    match request {
+        Request::Page {
+            generation,
+            query,
+            cursor,
+        } => {
+            let appended = cursor.is_some();
+            let cache_key = cache_key(&query, cursor.as_deref());
+            let mut out = Vec::new();
+            let Some(client) = client else {
+                let cached = cached_page(cache, &cache_key).await;
+                return vec![Reply::Page {
+                    generation,
+                    appended,
+                    result: cached.ok_or_else(offline),
+                    from_cache: true,
+                }];
+            };
+            if !appended && let Some(page) = cached_page(cache, &cache_key).await {
+                out.push(Reply::Page {
+                    generation,
+                    appended,
+                    result: Ok(page),
+                    from_cache: true,
+                });
+            }
+            let mut full = query.clone();
+            if let Some(c) = &cursor {
+                full.push(("cursor".into(), c.clone()));
+            }
+            let result = client.intents(&full).await;
+            if let (Ok(page), Some(cache)) = (&result, cache) {
+                cache.put_page(&cache_key, page).await;
+            }
+            out.push(Reply::Page {
+                generation,
+                appended,
+                result,
+                from_cache: false,
+            });
+            out
+        }
+        Request::Detail { id } => {
+            let Some(client) = client else {
+                let cached = match cache {
+                    Some(c) => c.detail(&id).await,
+                    None => None,
+                };
+                return vec![Reply::Detail {
+                    id,
+                    result: cached.ok_or_else(offline),
+                    from_cache: true,
+                }];
+            };
+            let result = client.intent(&id).await;
+            if let (Ok(detail), Some(cache)) = (&result, cache) {
+                cache.put_detail(&id, detail).await;
+            }
+            vec![Reply::Detail {
+                id,
+                result,
+                from_cache: false,
+            }]
+        }
+        Request::Resolve { needle } => {
+            let Some(client) = client else {
+                return vec![Reply::Resolved {
+                    needle: needle.clone(),
+                    result: Ok(needle),
+                }];
+            };
+            let result = resolve(client, &needle).await;
+            vec![Reply::Resolved { needle, result }]
+        }
+        Request::Json { tag, path, query } => {
+            let result = match client {
+                Some(c) => c.get_json(&path, &query).await,
+                None => Err(offline()),
+            };
+            vec![Reply::Json { tag, result }]
+        }
+        Request::Command { body } => {
+            let result = match client {
+                Some(c) => send_command(c, &body).await,
+                None => Err(offline()),
+            };
+            vec![Reply::Command { body, result }]
+        }
+    }
+}
+
+/// Send a command, retrying transport failures with the same body (and so the same command
+/// id): the coordinator answers a replay with the first result, so a retry never applies a
+/// command twice.
+async fn send_command(client: &ApiClient, body: &Value) -> Result<Value, ClientError> {
+    let mut delay = Duration::from_millis(200);
+    let mut last = None;
+    for _ in 0..4 {
+        match client.command(body).await {
+            Err(e @ ClientError::Unreachable { .. }) => {
+                last = Some(e);
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            other => return other,
+        }
+    }
+    Err(last.unwrap_or(ClientError::BadResponse("no answer".into())))
+}
+
+/// An intent id opens directly; anything else is tried as an action key.
+async fn resolve(client: &ApiClient, needle: &str) -> Result<String, ClientError> {
+    let needle = needle.trim();
+    if needle.starts_with("int_") {
+        return Ok(needle.to_string());
+    }
+    let ledger = client.action_key(needle).await?;
+    ledger
+        .pointer("/intent/id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| ClientError::BadResponse("the action-key ledger has no intent id".into()))
+}
+
+fn cache_key(query: &[(String, String)], cursor: Option<&str>) -> String {
+    let mut key: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    key.sort();
+    if let Some(c) = cursor {
+        key.push(format!("cursor={c}"));
+    }
+    key.join("&")
+}
+
+async fn cached_page(cache: Option<&Cache>, key: &str) -> Option<IntentPage> {
+    match cache {
+        Some(c) => c.page(key).await,
+        None => None,
+    }
+}
+
+/// Follow the coordinator's event stream for as long as the console runs.
+async fn stream_events(
+    client: ApiClient,
+    outbox: mpsc::Sender<Reply>,
+    repaint: impl Fn() + Send + Sync + 'static,
+) {
+    let mut last_event_id: Option<i64> = None;
+    let mut backoff = RECONNECT_MIN;
+    loop {
+        match client.events(last_event_id).await {
+            Ok(response) => {
+                backoff = RECONNECT_MIN;
+                if outbox
+                    .send(Reply::Live {
+                        connected: true,
+                        error: None,
+                    })
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                repaint();
+                let error = follow(response, &mut last_event_id, &outbox, &repaint).await;
+                if outbox.is_closed() {
+                    return;
+                }
+                let _ = outbox
+                    .send(Reply::Live {
+                        connected: false,
+                        error: Some(error),
+                    })
+                    .await;
+                repaint();
+            }
+            Err(e) => {
+                if outbox
+                    .send(Reply::Live {
+                        connected: false,
+                        error: Some(e.to_string()),
+                    })
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                repaint();
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(RECONNECT_MAX);
+    }
+}
+
+/// Read one connection of the stream until it ends; returns why it ended.
+async fn follow(
+    mut response: reqwest::Response,
+    last_event_id: &mut Option<i64>,
+    outbox: &mpsc::Sender<Reply>,
+    repaint: &(impl Fn() + Send + Sync),
+) -> String {
+    let mut buffer = String::new();
+    let mut pending: BTreeMap<String, IntentRow> = BTreeMap::new();
+    let mut other_events = 0usize;
+    let mut event = SseEvent::default();
+    let mut flush_at = tokio::time::Instant::now() + EVENT_FLUSH;
+    loop {
+        let chunk = tokio::select! {
+            chunk = response.chunk() => chunk,
+            _ = tokio::time::sleep_until(flush_at) => {
+                if !pending.is_empty() || other_events > 0 {
+                    let rows = std::mem::take(&mut pending).into_values().collect();
+                    if outbox.send(Reply::Changed { rows, other_events }).await.is_err() {
+                        return "the console closed".into();
+                    }
+                    other_events = 0;
+                    repaint();
+                }
+                flush_at = tokio::time::Instant::now() + EVENT_FLUSH;
+                continue;
+            }
+        };
+        let chunk = match chunk {
+            Ok(Some(c)) => c,
+            Ok(None) => return "the coordinator closed the event stream".into(),
+            Err(_) => return "the event stream broke".into(),
+        };
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find('\n') {
+            let line: String = buffer.drain(..=end).collect();
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.is_empty() {
+                let done = std::mem::take(&mut event);
+                if let Some(id) = done.id {
+                    *last_event_id = Some(id);
+                }
+                match (
+                    done.kind.as_str(),
+                    serde_json::from_str::<IntentRow>(&done.data),
+                ) {
+                    ("intent", Ok(row)) => {
+                        pending.insert(row.id.clone(), row);
+                    }
+                    ("", _) => {}
+                    _ => other_events += 1,
+                }
+            } else if let Some(v) = line.strip_prefix("id:") {
+                event.id = v.trim().parse().ok();
+            } else if let Some(v) = line.strip_prefix("event:") {
+                event.kind = v.trim().to_string();
+            } else if let Some(v) = line.strip_prefix("data:") {
+                if !event.data.is_empty() {
+                    event.data.push('\n');
+                }
+                event.data.push_str(v.trim_start());
+            }
+        }
+        if buffer.len() > 4 * 1024 * 1024 {
+            return "an event was larger than the console accepts".into();
+        }
+    }
+}
+
+#[derive(Default)]
+struct SseEvent {
+    id: Option<i64>,
+    kind: String,
+    data: String,
+}

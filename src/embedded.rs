@@ -1,0 +1,152 @@
+//! The embedded default: a coordinator, a sandbox downstream and a steady workload started
+//! in-process on loopback ports, with the database in the user's data directory. The
+//! console talks to it over the same HTTP API it would use against a remote coordinator.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::coordinator::config::{ConnectorConfig, TokenConfig};
+use crate::coordinator::{Config, token_sha256};
+use crate::domain::Role;
+use crate::sandbox::{FaultSpec, SandboxState, WebhookTarget};
+use crate::workload::DriverConfig;
+
+/// The faults the demo downstream runs with: enough lost responses, slow answers and
+/// overload that some intents are amplified and some indeterminate at any moment.
+pub const DEMO_FAULTS: &str = "drop_after_commit=0.06,delay_ms=2500@0.05,overload=0.12,retry_after_secs=1,refuse=0.02,redeliver=2";
+
+/// A running embedded default.
+pub struct Embedded {
+    pub coordinator_url: String,
+    pub sandbox_url: String,
+    /// An admin token made for this run; it lives only in memory.
+    pub token: String,
+    pub database: PathBuf,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// The user's data directory for intentdesk.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("intentdesk");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(home).join(".local/share/intentdesk");
+    }
+    PathBuf::from("intentdesk-data")
+}
+
+/// A fresh random token: 32 hex characters from the id entropy source.
+fn fresh_token() -> String {
+    format!("{:032x}", crate::coordinator::entropy())
+}
+
+impl Embedded {
+    /// Start everything; `workload` runs the steady agents too.
+    pub async fn start(data_dir: &Path, workload: bool) -> anyhow::Result<Embedded> {
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("cannot create {}", data_dir.display()))?;
+        let database = data_dir.join("intentdesk.sqlite");
+        let token = fresh_token();
+        let (stop, stopped) = watch::channel(false);
+        let until_stopped = |mut rx: watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+
+        let coordinator_listener = TcpListener::bind("127.0.0.1:0").await?;
+        let coordinator_url = format!("http://{}", coordinator_listener.local_addr()?);
+        let sandbox_listener = TcpListener::bind("127.0.0.1:0").await?;
+        let sandbox_url = format!("http://{}", sandbox_listener.local_addr()?);
+
+        let faults: FaultSpec = DEMO_FAULTS.parse()?;
+        let webhook = WebhookTarget {
+            url: format!("{coordinator_url}/v1/receipts/erp").parse()?,
+            token: Some(token.clone()),
+        };
+        let sandbox = SandboxState::new(faults, Some(webhook));
+        let mut tasks = Vec::new();
+        let rx = stopped.clone();
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) = crate::sandbox::run(sandbox_listener, sandbox, until_stopped(rx)).await
+            {
+                tracing::error!(error = %e, "the embedded sandbox stopped");
+            }
+        }));
+
+        let config = Config {
+            listen: coordinator_url.clone(),
+            database: database.clone(),
+            tokens: vec![TokenConfig {
+                name: "embedded-admin".into(),
+                token_sha256: token_sha256(&token),
+                role: Role::Admin,
+                tenants: vec!["*".into()],
+            }],
+            connectors: vec![ConnectorConfig {
+                name: "erp".into(),
+                base_url: sandbox_url.clone(),
+                supports_idempotency: true,
+                key_retention_secs: 600,
+                supports_lookup: true,
+                timeout_ms: 1_000,
+                operations: [
+                    ("purchase_order.create", "purchase-orders"),
+                    ("inventory.reserve", "inventory-reservations"),
+                    ("payment.initiate", "payments"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            }],
+            reconcile_interval_ms: 2_000,
+            reconcile_batch: 200,
+            dispatch_lease_ms: 30_000,
+            dispatch_concurrency: 64,
+            max_body_bytes: 262_144,
+        };
+        let rx = stopped.clone();
+        tasks.push(tokio::spawn(async move {
+            if let Err(e) =
+                crate::coordinator::run(coordinator_listener, config, until_stopped(rx)).await
+            {
+                tracing::error!(error = %e, "the embedded coordinator stopped");
+            }
+        }));
+
+        if workload {
+            let driver = DriverConfig::steady(
+                coordinator_url.parse()?,
+                token.clone(),
+                crate::coordinator::now_ms(),
+            );
+            let rx = stopped.clone();
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = crate::workload::drive(&driver, until_stopped(rx)).await {
+                    tracing::error!(error = %e, "the embedded workload stopped");
+                }
+            }));
+        }
+        Ok(Embedded {
+            coordinator_url,
+            sandbox_url,
+            token,
+            database,
+            stop,
+            tasks,
+        })
+    }
+
+    /// Stop everything and wait (bounded) for it to finish.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+        }
+    }
+}
