@@ -240,15 +240,19 @@ impl Store {
                 id: attempt_id.to_string(),
             });
         }
-        // An attempt whose own result is the intent's receipt (a dispatch answered after the
-        // webhook for the same record, a lookup confirming it) is that result, not a late one.
+        // Work under the intent's own action key (a dispatch, a lookup) answering after the
+        // receipt arrived by another way (the webhook for the same record), and an attempt
+        // whose result is the receipt, are the intent's result, not late ones: only competing
+        // work (a losing hedge) finishing after the intent was final, or any work finishing
+        // after the deadline, is late.
         let result_ref = finish
             .provider_request_id
             .as_deref()
             .or(before.provider_request_id.as_deref());
+        let same_key = matches!(before.kind, AttemptKind::Dispatch | AttemptKind::Lookup);
         let own_result = intent.state == IntentState::Committed
-            && result_ref.is_some()
-            && result_ref == intent.downstream_ref.as_deref();
+            && (same_key
+                || (result_ref.is_some() && result_ref == intent.downstream_ref.as_deref()));
         let late = now_ms > intent.deadline_at_ms || (intent.state.is_terminal() && !own_result);
         tx.run(
             "UPDATE attempts SET outcome = coalesce(?2, outcome), error_class = coalesce(?3, error_class), \
