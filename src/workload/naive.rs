@@ -338,7 +338,7 @@ async fn tally(
         states,
         elapsed_secs: finished_at_ms.saturating_sub(started_at_ms) as f64 / 1000.0,
         settled: true,
-        agents: Default::default(),
+        agents: None,
         naive: Some(figures),
     })
 }

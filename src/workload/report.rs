@@ -102,8 +102,9 @@ pub struct Report {
     pub elapsed_secs: f64,
     /// False when settling timed out: the figures are a snapshot of a run still moving.
     pub settled: bool,
-    /// What the simulated agents did.
-    pub agents: DriveTotals,
+    /// What the simulated agents did (through a coordinator only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agents: Option<DriveTotals>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub naive: Option<NaiveFigures>,
 }
@@ -402,7 +403,7 @@ pub async fn coordinator_report(
         states,
         elapsed_secs: now.saturating_sub(log.started_at_ms) as f64 / 1000.0,
         settled,
-        agents: log.totals.clone(),
+        agents: Some(log.totals.clone()),
         naive: None,
     })
 }
@@ -478,22 +479,23 @@ impl Report {
                 n.failed_but_applied.to_string(),
             );
         }
-        let g = &self.agents;
-        row(
-            &mut out,
-            "agents",
-            format!(
-                "{} replays ({} from the other interface; {} answered with the same intent) · changed reuse refused {} \
-                 of {} · {} deliberate repeats · {} errors",
-                g.replays_sent,
-                g.cross_interface_replays,
-                g.replays_same_intent,
-                g.changed_reuse_refused,
-                g.changed_reuse_refused + g.changed_reuse_accepted,
-                g.repeats,
-                g.errors
-            ),
-        );
+        if let Some(g) = &self.agents {
+            row(
+                &mut out,
+                "agents",
+                format!(
+                    "{} replays ({} from the other interface; {} answered with the same intent) · changed reuse refused {} \
+                     of {} · {} deliberate repeats · {} errors",
+                    g.replays_sent,
+                    g.cross_interface_replays,
+                    g.replays_same_intent,
+                    g.changed_reuse_refused,
+                    g.changed_reuse_refused + g.changed_reuse_accepted,
+                    g.repeats,
+                    g.errors
+                ),
+            );
+        }
         out
     }
 }
