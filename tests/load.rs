@@ -217,7 +217,8 @@ async fn the_steady_workload_runs_until_shutdown() {
         .expect("it stops")
         .expect("no panic")
         .expect("runs");
-    assert!(log.totals.planned >= 3);
+    // Three intents take at least two plans (a plan makes two when repeated on purpose).
+    assert!(log.totals.planned >= 2, "{:?}", log.totals);
     assert!(
         log.intents.is_empty(),
         "the steady workload keeps only totals"

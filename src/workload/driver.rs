@@ -78,6 +78,7 @@ pub fn run_tag(seed: u64, now_ms: u64) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DriveTotals {
+    /// Plans started (those cut short by a shutdown included).
     pub planned: u64,
     /// Distinct intents the agents were given ids for (repeats included).
     pub intents_created: u64,
@@ -226,6 +227,7 @@ pub async fn drive(
         }
         let plan = generator.next_plan();
         launched += 1;
+        log.totals.planned += 1;
         let (api, mix) = (api.clone(), config.mix);
         tasks.spawn(async move {
             let run = run_plan(&api, &plan, &mix).await;
@@ -248,7 +250,6 @@ pub async fn drive(
 /// Carry one plan out; an error ends the plan and is recorded, never the run.
 async fn run_plan(api: &IngestClient, plan: &Plan, mix: &Mix) -> PlanRun {
     let mut run = PlanRun::default();
-    run.totals.planned = 1;
     if let Err(e) = carry_out(api, plan, mix, &mut run).await {
         run.totals.errors += 1;
         run.error = Some(format!("{}: {e}", plan.caller_key));
