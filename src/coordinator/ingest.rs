@@ -461,7 +461,18 @@ async fn dispatch(
                 )));
             }
             use crate::domain::IntentState as S;
-            if matches!(intent.state, S::Executing | S::Indeterminate | S::Committed) {
+            // Reported work (retrieval, inference) may already have moved the intent to
+            // executing; it is dispatched once all the same.
+            let dispatched_before = s
+                .attempts_of(&id)?
+                .iter()
+                .any(|a| a.kind == crate::domain::AttemptKind::Dispatch);
+            let already = match intent.state {
+                S::Indeterminate | S::Committed => true,
+                S::Executing => dispatched_before,
+                _ => false,
+            };
+            if already {
                 // A repeated dispatch call is answered with where the intent stands; only
                 // the coordinator retries, so an agent's retry never sends twice.
                 return Ok((false, intent));

@@ -191,8 +191,14 @@ pub fn apply(facts: &IntentFacts, event: &Event) -> Result<Transition, Refusal> 
             _ => Err(not_allowed()),
         },
         Event::Refused { reason } => match state {
-            // In `executing` a permanent refusal proves nothing was applied; an
-            // indeterminate intent needs evidence instead, so it is not refused here.
+            // Once an earlier dispatch may have crossed the action boundary, a refusal of the
+            // latest attempt proves nothing about that one (it may still land): the outcome
+            // is unproven, so the intent is indeterminate and gets looked up.
+            S::Executing if facts.may_have_crossed_boundary => {
+                to(S::Indeterminate, vec![Effect::ScheduleLookup])
+            }
+            // Otherwise nothing was applied; an indeterminate intent needs evidence instead,
+            // so it is not refused here.
             S::New | S::Prepared | S::Authorized | S::Executing => to(
                 S::Rejected,
                 vec![Effect::SurfaceReason {
@@ -398,6 +404,14 @@ mod tests {
             apply(&f, &close),
             Err(Refusal::MissingEvidence(_))
         ));
+    }
+
+    #[test]
+    fn giving_up_after_an_unproven_dispatch_is_indeterminate_not_rejected() {
+        let mut f = facts(IntentState::Executing);
+        f.may_have_crossed_boundary = true;
+        let t = apply(&f, &Event::Refused { reason: "budget spent".into() }).expect("allowed");
+        assert_eq!(t.to, IntentState::Indeterminate);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::domain::canonical::{fold_digits, normalize_text};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale};
 
 /// Counting stops here; beyond it `total_exact` is false.
-pub const TOTAL_CAP: u64 = 10_000;
+pub const TOTAL_CAP: u64 = 1_000;
 /// The largest page a caller may ask for.
 pub const MAX_PAGE: u32 = 500;
 

@@ -39,10 +39,12 @@ impl Store {
         ids(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Executing mutating intents with no dispatch pending, claimed or in flight.
+    /// Executing mutating intents that were dispatched before and have no dispatch pending,
+    /// claimed or in flight (one that was never dispatched waits for its agent's dispatch).
     pub fn stalled_executing(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT i.id FROM intents i WHERE i.state = 'executing' AND i.tier IN ('write', 'financial') \
+             AND EXISTS (SELECT 1 FROM attempts d WHERE d.intent_seq = i.seq AND d.kind = 'dispatch') \
              AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.intent_seq = i.seq AND o.status IN ('pending', 'claimed')) \
              AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = i.seq AND a.kind = 'dispatch' \
                  AND (a.outcome = 'pending' OR (a.sent = 1 AND a.outcome <> 'succeeded'))) \

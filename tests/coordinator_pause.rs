@@ -1,0 +1,169 @@
+//! A pause stops new attempts and automatic retries in its scope, and never stops the
+//! read-only lookups that resolve an indeterminate intent. Real coordinator, real sandbox,
+//! real SQLite file, over loopback.
+
+use std::time::{Duration, Instant};
+
+use intentdesk::coordinator::{Config, run, token_sha256};
+use intentdesk::sandbox::{self, FaultSpec, SandboxState};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const ADMIN: &str = "pause-admin-token";
+/// Guards against a hang; never a stand-in for synchronisation.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+struct Rig {
+    base: String,
+    sandbox: SandboxState,
+    http: reqwest::Client,
+    _stops: Vec<oneshot::Sender<()>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start(faults: &str) -> Rig {
+    let sandbox_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let sandbox_url = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
+    let sandbox = SandboxState::new(faults.parse::<FaultSpec>().expect("spec"), None);
+    let (stop_sandbox, sandbox_stopped) = oneshot::channel::<()>();
+    tokio::spawn(sandbox::run(sandbox_listener, sandbox.clone(), async {
+        let _ = sandbox_stopped.await;
+    }));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = format!(
+        r#"
+listen = "127.0.0.1:0"
+database = "{db}"
+reconcile_interval_ms = 100
+[[tokens]]
+name = "admin"
+token_sha256 = "{admin}"
+role = "admin"
+tenants = ["*"]
+[[connectors]]
+name = "erp"
+base_url = "{sandbox_url}"
+key_retention_secs = 3600
+timeout_ms = 300
+operations = {{ "purchase_order.create" = "purchase-orders" }}
+"#,
+        db = dir.path().join("c.sqlite").display(),
+        admin = token_sha256(ADMIN),
+    );
+    let config = Config::parse(&config, "test").expect("config");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(run(listener, config, async {
+        let _ = stopped.await;
+    }));
+    Rig { base, sandbox, http: reqwest::Client::new(), _stops: vec![stop, stop_sandbox], _dir: dir }
+}
+
+impl Rig {
+    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = self.http.post(format!("{}{path}", self.base)).bearer_auth(ADMIN).json(body).send().await.expect("post");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn detail(&self, id: &str) -> Value {
+        let r = self.http.get(format!("{}/v1/intents/{id}", self.base)).bearer_auth(ADMIN).send().await.expect("get");
+        r.json().await.expect("json")
+    }
+
+    /// Create, authorize and dispatch one purchase order; returns its id.
+    async fn dispatched(&self, key: &str) -> String {
+        let body = json!({
+            "tenant": "acme", "actor": "agent", "purpose": "restock", "operation": "purchase_order.create",
+            "tool": "erp.po", "consequence": "write", "args": {"item": "paper", "qty": 5},
+            "deadline_secs": 600, "max_attempts": 10, "release_id": "r1", "locale": "en-US", "connector": "erp"
+        });
+        let r = self
+            .http
+            .post(format!("{}/v1/intents", self.base))
+            .bearer_auth(ADMIN)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+            .await
+            .expect("create");
+        let created: Value = r.json().await.expect("json");
+        let id = created["id"].as_str().expect("id").to_string();
+        let (status, _) = self.post(&format!("/v1/intents/{id}/authorize"), &json!({"authorization_version": "v1", "approver": "a"})).await;
+        assert_eq!(status, 200);
+        let (status, _) = self.post(&format!("/v1/intents/{id}/dispatch"), &json!({})).await;
+        assert_eq!(status, 202);
+        id
+    }
+
+    async fn until(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let started = Instant::now();
+        loop {
+            let detail = self.detail(id).await;
+            if done(&detail) {
+                return detail;
+            }
+            assert!(started.elapsed() < PATIENCE, "gave up waiting: {what}; last: {detail}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn dispatch_attempts(detail: &Value) -> Vec<&Value> {
+    detail["attempts"].as_array().map(|a| a.iter().filter(|x| x["kind"] == "dispatch").collect()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_pause_holds_automatic_retries_until_resume() {
+    let rig = start("overload=1,retry_after_secs=1").await;
+    let id = rig.dispatched("held").await;
+    // The first attempt is refused as overloaded; a retry is planned after Retry-After.
+    rig.until(&id, "a refused first attempt", |d| {
+        dispatch_attempts(d).iter().any(|a| a["error_class"].as_str() == Some("overloaded"))
+    })
+    .await;
+    let pause = json!({"command_id": "cmd_01kb0000000000000000000001", "kind": "pause",
+        "target": {"scope": {"tenant": "acme"}}, "reason": "supplier incident"});
+    let (status, _) = rig.post("/v1/commands", &pause).await;
+    assert_eq!(status, 201);
+    rig.sandbox.set_faults("none".parse().expect("spec"));
+
+    // The planned retry comes due under the pause: it is not sent.
+    let held = rig
+        .until(&id, "the planned retry held by the pause", |d| {
+            dispatch_attempts(d).iter().any(|a| a["outcome"] == "abandoned")
+        })
+        .await;
+    assert_eq!(held["intent"]["state"], "executing");
+    assert_eq!(rig.sandbox.effects_summary().effects, 0, "nothing reached the downstream while paused");
+
+    let resume = json!({"command_id": "cmd_01kb0000000000000000000002", "kind": "resume",
+        "target": {"scope": {"tenant": "acme"}}, "reason": "supplier back"});
+    let (status, _) = rig.post("/v1/commands", &resume).await;
+    assert_eq!(status, 201);
+    let done = rig.until(&id, "committed after resume", |d| d["intent"]["state"] == "committed").await;
+    assert_eq!(rig.sandbox.effects_summary().effects, 1);
+    assert!(done["intent"]["attempts"].as_u64().unwrap_or(0) <= 10);
+}
+
+#[tokio::test]
+async fn a_pause_does_not_stop_the_lookup_that_resolves_an_indeterminate_intent() {
+    // Requests are held past the coordinator's 300 ms timeout, lookups included, so the
+    // intent becomes indeterminate and stays so until the downstream answers again.
+    let rig = start("delay_ms=1500").await;
+    let id = rig.dispatched("lost").await;
+    rig.until(&id, "indeterminate", |d| d["intent"]["state"] == "indeterminate").await;
+    let pause = json!({"command_id": "cmd_01kb0000000000000000000003", "kind": "pause",
+        "target": {"intent_id": id}, "reason": "under investigation"});
+    let (status, _) = rig.post("/v1/commands", &pause).await;
+    assert_eq!(status, 201);
+    rig.sandbox.set_faults("none".parse().expect("spec"));
+    // The held create lands downstream; the reconciler's lookup finds it despite the pause.
+    let done = rig.until(&id, "committed by lookup while paused", |d| d["intent"]["state"] == "committed").await;
+    assert_eq!(done["intent"]["paused"], true, "the pause is still in force");
+    let lookups = done["attempts"].as_array().map(|a| a.iter().filter(|x| x["kind"] == "lookup").count()).unwrap_or(0);
+    assert!(lookups >= 1);
+    assert_eq!(rig.sandbox.effects_summary().effects, 1, "one effect: found, never resent");
+}
