@@ -6,6 +6,7 @@
 //! without a socket, for tests.
 
 pub mod auth;
+pub mod charts;
 pub mod config;
 pub mod connector;
 pub mod db;
@@ -88,6 +89,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(ingest::routes())
         .merge(operator::routes())
+        .merge(charts::routes())
         .merge(events::routes())
         .merge(ops::routes())
         .layer(DefaultBodyLimit::max(limit))

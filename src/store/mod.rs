@@ -15,6 +15,7 @@ pub mod bulk;
 mod commands;
 mod events;
 mod intents;
+pub mod metric_series;
 mod metrics;
 pub mod operator_queries;
 mod outbox;

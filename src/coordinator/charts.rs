@@ -1,0 +1,225 @@
+//! The dashboard's metric routes, aggregated here so the console only draws:
+//!
+//! - `GET /v1/metrics/chart?metric=&group_by=&bucket_secs=|buckets=&from=&to=&<filters>` —
+//!   one time series per value of `group_by` (see `crate::store::metric_series` for what
+//!   each metric counts). Without `bucket_secs` the bucket is the first round step that
+//!   makes at most `buckets` (default 300) buckets; without `from` the window starts at the
+//!   first selected intent, without `to` it ends now.
+//! - `GET /v1/metrics/histogram?group_by=&from=&to=&<filters>` — attempts per intent of the
+//!   intents created in the window, with the budget most of them have.
+//! - `GET /v1/metrics/overview?at=&<filters>` — the headline figures as of `at` (default
+//!   now): the amplification, the indeterminate count and ages the top bar's badge watches.
+//!
+//! All three read one in-memory index shared by this router, brought up to date from the
+//! change feed before each answer.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Extension, Json, Router};
+
+use super::auth::Principal;
+use super::error::ApiError;
+use super::operator::params::{FILTER_PARAMS, Params, RawQuery};
+use super::{AppState, now_ms};
+use crate::domain::Permission;
+use crate::store::metric_series::{
+    AttemptsHistogram, Chart, ChartMetric, ChartQuery, GroupBy, MetricIndex, Overview,
+};
+use crate::store::{Store, StoreError};
+
+/// The most buckets one chart may have.
+const MAX_BUCKETS: u64 = 100_000;
+const DEFAULT_BUCKETS: u64 = 300;
+/// Round bucket sizes, in seconds.
+const STEPS_SECS: &[u64] = &[
+    1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1_800, 3_600, 7_200, 10_800, 21_600, 43_200,
+    86_400, 172_800, 604_800,
+];
+
+type Shared = Arc<Mutex<MetricIndex>>;
+
+pub fn routes() -> Router<AppState> {
+    let index: Shared = Arc::default();
+    Router::new()
+        .route("/v1/metrics/chart", get(chart))
+        .route("/v1/metrics/histogram", get(histogram))
+        .route("/v1/metrics/overview", get(overview))
+        .layer(Extension(index))
+}
+
+/// The smallest round bucket that splits `span_ms` into at most `buckets`.
+pub fn bucket_for(span_ms: u64, buckets: u64) -> u64 {
+    let wanted = span_ms.div_ceil(buckets.max(1) * 1000).max(1);
+    STEPS_SECS
+        .iter()
+        .copied()
+        .find(|&s| s >= wanted)
+        .unwrap_or_else(|| wanted.div_ceil(86_400) * 86_400)
+}
+
+/// Run `f` with the index brought up to date on a read connection.
+async fn with_index<T: Send + 'static>(
+    state: &AppState,
+    index: Shared,
+    f: impl FnOnce(&mut Store, &MetricIndex) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, ApiError> {
+    Ok(state
+        .db
+        .read(move |store| {
+            let mut index = index.lock().map_err(|_| {
+                StoreError::Unavailable("the metric index lock was poisoned".into())
+            })?;
+            store.refresh_metric_index(&mut index)?;
+            f(store, &index)
+        })
+        .await?)
+}
+
+fn group_by(p: &mut Params) -> GroupBy {
+    match p.text("group_by") {
+        None => GroupBy::None,
+        Some(raw) => GroupBy::parse(&raw).unwrap_or_else(|| {
+            let names: Vec<&str> = GroupBy::ALL.iter().map(|g| g.as_str()).collect();
+            p.fail(
+                "group_by",
+                format!("unknown dimension; expected one of: {}", names.join(", ")),
+            );
+            GroupBy::None
+        }),
+    }
+}
+
+async fn chart(
+    State(state): State<AppState>,
+    Extension(index): Extension<Shared>,
+    principal: Principal,
+    query: RawQuery,
+) -> Result<Json<Chart>, ApiError> {
+    principal.require(Permission::Read, "read metrics")?;
+    let mut p = Params::new(
+        query,
+        &[
+            FILTER_PARAMS,
+            &["metric", "group_by", "bucket_secs", "buckets", "from", "to"],
+        ],
+    )?;
+    let filter = p.filter(&principal);
+    let names = || {
+        ChartMetric::ALL
+            .iter()
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let metric = match p.text("metric") {
+        Some(raw) => ChartMetric::parse(&raw).or_else(|| {
+            p.fail(
+                "metric",
+                format!("unknown metric; expected one of: {}", names()),
+            );
+            None
+        }),
+        None => {
+            p.fail("metric", format!("required; one of: {}", names()));
+            None
+        }
+    };
+    let group_by = group_by(&mut p);
+    let bucket_secs = p.number("bucket_secs", 1u64, 7 * 86_400);
+    let buckets = p.number("buckets", 1u64, 10_000).unwrap_or(DEFAULT_BUCKETS);
+    let from = p.number("from", 0u64, u64::MAX);
+    let to = p.number("to", 0u64, u64::MAX);
+    if let (Some(f), Some(t)) = (from, to)
+        && f >= t
+    {
+        p.fail("from", "must be before `to`");
+    }
+    p.finish()?;
+    let Some(metric) = metric else {
+        return Err(ApiError::bad_request("no metric"));
+    };
+    let now = now_ms();
+    let chart = with_index(&state, index, move |store, index| {
+        let to_ms = to.or(filter.until_ms).unwrap_or(now);
+        let from_ms = match from.or(filter.since_ms) {
+            Some(f) => f,
+            None => match store.first_created(index, &filter)? {
+                Some(first) if first < to_ms => first,
+                _ => to_ms.saturating_sub(3_600_000),
+            },
+        }
+        .min(to_ms.saturating_sub(1000));
+        let span = to_ms - from_ms;
+        let bucket_secs = bucket_secs.unwrap_or_else(|| bucket_for(span, buckets));
+        if span / (bucket_secs * 1000) > MAX_BUCKETS {
+            return Err(StoreError::Conflict(format!(
+                "the window would have more than {MAX_BUCKETS} buckets; use larger buckets"
+            )));
+        }
+        let q = ChartQuery {
+            metric,
+            group_by,
+            bucket_ms: bucket_secs * 1000,
+            from_ms,
+            to_ms,
+            now_ms: now.min(to_ms),
+        };
+        store.chart(index, &q, &filter)
+    })
+    .await?;
+    Ok(Json(chart))
+}
+
+async fn histogram(
+    State(state): State<AppState>,
+    Extension(index): Extension<Shared>,
+    principal: Principal,
+    query: RawQuery,
+) -> Result<Json<AttemptsHistogram>, ApiError> {
+    principal.require(Permission::Read, "read metrics")?;
+    let mut p = Params::new(query, &[FILTER_PARAMS, &["group_by", "from", "to"]])?;
+    let filter = p.filter(&principal);
+    let group_by = group_by(&mut p);
+    let from = p.number("from", 0u64, u64::MAX).unwrap_or(0);
+    let to = p.number("to", 0u64, u64::MAX).unwrap_or(u64::MAX);
+    p.finish()?;
+    let h = with_index(&state, index, move |store, index| {
+        store.attempts_histogram(index, group_by, &filter, from, to)
+    })
+    .await?;
+    Ok(Json(h))
+}
+
+async fn overview(
+    State(state): State<AppState>,
+    Extension(index): Extension<Shared>,
+    principal: Principal,
+    query: RawQuery,
+) -> Result<Json<Overview>, ApiError> {
+    principal.require(Permission::Read, "read metrics")?;
+    let mut p = Params::new(query, &[FILTER_PARAMS, &["at"]])?;
+    let filter = p.filter(&principal);
+    let at = p.number("at", 0u64, u64::MAX).unwrap_or_else(now_ms);
+    p.finish()?;
+    let o = with_index(&state, index, move |store, index| {
+        store.overview(index, &filter, at)
+    })
+    .await?;
+    Ok(Json(o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bucket_for;
+
+    #[test]
+    fn buckets_are_round_and_never_too_many() {
+        assert_eq!(bucket_for(3_600_000, 300), 15);
+        assert_eq!(bucket_for(3_600_000, 60), 60);
+        assert_eq!(bucket_for(30 * 86_400_000, 300), 10_800);
+        assert_eq!(bucket_for(1, 300), 1);
+        assert_eq!(bucket_for(400 * 86_400_000, 10), 3_456_000);
+    }
+}

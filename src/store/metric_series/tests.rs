@@ -1,0 +1,256 @@
+//! The index's answers checked against the store's SQL summary, and kept current by the
+//! change feed.
+
+use serde_json::json;
+
+use super::*;
+use crate::domain::canonical::canonicalize;
+use crate::domain::{AttemptId, ConsequenceTier, Event, IntentId, Locale, ReceiptId};
+use crate::store::bulk::BulkSpec;
+use crate::store::{
+    ApplyContext, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource, search_form,
+};
+
+const END: u64 = 1_764_489_600_000;
+const HOUR: u64 = 3_600_000;
+
+fn bulk(intents: u64) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut store = Store::open(&dir.path().join("m.sqlite")).expect("open");
+    store
+        .generate_bulk(&BulkSpec {
+            intents,
+            mean_attempts: 3.0,
+            span_ms: 6 * HOUR,
+            end_ms: END,
+            seed: 3,
+        })
+        .expect("bulk");
+    (dir, store)
+}
+
+fn query(metric: ChartMetric, group_by: GroupBy) -> ChartQuery {
+    ChartQuery {
+        metric,
+        group_by,
+        bucket_ms: 600_000,
+        from_ms: END - 7 * HOUR,
+        to_ms: END + HOUR,
+        now_ms: END,
+    }
+}
+
+#[test]
+fn attempts_by_provider_add_up_to_the_summary() {
+    let (_dir, mut store) = bulk(2_000);
+    let mut index = MetricIndex::default();
+    store.refresh_metric_index(&mut index).expect("refresh");
+    let filter = IntentFilter::default();
+    let summary = store.summary(&filter, END).expect("summary");
+    let chart = store
+        .chart(
+            &index,
+            &query(ChartMetric::Attempts, GroupBy::Provider),
+            &filter,
+        )
+        .expect("chart");
+    let total: f64 = chart.series.iter().map(|s| s.total).sum();
+    assert_eq!(total as u64, summary.attempts);
+    let names: Vec<&str> = chart.series.iter().map(|s| s.group.as_str()).collect();
+    assert_eq!(names, ["anthropic", "erp", "mistral", "openai"]);
+
+    let late = store
+        .chart(
+            &index,
+            &query(ChartMetric::LateResults, GroupBy::None),
+            &filter,
+        )
+        .expect("late");
+    assert_eq!(late.series[0].total as u64, summary.late_results);
+}
+
+#[test]
+fn the_overview_matches_the_summary_under_a_filter() {
+    let (_dir, mut store) = bulk(2_000);
+    let mut index = MetricIndex::default();
+    store.refresh_metric_index(&mut index).expect("refresh");
+    let filter = IntentFilter {
+        tenants: vec!["acme".into(), "globex".into()],
+        providers: vec!["openai".into()],
+        min_attempts: Some(2),
+        ..IntentFilter::default()
+    };
+    let summary = store.summary(&filter, END + HOUR).expect("summary");
+    let o = store
+        .overview(&index, &filter, END + HOUR)
+        .expect("overview");
+    assert_eq!(o.intents, summary.intents);
+    assert_eq!(o.attempts, summary.attempts);
+    assert_eq!(o.amplification_p99, summary.amplification.p99);
+    assert_eq!(o.amplification_max, summary.amplification.max);
+    assert_eq!(o.indeterminate, summary.indeterminate.count);
+    assert_eq!(
+        o.indeterminate_oldest_age_secs,
+        summary.indeterminate.oldest_age_secs
+    );
+    assert_eq!(
+        o.indeterminate_p95_age_secs,
+        summary.indeterminate.p95_age_secs
+    );
+    assert_eq!(o.committed, summary.committed);
+    assert_eq!(o.late_results, summary.late_results);
+}
+
+#[test]
+fn a_search_filter_is_applied_through_sql() {
+    let (_dir, mut store) = bulk(500);
+    let mut index = MetricIndex::default();
+    store.refresh_metric_index(&mut index).expect("refresh");
+    let filter = IntentFilter {
+        q: Some("s-7\"".into()),
+        ..IntentFilter::default()
+    };
+    let summary = store.summary(&filter, END).expect("summary");
+    let o = store.overview(&index, &filter, END).expect("overview");
+    assert!(summary.intents > 0);
+    assert_eq!(o.intents, summary.intents);
+}
+
+#[test]
+fn the_histogram_counts_intents_per_attempt_count_and_marks_the_budget() {
+    let (_dir, mut store) = bulk(1_000);
+    let mut index = MetricIndex::default();
+    store.refresh_metric_index(&mut index).expect("refresh");
+    let h = store
+        .attempts_histogram(&index, GroupBy::None, &IntentFilter::default(), 0, u64::MAX)
+        .expect("histogram");
+    assert_eq!(h.budget, 5);
+    let g = &h.groups[0];
+    assert_eq!(g.intents, 1_000);
+    assert_eq!(g.bins.iter().map(|b| b[1]).sum::<u64>(), 1_000);
+    let over: u64 = g.bins.iter().filter(|b| b[0] > 5).map(|b| b[1]).sum();
+    assert_eq!(g.over_budget, over);
+}
+
+#[test]
+fn indeterminate_is_a_level_over_time() {
+    let (_dir, mut store) = bulk(2_000);
+    let mut index = MetricIndex::default();
+    store.refresh_metric_index(&mut index).expect("refresh");
+    let filter = IntentFilter::default();
+    let chart = store
+        .chart(
+            &index,
+            &query(ChartMetric::Indeterminate, GroupBy::None),
+            &filter,
+        )
+        .expect("chart");
+    let points = &chart.series[0].points;
+    // Nothing had been created before the data's span; all of them are open at the end.
+    assert_eq!(points[0][1], 0.0);
+    let summary = store.summary(&filter, END).expect("summary");
+    assert_eq!(chart.series[0].total as u64, summary.indeterminate.count);
+    // Non-decreasing: bulk data never leaves indeterminate.
+    assert!(points.windows(2).all(|w| w[0][1] <= w[1][1]));
+    // No point after "now".
+    assert!(points.iter().all(|p| p[0] as u64 <= END));
+}
+
+fn new_intent(n: u64) -> NewIntent {
+    let args = json!({"qty": n});
+    let canonical = canonicalize(&args).expect("args");
+    NewIntent {
+        id: IntentId::generate(END + n, u128::from(n) * 31),
+        tenant: "acme".parse().expect("tenant"),
+        caller_key: format!("k{n}"),
+        actor: "agent".into(),
+        purpose: "test".into(),
+        operation: "purchase_order.create".into(),
+        tool: "erp.po".into(),
+        tier: ConsequenceTier::Write,
+        search_text: search_form(&args.to_string()),
+        args_json: args.to_string(),
+        canonical_json: canonical.json,
+        args_hash: canonical.hash,
+        release_id: "r9".into(),
+        locale: Locale::FaIr,
+        connector: "erp".into(),
+        max_attempts: 3,
+        created_at_ms: END + n,
+        deadline_at_ms: END + n + 60_000,
+        key_retention_secs: None,
+    }
+}
+
+#[test]
+fn writes_after_the_load_reach_the_index_through_the_change_feed() {
+    let (_dir, mut store) = bulk(100);
+    let mut index = MetricIndex::default();
+    store.refresh_metric_index(&mut index).expect("refresh");
+    let filter = IntentFilter {
+        releases: vec!["r9".into()],
+        ..IntentFilter::default()
+    };
+    assert_eq!(store.overview(&index, &filter, END).expect("o").intents, 0);
+
+    let CreateOutcome::Created(intent) = store.create_or_replay(&new_intent(1)).expect("create")
+    else {
+        panic!("not created");
+    };
+    let at = |ms: u64| ApplyContext {
+        now_ms: END + ms,
+        authorization: Some(("v1".into(), "ann".into(), None)),
+        dispatch: Some(DispatchPlan {
+            attempt_id: AttemptId::generate(END + ms, u128::from(ms)),
+            available_at_ms: END + ms,
+        }),
+        ..ApplyContext::default()
+    };
+    store
+        .apply(&intent.id, &Event::Authorized, &at(10))
+        .expect("authorize");
+    store
+        .apply(&intent.id, &Event::Dispatch, &at(20))
+        .expect("dispatch");
+    store
+        .apply(&intent.id, &Event::OutcomeUnknown, &at(1_000))
+        .expect("unknown");
+    store.refresh_metric_index(&mut index).expect("refresh");
+    let o = store.overview(&index, &filter, END + 61_000).expect("o");
+    assert_eq!((o.intents, o.attempts, o.indeterminate), (1, 1, 1));
+    assert_eq!(o.indeterminate_oldest_age_secs, 60);
+
+    let source = |downstream: &str, n: u128| ReceiptSource {
+        receipt_id: ReceiptId::generate(END + 2_000, n),
+        downstream_id: downstream.into(),
+        source: "lookup",
+        event_id: None,
+    };
+    store
+        .observe_receipt(&intent.id, &source("po-1", 1), END + 120_000)
+        .expect("receipt");
+    store
+        .observe_receipt(&intent.id, &source("po-2", 2), END + 130_000)
+        .expect("duplicate");
+    store.refresh_metric_index(&mut index).expect("refresh");
+    let o = store.overview(&index, &filter, END + 200_000).expect("o");
+    assert_eq!(
+        (o.indeterminate, o.committed, o.duplicate_effects),
+        (0, 1, 1)
+    );
+
+    // The level remembers the span: indeterminate from 1 s to 120 s after creation.
+    let q = ChartQuery {
+        metric: ChartMetric::Indeterminate,
+        group_by: GroupBy::Locale,
+        bucket_ms: 60_000,
+        from_ms: END,
+        to_ms: END + 240_000,
+        now_ms: END + 240_000,
+    };
+    let chart = store.chart(&index, &q, &filter).expect("chart");
+    assert_eq!(chart.series.len(), 1);
+    assert_eq!(chart.series[0].group, "fa-IR");
+    let values: Vec<f64> = chart.series[0].points.iter().map(|p| p[1]).collect();
+    assert_eq!(values, [1.0, 0.0, 0.0, 0.0]);
+}
