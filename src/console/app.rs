@@ -50,6 +50,7 @@ pub struct Persisted {
     pub last_coordinator_url: Option<String>,
     pub open_intent: Option<String>,
     pub tab: Tab,
+    pub dashboard: views::dashboard::DashboardSettings,
 }
 
 impl Default for Persisted {
@@ -61,6 +62,7 @@ impl Default for Persisted {
             last_coordinator_url: None,
             open_intent: None,
             tab: Tab::Intents,
+            dashboard: Default::default(),
         }
     }
 }
@@ -412,6 +414,7 @@ impl ConsoleApp {
                     }
                 }
                 Reply::Changed { rows, .. } => {
+                    self.dashboard.on_changed();
                     let open_changed = self
                         .open
                         .as_ref()

@@ -29,3 +29,20 @@ pub fn state_color(state: &StateName) -> Color32 {
         None => UNKNOWN,
     }
 }
+
+/// Dashboard series, in order of the groups' names; chosen to stay apart on dark and light
+/// backgrounds.
+pub const SERIES: [Color32; 8] = [
+    Color32::from_rgb(76, 140, 230),
+    Color32::from_rgb(230, 150, 40),
+    Color32::from_rgb(70, 170, 110),
+    Color32::from_rgb(200, 90, 160),
+    Color32::from_rgb(150, 120, 220),
+    Color32::from_rgb(60, 180, 190),
+    Color32::from_rgb(190, 170, 60),
+    Color32::from_rgb(160, 160, 170),
+];
+/// A threshold line on a chart, and the top bar's badge when one is crossed.
+pub const THRESHOLD: Color32 = Color32::from_rgb(220, 60, 60);
+/// The retry budget marked on the attempts histogram.
+pub const BUDGET: Color32 = Color32::from_rgb(150, 150, 160);

@@ -1,19 +1,1041 @@
-//! The dashboard: logical-outcome metrics plotted and sliced. (Being built.)
+//! The dashboard: attempt amplification, indeterminate count and age, the ageing board,
+//! duplicate effects, goodput, late results and failover divergence, each sliced by one
+//! dimension (one series per value) under the console's filters and time range.
+//!
+//! The coordinator aggregates (`/v1/metrics/chart`, `/histogram`, `/overview`); this view
+//! asks again when the filters or the slicing change, at most every few seconds while
+//! events say intents changed, and every [`REFRESH`] anyway (ages grow by themselves).
+//! A click on a bar or point sets the intents table's filters to the intents behind it and
+//! shows the table. Thresholds are the operator's, persisted, drawn on the charts and
+//! watched by the top bar's badge ([`threshold_badge_ui`]) whichever view is open.
 
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use egui_plot::{LineStyle, PlotTransform};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::console::app::ConsoleApp;
+use super::charts::histogram::Histogram;
+use super::charts::time_chart::{Kind, TimeChart};
+use super::charts::{Hit, SeriesView, board, series_color};
+use super::format::duration_ms;
+use crate::console::app::{ConsoleApp, Tab};
 use crate::console::client::ClientError;
+use crate::console::commands::ConsoleCommand;
+use crate::console::filters::Filters;
+use crate::console::model::IntentPage;
+use crate::console::{text, theme};
+use crate::i18n::Localizer;
+use crate::store::metric_series::{
+    ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview,
+};
+
+/// Ask again at least this often while the dashboard is open.
+const REFRESH: Duration = Duration::from_secs(15);
+/// After intents changed, ask again no sooner than this.
+const CHANGED_REFRESH: Duration = Duration::from_secs(3);
+/// The badge's figures are refreshed this often while another view is open.
+const BADGE_REFRESH: Duration = Duration::from_secs(10);
+/// Buckets asked for per chart: two pixel columns each on a 600-pixel chart.
+const BUCKETS: u32 = 300;
+/// Counts drawn as bars are asked for in fewer, wider buckets.
+const BAR_BUCKETS: u32 = 120;
+const BAR_METRICS: &[ChartMetric] = &[
+    ChartMetric::Attempts,
+    ChartMetric::LateResults,
+    ChartMetric::DuplicateEffects,
+];
+const BOARD_ROWS: u32 = 10;
+const CHART_HEIGHT: f32 = 170.0;
+
+/// The time-series metrics the dashboard asks for.
+const METRICS: &[ChartMetric] = &[
+    ChartMetric::Attempts,
+    ChartMetric::AmplificationMean,
+    ChartMetric::AmplificationP99,
+    ChartMetric::Indeterminate,
+    ChartMetric::IndeterminateAgeOldest,
+    ChartMetric::IndeterminateAgeP50,
+    ChartMetric::IndeterminateAgeP95,
+    ChartMetric::GoodputPerMin,
+    ChartMetric::GoodputPerAttempt,
+    ChartMetric::LateResults,
+    ChartMetric::DuplicateEffects,
+    ChartMetric::FailoverDivergence,
+];
+
+/// What the dashboard remembers between runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DashboardSettings {
+    pub group_by: GroupBy,
+    /// Amplification p99 above this lights the badge.
+    pub amplification_p99_max: f64,
+    /// The oldest indeterminate intent older than this lights the badge.
+    pub oldest_indeterminate_max_mins: u64,
+}
+
+impl Default for DashboardSettings {
+    fn default() -> Self {
+        DashboardSettings {
+            group_by: GroupBy::None,
+            amplification_p99_max: 3.0,
+            oldest_indeterminate_max_mins: 10,
+        }
+    }
+}
+
+impl DashboardSettings {
+    /// Which thresholds the overview crosses: (amplification, oldest indeterminate).
+    pub fn crossed(&self, o: &Overview) -> (bool, bool) {
+        (
+            o.amplification_p99 as f64 > self.amplification_p99_max,
+            o.indeterminate_oldest_age_secs > self.oldest_indeterminate_max_mins * 60,
+        )
+    }
+}
 
 /// What the dashboard keeps between frames.
 #[derive(Debug, Default)]
-pub struct DashboardState {}
+pub struct DashboardState {
+    pub charts: HashMap<ChartMetric, Chart>,
+    pub histogram: Option<AttemptsHistogram>,
+    pub overview: Option<Overview>,
+    pub board: Vec<crate::console::model::IntentRow>,
+    pub error: Option<String>,
+    /// Where each chart was drawn last frame, by chart id (tests click through these).
+    pub transforms: HashMap<&'static str, PlotTransform>,
+    /// Series hidden through each chart's legend, by chart id and series label.
+    pub hidden: HashMap<&'static str, BTreeSet<String>>,
+    generation: u64,
+    key: Option<String>,
+    sent_at: Option<Instant>,
+    overview_sent_at: Option<Instant>,
+    changed: bool,
+    waiting: usize,
+}
 
 impl DashboardState {
-    /// An answer to a request tagged `dashboard:<tag>`.
-    pub fn on_json(&mut self, _tag: &str, _result: Result<Value, ClientError>) {}
+    /// An answer to a request tagged `dashboard:<generation>:<what>`.
+    pub fn on_json(&mut self, tag: &str, result: Result<Value, ClientError>) {
+        let Some((generation, what)) = tag.split_once(':') else {
+            return;
+        };
+        let current = generation.parse::<u64>().ok() == Some(self.generation);
+        if what != "overview" && !current {
+            return;
+        }
+        self.waiting = self.waiting.saturating_sub(1);
+        let value = match result {
+            Ok(v) => v,
+            Err(e) => {
+                self.error = Some(e.to_string());
+                return;
+            }
+        };
+        let parsed = match what.split_once(':') {
+            Some(("chart", _)) => serde_json::from_value::<Chart>(value).map(|c| {
+                self.charts.insert(c.metric, c);
+            }),
+            None if what == "histogram" => {
+                serde_json::from_value(value).map(|h| self.histogram = Some(h))
+            }
+            None if what == "overview" => {
+                serde_json::from_value(value).map(|o| self.overview = Some(o))
+            }
+            None if what == "board" => {
+                serde_json::from_value::<IntentPage>(value).map(|p| self.board = p.items)
+            }
+            _ => Ok(()),
+        };
+        if let Err(e) = parsed {
+            self.error = Some(format!("the coordinator's metrics could not be read: {e}"));
+        } else if self.waiting == 0 {
+            self.error = None;
+        }
+    }
+
+    /// Events said intents changed: ask again soon.
+    pub fn on_changed(&mut self) {
+        self.changed = true;
+    }
+
+    /// Whether answers are still on their way.
+    pub fn loading(&self) -> bool {
+        self.waiting > 0
+    }
+}
+
+/// What the current filters and slicing ask for; a change means a fresh set of answers.
+fn request_key(app: &ConsoleApp) -> String {
+    let mut q = app.state.filters.query();
+    q.push((
+        "group_by".into(),
+        app.state.dashboard.group_by.as_str().into(),
+    ));
+    q.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The filters' query with the window's end fixed to now (so levels and ages are as of now).
+fn base_query(app: &ConsoleApp) -> Vec<(String, String)> {
+    app.state.filters.query()
+}
+
+fn send(app: &mut ConsoleApp, what: &str, path: &str, query: Vec<(String, String)>) {
+    let tag = format!("dashboard:{}:{what}", app.dashboard.generation);
+    if app.worker.send(crate::console::worker::Request::Json {
+        tag,
+        path: path.into(),
+        query,
+    }) {
+        app.dashboard.waiting += 1;
+    }
+}
+
+fn send_overview(app: &mut ConsoleApp) {
+    let mut q = base_query(app);
+    q.push(("at".into(), app.now_ms().to_string()));
+    send(app, "overview", "/v1/metrics/overview", q);
+    app.dashboard.overview_sent_at = Some(Instant::now());
+}
+
+/// Ask for everything the dashboard draws.
+fn fetch_all(app: &mut ConsoleApp) {
+    let group = app.state.dashboard.group_by.as_str().to_string();
+    let now = app.now_ms();
+    let to = app.state.filters.until_ms.unwrap_or(now);
+    for metric in METRICS {
+        let mut q = base_query(app);
+        q.push(("metric".into(), metric.as_str().into()));
+        q.push(("group_by".into(), group.clone()));
+        let buckets = if BAR_METRICS.contains(metric) {
+            BAR_BUCKETS
+        } else {
+            BUCKETS
+        };
+        q.push(("buckets".into(), buckets.to_string()));
+        q.push(("to".into(), to.to_string()));
+        send(
+            app,
+            &format!("chart:{}", metric.as_str()),
+            "/v1/metrics/chart",
+            q,
+        );
+    }
+    let mut q = base_query(app);
+    q.push(("group_by".into(), group));
+    send(app, "histogram", "/v1/metrics/histogram", q);
+    send_overview(app);
+    let mut board = app.state.filters.clone();
+    board.states = vec!["indeterminate".into()];
+    let mut q = board.query();
+    q.push(("sort".into(), "indeterminate_since".into()));
+    q.push(("limit".into(), BOARD_ROWS.to_string()));
+    send(app, "board", "/v1/intents", q);
+    app.dashboard.sent_at = Some(Instant::now());
+    app.dashboard.changed = false;
+}
+
+/// Ask again when the question changed, after changes, or when the data has aged.
+fn refresh(app: &mut ConsoleApp, ui: &egui::Ui) {
+    let key = request_key(app);
+    let d = &mut app.dashboard;
+    let since = d.sent_at.map(|t| t.elapsed());
+    let due = match since {
+        _ if d.key.as_deref() != Some(key.as_str()) => true,
+        None => true,
+        Some(e) => (d.changed && e >= CHANGED_REFRESH) || e >= REFRESH,
+    };
+    if due {
+        if d.key.as_deref() != Some(key.as_str()) {
+            d.generation += 1;
+            d.waiting = 0;
+            d.charts.clear();
+            d.histogram = None;
+        }
+        d.key = Some(key);
+        fetch_all(app);
+    }
+    ui.ctx().request_repaint_after(Duration::from_secs(1));
+}
+
+/// The filters that show the intents behind a click.
+pub fn filters_for_hit(
+    current: &Filters,
+    group_by: GroupBy,
+    chart: ChartId,
+    hit: &Hit,
+    bucket_ms: u64,
+) -> Filters {
+    let mut f = current.clone();
+    if hit.group != ALL_GROUP {
+        let value = vec![hit.group.clone()];
+        match group_by {
+            GroupBy::None => {}
+            GroupBy::Tenant => f.tenants = value,
+            GroupBy::Provider => f.providers = value,
+            GroupBy::Release => f.releases = value,
+            GroupBy::Tool => f.tools = value,
+            GroupBy::Operation => f.operations = value,
+            GroupBy::Locale => f.locales = value,
+            GroupBy::Tier => f.tiers = value,
+        }
+    }
+    match chart {
+        ChartId::Histogram => {
+            f.min_attempts = Some(hit.x.max(0.0) as u32);
+            f.sort = "attempts".into();
+        }
+        ChartId::Indeterminate | ChartId::Age => {
+            f.states = vec!["indeterminate".into()];
+            f.sort = "indeterminate_since".into();
+        }
+        other => {
+            let start = hit.x.max(0.0) as u64;
+            f.since_ms = Some(start);
+            f.until_ms = Some(start + bucket_ms);
+            if matches!(other, ChartId::Goodput | ChartId::GoodputPerAttempt) {
+                f.states = vec!["committed".into()];
+            }
+            if other == ChartId::Amplification {
+                f.sort = "-attempts".into();
+            }
+        }
+    }
+    f
+}
+
+/// The dashboard's charts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChartId {
+    Histogram,
+    Amplification,
+    Indeterminate,
+    Age,
+    Attempts,
+    Goodput,
+    GoodputPerAttempt,
+    LateResults,
+    Duplicates,
+    Divergence,
+}
+
+impl ChartId {
+    pub fn id(self) -> &'static str {
+        match self {
+            ChartId::Histogram => "histogram",
+            ChartId::Amplification => "amplification",
+            ChartId::Indeterminate => "indeterminate",
+            ChartId::Age => "age",
+            ChartId::Attempts => "attempts",
+            ChartId::Goodput => "goodput",
+            ChartId::GoodputPerAttempt => "goodput-per-attempt",
+            ChartId::LateResults => "late-results",
+            ChartId::Duplicates => "duplicates",
+            ChartId::Divergence => "divergence",
+        }
+    }
+
+    /// The metrics drawn, each with its legend suffix (Fluent id) and line style.
+    fn metrics(self) -> &'static [(ChartMetric, &'static str, LineStyle)] {
+        const SOLID: LineStyle = LineStyle::Solid;
+        const DASHED: LineStyle = LineStyle::Dashed { length: 8.0 };
+        const DOTTED: LineStyle = LineStyle::Dotted { spacing: 5.0 };
+        match self {
+            ChartId::Histogram => &[],
+            ChartId::Amplification => &[
+                (
+                    ChartMetric::AmplificationMean,
+                    "dashboard-series-mean",
+                    SOLID,
+                ),
+                (
+                    ChartMetric::AmplificationP99,
+                    "dashboard-series-p99",
+                    DASHED,
+                ),
+            ],
+            ChartId::Indeterminate => &[(ChartMetric::Indeterminate, "", SOLID)],
+            ChartId::Age => &[
+                (
+                    ChartMetric::IndeterminateAgeOldest,
+                    "dashboard-series-oldest",
+                    SOLID,
+                ),
+                (
+                    ChartMetric::IndeterminateAgeP95,
+                    "dashboard-series-p95",
+                    DASHED,
+                ),
+                (
+                    ChartMetric::IndeterminateAgeP50,
+                    "dashboard-series-p50",
+                    DOTTED,
+                ),
+            ],
+            ChartId::Attempts => &[(ChartMetric::Attempts, "", SOLID)],
+            ChartId::Goodput => &[(ChartMetric::GoodputPerMin, "", SOLID)],
+            ChartId::GoodputPerAttempt => &[(ChartMetric::GoodputPerAttempt, "", SOLID)],
+            ChartId::LateResults => &[(ChartMetric::LateResults, "", SOLID)],
+            ChartId::Duplicates => &[(ChartMetric::DuplicateEffects, "", SOLID)],
+            ChartId::Divergence => &[(ChartMetric::FailoverDivergence, "", SOLID)],
+        }
+    }
+
+    fn kind(self) -> Kind {
+        match self {
+            ChartId::Attempts | ChartId::LateResults | ChartId::Duplicates => Kind::StackedBars,
+            _ => Kind::Lines,
+        }
+    }
+
+    /// Fluent ids of the title, the y axis and the click hint.
+    fn words(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            ChartId::Histogram => (
+                "dashboard-chart-histogram",
+                "dashboard-axis-intents",
+                "dashboard-click-histogram",
+            ),
+            ChartId::Amplification => (
+                "dashboard-chart-amplification",
+                "dashboard-axis-attempts-per-intent",
+                "dashboard-click-created",
+            ),
+            ChartId::Indeterminate => (
+                "dashboard-chart-indeterminate",
+                "dashboard-axis-intents",
+                "dashboard-click-indeterminate",
+            ),
+            ChartId::Age => (
+                "dashboard-chart-age",
+                "dashboard-axis-age",
+                "dashboard-click-indeterminate",
+            ),
+            ChartId::Attempts => (
+                "dashboard-chart-attempts",
+                "dashboard-axis-attempts",
+                "dashboard-click-created",
+            ),
+            ChartId::Goodput => (
+                "dashboard-chart-goodput",
+                "dashboard-axis-per-minute",
+                "dashboard-click-committed",
+            ),
+            ChartId::GoodputPerAttempt => (
+                "dashboard-chart-goodput-attempt",
+                "dashboard-axis-ratio",
+                "dashboard-click-committed",
+            ),
+            ChartId::LateResults => (
+                "dashboard-chart-late",
+                "dashboard-axis-attempts",
+                "dashboard-click-created",
+            ),
+            ChartId::Duplicates => (
+                "dashboard-chart-duplicates",
+                "dashboard-axis-effects",
+                "dashboard-click-created",
+            ),
+            ChartId::Divergence => (
+                "dashboard-chart-divergence",
+                "dashboard-axis-ratio",
+                "dashboard-click-created",
+            ),
+        }
+    }
+}
+
+/// How a chart's values read.
+fn y_format(i18n: &Localizer, chart: ChartId, v: f64) -> String {
+    match chart {
+        ChartId::Age => {
+            let mins = (v.max(0.0) / 60.0).round() as u64;
+            super::format::localize_digits(i18n, &format!("{}:{:02}", mins / 60, mins % 60))
+        }
+        ChartId::Amplification | ChartId::Goodput => i18n.decimal(v, 1),
+        ChartId::GoodputPerAttempt | ChartId::Divergence => percent(i18n, v),
+        _ if v.fract() == 0.0 => i18n.int(v as i64),
+        _ => i18n.decimal(v, 1),
+    }
+}
+
+/// What one place of the dashboard's grid holds.
+#[derive(Debug, Clone, Copy)]
+enum Cell {
+    Chart(ChartId),
+    Board,
+    Notes,
+}
+
+/// The dashboard's grid, two places a row.
+const LAYOUT: [[Cell; 2]; 6] = [
+    [
+        Cell::Chart(ChartId::Histogram),
+        Cell::Chart(ChartId::Amplification),
+    ],
+    [
+        Cell::Chart(ChartId::Indeterminate),
+        Cell::Chart(ChartId::Age),
+    ],
+    [Cell::Board, Cell::Chart(ChartId::Attempts)],
+    [
+        Cell::Chart(ChartId::Goodput),
+        Cell::Chart(ChartId::GoodputPerAttempt),
+    ],
+    [
+        Cell::Chart(ChartId::LateResults),
+        Cell::Chart(ChartId::Duplicates),
+    ],
+    [Cell::Chart(ChartId::Divergence), Cell::Notes],
+];
+
+/// A share as a percentage in the locale's digits and sign.
+fn percent(i18n: &Localizer, share: f64) -> String {
+    let sign = if i18n.is_rtl() { '\u{066A}' } else { '%' };
+    format!("{}{sign}", i18n.decimal(share * 100.0, 0))
 }
 
 pub fn dashboard_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
-    ui.label(app.i18n.tr("view-dashboard"));
+    // The grid is mirrored by hand in Persian; every row inside runs left to right.
+    ui.with_layout(egui::Layout::top_down(egui::Align::Min), |ui| {
+        body_ui(app, ui)
+    });
+}
+
+fn body_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
+    refresh(app, ui);
+    controls_ui(app, ui);
+    tiles_ui(app, ui);
+    ui.separator();
+    let mut clicked: Option<(ChartId, Hit, u64)> = None;
+    let mut open: Option<String> = None;
+    egui::ScrollArea::vertical()
+        .id_salt("dashboard-scroll")
+        .auto_shrink([false, false])
+        .show(ui, |ui| {
+            let rtl = app.i18n.is_rtl();
+            for row in LAYOUT {
+                ui.columns(2, |cols| {
+                    if rtl {
+                        cols.reverse();
+                    }
+                    for (col, cell) in cols.iter_mut().zip(row.iter().copied()) {
+                        match cell {
+                            Cell::Chart(chart) => {
+                                if let Some(hit) = chart_cell_ui(app, col, chart) {
+                                    clicked = Some(hit);
+                                }
+                            }
+                            Cell::Board => open = board_cell_ui(app, col),
+                            Cell::Notes => notes_ui(app, col),
+                        }
+                    }
+                });
+                ui.add_space(8.0);
+            }
+        });
+    if let Some((chart, hit, bucket_ms)) = clicked {
+        let f = filters_for_hit(
+            &app.state.filters,
+            app.state.dashboard.group_by,
+            chart,
+            &hit,
+            bucket_ms,
+        );
+        app.queue(ConsoleCommand::SetFilters(f));
+        app.queue(ConsoleCommand::ShowIntents);
+    }
+    if let Some(id) = open {
+        app.queue(ConsoleCommand::OpenIntent(id));
+    }
+}
+
+fn controls_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
+    let i18n = &app.i18n;
+    let mut settings = app.state.dashboard.clone();
+    let dir = i18n.direction();
+    row_ui(ui, |ui| {
+        let label = text::rtl_label(ui, &i18n.tr("dashboard-slice"), dir);
+        egui::ComboBox::from_id_salt("dashboard-group-by")
+            .selected_text(group_label(i18n, settings.group_by))
+            .show_ui(ui, |ui| {
+                for g in GroupBy::ALL {
+                    ui.selectable_value(&mut settings.group_by, *g, group_label(i18n, *g));
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        ui.separator();
+        let label = text::rtl_label(ui, &i18n.tr("dashboard-threshold-p99"), dir);
+        ui.add(
+            egui::DragValue::new(&mut settings.amplification_p99_max)
+                .range(1.0..=50.0)
+                .speed(0.1),
+        )
+        .labelled_by(label.id);
+        let label = text::rtl_label(ui, &i18n.tr("dashboard-threshold-oldest"), dir);
+        ui.add(egui::DragValue::new(&mut settings.oldest_indeterminate_max_mins).range(1..=10_000))
+            .labelled_by(label.id);
+        ui.separator();
+        if ui.button(i18n.tr("command-refresh")).clicked() {
+            app.dashboard.sent_at = None;
+        }
+        if app.dashboard.loading() {
+            ui.spinner();
+        }
+        if let Some(e) = &app.dashboard.error {
+            ui.colored_label(theme::REJECTED, e);
+        }
+    });
+    if settings != app.state.dashboard {
+        app.state.dashboard = settings;
+    }
+}
+
+/// A wrapping row laid out left to right whatever the locale (callers order the items).
+fn row_ui(ui: &mut egui::Ui, add: impl FnOnce(&mut egui::Ui)) {
+    let layout = egui::Layout::left_to_right(egui::Align::Center).with_main_wrap(true);
+    let size = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
+    ui.allocate_ui_with_layout(size, layout, add);
+}
+
+fn group_label(i18n: &Localizer, g: GroupBy) -> String {
+    i18n.tr(match g {
+        GroupBy::None => "dashboard-slice-none",
+        GroupBy::Tenant => "topbar-tenant",
+        GroupBy::Provider => "topbar-provider",
+        GroupBy::Release => "filter-release",
+        GroupBy::Tool => "filter-tool",
+        GroupBy::Operation => "filter-operation",
+        GroupBy::Locale => "filter-locale",
+        GroupBy::Tier => "filter-tier",
+    })
+}
+
+fn tiles_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
+    let Some(o) = &app.dashboard.overview else {
+        return;
+    };
+    let i18n = &app.i18n;
+    let (amp, old) = app.state.dashboard.crossed(o);
+    let age = |s: u64| duration_ms(i18n, (s * 1000) as i64);
+    let tiles: Vec<(&str, String, bool)> = vec![
+        ("dashboard-tile-intents", i18n.int(o.intents as i64), false),
+        (
+            "dashboard-tile-attempts",
+            i18n.int(o.attempts as i64),
+            false,
+        ),
+        (
+            "dashboard-tile-amplification",
+            format!(
+                "{} / {}",
+                i18n.decimal(o.amplification_mean, 2),
+                i18n.int(o.amplification_p99 as i64)
+            ),
+            amp,
+        ),
+        (
+            "dashboard-tile-indeterminate",
+            i18n.int(o.indeterminate as i64),
+            false,
+        ),
+        (
+            "dashboard-tile-age",
+            format!(
+                "{} / {} / {}",
+                age(o.indeterminate_oldest_age_secs),
+                age(o.indeterminate_p95_age_secs),
+                age(o.indeterminate_p50_age_secs)
+            ),
+            old,
+        ),
+        (
+            "dashboard-tile-committed",
+            i18n.int(o.committed as i64),
+            false,
+        ),
+        (
+            "dashboard-tile-duplicates",
+            i18n.int(o.duplicate_effects as i64),
+            o.duplicate_effects > 0,
+        ),
+        (
+            "dashboard-tile-late",
+            i18n.int(o.late_results as i64),
+            false,
+        ),
+        (
+            "dashboard-tile-divergence",
+            percent(i18n, o.failover_divergence),
+            false,
+        ),
+    ];
+    let dir = i18n.direction();
+    let mut tiles = tiles;
+    if i18n.is_rtl() {
+        tiles.reverse();
+    }
+    row_ui(ui, |ui| {
+        for (key, value, alarm) in tiles {
+            egui::Frame::group(ui.style()).show(ui, |ui| {
+                ui.vertical(|ui| {
+                    text::rtl_label(ui, &i18n.tr(key), dir);
+                    let color = if alarm {
+                        theme::THRESHOLD
+                    } else {
+                        ui.visuals().strong_text_color()
+                    };
+                    ui.add(
+                        text::BidiLabel::new(&value, dir)
+                            .font(egui::FontId::proportional(16.0))
+                            .color(color),
+                    );
+                });
+            });
+        }
+    });
+}
+
+/// Every group name across the charts, so one value has one colour everywhere.
+fn group_names(d: &DashboardState) -> Vec<String> {
+    let mut names: BTreeSet<String> = d
+        .charts
+        .values()
+        .flat_map(|c| c.series.iter().map(|s| s.group.clone()))
+        .collect();
+    if let Some(h) = &d.histogram {
+        names.extend(h.groups.iter().map(|g| g.group.clone()));
+    }
+    names.into_iter().collect()
+}
+
+fn legend_label(i18n: &Localizer, group: &str, suffix: &str) -> String {
+    match (group == ALL_GROUP, suffix.is_empty()) {
+        (true, true) => i18n.tr("dashboard-series-all"),
+        (true, false) => i18n.tr(suffix),
+        (false, true) => group.to_string(),
+        (false, false) => format!("{group} {}", i18n.tr(suffix)),
+    }
+}
+
+/// One chart with its title; a click returns what it landed on.
+fn chart_cell_ui(
+    app: &mut ConsoleApp,
+    ui: &mut egui::Ui,
+    chart: ChartId,
+) -> Option<(ChartId, Hit, u64)> {
+    let ConsoleApp {
+        i18n,
+        dashboard,
+        state,
+        ..
+    } = app;
+    let i18n = &*i18n;
+    let settings = &state.dashboard;
+    let (title, y_label, hint) = chart.words();
+    title_ui(ui, &i18n.tr(title), i18n.direction());
+    let names = group_names(dashboard);
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let loading = dashboard.loading();
+    let DashboardState {
+        charts,
+        histogram,
+        hidden,
+        transforms,
+        ..
+    } = dashboard;
+    let hidden = hidden.entry(chart.id()).or_default();
+    let histogram_rows: Vec<(String, Vec<[f64; 3]>)>;
+    let output = if chart == ChartId::Histogram {
+        let Some(h) = histogram else {
+            return placeholder_ui(ui, i18n, loading);
+        };
+        histogram_rows = h
+            .groups
+            .iter()
+            .map(|g| {
+                (
+                    g.group.clone(),
+                    g.bins
+                        .iter()
+                        .map(|b| [b[0] as f64 - 0.5, b[1] as f64, b[1] as f64])
+                        .collect(),
+                )
+            })
+            .collect();
+        if histogram_rows.is_empty() {
+            return placeholder_ui(ui, i18n, false);
+        }
+        let series = histogram_rows
+            .iter()
+            .map(|(g, points)| SeriesView {
+                group: g,
+                label: legend_label(i18n, g, ""),
+                color: series_color(&name_refs, g),
+                style: LineStyle::Solid,
+                points,
+            })
+            .collect();
+        Histogram {
+            id: chart.id(),
+            series,
+            budget: (h.budget > 0).then(|| {
+                (
+                    h.budget as f64,
+                    i18n.tr_args("dashboard-budget", &[("budget", h.budget.into())]),
+                )
+            }),
+            x_label: i18n.tr("dashboard-axis-attempts-per-intent"),
+            y_label: i18n.tr(y_label),
+            click_hint: i18n.tr(hint),
+            height: CHART_HEIGHT,
+            hidden,
+        }
+        .show(ui, i18n)
+    } else {
+        let mut series = Vec::new();
+        let mut bucket_ms = 0;
+        let mut x_range = (f64::MAX, f64::MIN);
+        for (metric, suffix, style) in chart.metrics() {
+            let Some(c) = charts.get(metric) else {
+                continue;
+            };
+            bucket_ms = c.bucket_ms;
+            x_range = (c.from_ms as f64, c.to_ms as f64);
+            for s in &c.series {
+                series.push(SeriesView {
+                    group: &s.group,
+                    label: legend_label(i18n, &s.group, suffix),
+                    color: series_color(&name_refs, &s.group),
+                    style: *style,
+                    points: &s.points,
+                });
+            }
+        }
+        if bucket_ms == 0 || series.iter().all(|s| s.points.is_empty()) {
+            return placeholder_ui(ui, i18n, loading && bucket_ms == 0);
+        }
+        let threshold = match chart {
+            ChartId::Amplification => Some((
+                settings.amplification_p99_max,
+                i18n.tr("dashboard-threshold"),
+            )),
+            ChartId::Age => Some((
+                (settings.oldest_indeterminate_max_mins * 60) as f64,
+                i18n.tr("dashboard-threshold"),
+            )),
+            _ => None,
+        };
+        let format = |v: f64| y_format(i18n, chart, v);
+        TimeChart {
+            id: chart.id(),
+            y_label: i18n.tr(y_label),
+            kind: chart.kind(),
+            series,
+            bucket_ms,
+            x_range,
+            threshold,
+            y_format: &format,
+            click_hint: i18n.tr(hint),
+            height: CHART_HEIGHT,
+            hidden,
+        }
+        .show(ui, i18n)
+    };
+    if let Some(t) = output.transform {
+        transforms.insert(chart.id(), t);
+    }
+    let bucket_ms = chart
+        .metrics()
+        .first()
+        .and_then(|(m, _, _)| charts.get(m))
+        .map_or(0, |c| c.bucket_ms);
+    output.hit.map(|hit| (chart, hit, bucket_ms))
+}
+
+fn title_ui(ui: &mut egui::Ui, title: &str, dir: crate::i18n::Direction) {
+    let color = ui.visuals().strong_text_color();
+    ui.add(text::BidiLabel::new(title, dir).color(color));
+}
+
+fn placeholder_ui<T>(ui: &mut egui::Ui, i18n: &Localizer, loading: bool) -> Option<T> {
+    let (rect, _) = ui.allocate_exact_size(
+        egui::vec2(ui.available_width(), CHART_HEIGHT),
+        egui::Sense::hover(),
+    );
+    let key = if loading {
+        "dashboard-loading"
+    } else {
+        "dashboard-empty"
+    };
+    ui.put(
+        rect,
+        egui::Label::new(text::widget_text(ui, &i18n.tr(key), i18n.direction())),
+    );
+    None
+}
+
+fn board_cell_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) -> Option<String> {
+    let i18n = &app.i18n;
+    title_ui(ui, &i18n.tr("dashboard-chart-board"), i18n.direction());
+    if app.dashboard.board.is_empty() {
+        return placeholder_ui(ui, i18n, app.dashboard.loading());
+    }
+    let limit = app.state.dashboard.oldest_indeterminate_max_mins * 60;
+    egui::ScrollArea::vertical()
+        .id_salt("dashboard-board-scroll")
+        .max_height(CHART_HEIGHT)
+        .show(ui, |ui| {
+            board::board_ui(ui, i18n, &app.dashboard.board, app.now_ms(), Some(limit))
+        })
+        .inner
+}
+
+fn notes_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
+    let i18n = &app.i18n;
+    let dir = i18n.direction();
+    for key in [
+        "dashboard-note-indeterminate",
+        "dashboard-note-cohort",
+        "dashboard-note-provider",
+        "dashboard-note-time",
+    ] {
+        text::rtl_label_wrapped(ui, &i18n.tr(key), dir);
+        ui.add_space(4.0);
+    }
+}
+
+/// The top bar's badge: lit when a threshold is crossed; a click shows the dashboard.
+/// It keeps its figures fresh itself, whichever view is open.
+pub fn threshold_badge_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
+    let stale = app
+        .dashboard
+        .overview_sent_at
+        .is_none_or(|t| t.elapsed() >= BADGE_REFRESH);
+    if stale && app.state.tab != Tab::Dashboard && !app.options.offline {
+        send_overview(app);
+    }
+    let Some(o) = app.dashboard.overview.clone() else {
+        return;
+    };
+    let s = &app.state.dashboard;
+    let (amp, old) = s.crossed(&o);
+    if !amp && !old {
+        return;
+    }
+    let i18n = &app.i18n;
+    let mut parts = Vec::new();
+    if amp {
+        parts.push(i18n.tr_args(
+            "dashboard-badge-p99",
+            &[
+                ("value", o.amplification_p99.into()),
+                ("limit", s.amplification_p99_max.into()),
+            ],
+        ));
+    }
+    if old {
+        parts.push(i18n.tr_args(
+            "dashboard-badge-oldest",
+            &[
+                (
+                    "age",
+                    duration_ms(i18n, (o.indeterminate_oldest_age_secs * 1000) as i64).into(),
+                ),
+                ("limit", s.oldest_indeterminate_max_mins.into()),
+            ],
+        ));
+    }
+    let label = format!("! {}", parts.join(" | "));
+    let dir = i18n.direction();
+    let galley = text::layout_job(
+        &label,
+        dir,
+        egui::TextStyle::Button.resolve(ui.style()),
+        egui::Color32::WHITE,
+    );
+    let button = egui::Button::new(ui.painter().layout_job(galley)).fill(theme::THRESHOLD);
+    if ui
+        .add(button)
+        .on_hover_text(i18n.tr("dashboard-badge-hint"))
+        .clicked()
+    {
+        app.queue(ConsoleCommand::ShowDashboard);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(group: &str, x: f64) -> Hit {
+        Hit {
+            group: group.into(),
+            x,
+            value: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_bar_filters_to_its_group_and_bucket() {
+        let f = filters_for_hit(
+            &Filters::default(),
+            GroupBy::Provider,
+            ChartId::Attempts,
+            &hit("openai", 60_000.0),
+            60_000,
+        );
+        assert_eq!(f.providers, ["openai"]);
+        assert_eq!((f.since_ms, f.until_ms), (Some(60_000), Some(120_000)));
+    }
+
+    #[test]
+    fn an_indeterminate_point_filters_to_indeterminate_intents_oldest_first() {
+        let start = Filters {
+            tenants: vec!["acme".into()],
+            ..Filters::default()
+        };
+        let f = filters_for_hit(
+            &start,
+            GroupBy::Tier,
+            ChartId::Age,
+            &hit("write", 5.0),
+            60_000,
+        );
+        assert_eq!(f.tenants, ["acme"]);
+        assert_eq!(f.tiers, ["write"]);
+        assert_eq!(f.states, ["indeterminate"]);
+        assert_eq!(f.sort, "indeterminate_since");
+        assert_eq!(f.since_ms, None);
+    }
+
+    #[test]
+    fn a_histogram_bar_filters_to_at_least_its_attempts() {
+        let f = filters_for_hit(
+            &Filters::default(),
+            GroupBy::None,
+            ChartId::Histogram,
+            &hit(ALL_GROUP, 4.0),
+            0,
+        );
+        assert_eq!(f.min_attempts, Some(4));
+        assert!(f.providers.is_empty());
+    }
+
+    #[test]
+    fn thresholds_light_when_crossed() {
+        let s = DashboardSettings::default();
+        let o = Overview {
+            amplification_p99: 4,
+            indeterminate_oldest_age_secs: 599,
+            ..Overview::default()
+        };
+        assert_eq!(s.crossed(&o), (true, false));
+    }
 }

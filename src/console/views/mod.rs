@@ -1,6 +1,7 @@
 //! The console's views, one per file. Each draws with `*_ui` functions and only queues
 //! [`super::commands::ConsoleCommand`]s; it never talks to the network itself.
 
+pub mod charts;
 pub mod dashboard;
 pub mod filters_bar;
 pub mod format;

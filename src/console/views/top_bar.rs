@@ -14,6 +14,7 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         ui.label(RichText::new(&app.options.label).monospace())
             .on_hover_text(&app.options.coordinator_url);
         status_ui(app, ui);
+        super::dashboard::threshold_badge_ui(app, ui);
         ui.separator();
         for (tab, key, command) in [
             (Tab::Intents, "view-intents", ConsoleCommand::ShowIntents),
