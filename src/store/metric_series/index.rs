@@ -16,126 +16,8 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+pub(crate) use super::records::{AttemptRec, Dict, Dicts, IntentRec, Interval, provider_bit};
 use crate::store::{Cached, StoreError, to_u64};
-
-/// Text values of one dimension, interned to small ids.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Dict {
-    names: Vec<String>,
-    ids: HashMap<String, u16>,
-}
-
-impl Dict {
-    /// The id of `name`, adding it when new (ids beyond `u16` share the last one).
-    pub(crate) fn id(&mut self, name: &str) -> u16 {
-        if let Some(&id) = self.ids.get(name) {
-            return id;
-        }
-        let id = u16::try_from(self.names.len()).unwrap_or(u16::MAX);
-        if id < u16::MAX {
-            self.names.push(name.to_string());
-            self.ids.insert(name.to_string(), id);
-        }
-        id
-    }
-
-    pub(crate) fn find(&self, name: &str) -> Option<u16> {
-        self.ids.get(name).copied()
-    }
-
-    pub(crate) fn name(&self, id: u16) -> &str {
-        self.names.get(usize::from(id)).map_or("", String::as_str)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.names.len()
-    }
-}
-
-/// The dictionaries of every dimension.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Dicts {
-    pub tenant: Dict,
-    pub provider: Dict,
-    pub release: Dict,
-    pub tool: Dict,
-    pub operation: Dict,
-    pub locale: Dict,
-    pub tier: Dict,
-    pub state: Dict,
-}
-
-/// The most providers told apart in the provider mask; later ones share the last bit.
-pub(crate) const MASK_BITS: u16 = 64;
-
-pub(crate) fn provider_bit(id: u16) -> u64 {
-    1u64 << id.min(MASK_BITS - 1)
-}
-
-/// One intent.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct IntentRec {
-    pub seq: i64,
-    pub created_ms: u64,
-    /// 0 when not committed.
-    pub committed_ms: u64,
-    /// Where its attempts start in [`MetricIndex::attempts`], and how many there are.
-    pub first_attempt: u32,
-    pub n_attempts: u32,
-    /// The intent's attempt count as the intents table keeps it.
-    pub attempts: u32,
-    pub max_attempts: u32,
-    pub tenant: u16,
-    pub operation: u16,
-    pub tool: u16,
-    pub release: u16,
-    pub locale: u16,
-    pub tier: u16,
-    pub state: u16,
-    /// One bit per provider its attempts used.
-    pub providers: u64,
-    /// Attempts that reported a proposal hash, and whether two of them differ.
-    pub proposals: u32,
-    pub diverged: bool,
-    /// Attempts that completed late.
-    pub late: u32,
-    /// False once replaced by a newer copy.
-    pub live: bool,
-}
-
-/// One attempt, 16 bytes.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct AttemptRec {
-    pub started_ms: u64,
-    /// Milliseconds from start to end; `u32::MAX` while it has not ended.
-    pub ended_after_ms: u32,
-    pub provider: u16,
-    /// The release id; the top bit is the late flag.
-    release_late: u16,
-}
-
-const LATE_BIT: u16 = 1 << 15;
-
-impl AttemptRec {
-    pub(crate) fn release(&self) -> u16 {
-        self.release_late & !LATE_BIT
-    }
-
-    pub(crate) fn late(&self) -> bool {
-        self.release_late & LATE_BIT != 0
-    }
-
-    pub(crate) fn ended_ms(&self) -> Option<u64> {
-        (self.ended_after_ms != u32::MAX).then(|| self.started_ms + u64::from(self.ended_after_ms))
-    }
-}
-
-/// A span of time an intent spent indeterminate; `left_ms` is `u64::MAX` while it still is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Interval {
-    pub entered_ms: u64,
-    pub left_ms: u64,
-}
 
 /// The whole index.
 #[derive(Debug, Default)]
@@ -533,13 +415,9 @@ impl MetricIndex {
         let ended_after_ms = row.2.map_or(u32::MAX, |e| {
             u32::try_from(to_u64(e).saturating_sub(started_ms)).unwrap_or(u32::MAX - 1)
         });
-        let release = self.dicts.release.id(&row.4).min(LATE_BIT - 1);
-        AttemptRec {
-            started_ms,
-            ended_after_ms,
-            provider: self.dicts.provider.id(&row.3),
-            release_late: release | if row.5 { LATE_BIT } else { 0 },
-        }
+        let release = self.dicts.release.id(&row.4);
+        let provider = self.dicts.provider.id(&row.3);
+        AttemptRec::new(started_ms, ended_after_ms, provider, release, row.5)
     }
 
     /// Append `rec` and point its sequence number at it.

@@ -1,10 +1,13 @@
 //! The dashboard's chart widgets: time series (stacked bars or lines), the attempts
-//! histogram and the ageing board, plus what they share: series colours, local-time axes
-//! and min/max downsampling ([`downsample`]). Widgets draw what they are given and report a
-//! click as a [`Hit`]; the dashboard decides what a click means.
+//! histogram and the ageing board, plus what they share: series colours, legends, local-time
+//! axes and min/max downsampling ([`downsample`]). Widgets draw what they are given and
+//! report a click as a [`Hit`]; the dashboard decides what a click means. [`cells`] and
+//! [`header`] are the dashboard's places and header, built from these widgets.
 
 pub mod board;
+pub mod cells;
 pub mod downsample;
+pub mod header;
 pub mod histogram;
 pub mod time_axis;
 pub mod time_chart;
