@@ -275,6 +275,34 @@ fn slicing_by_provider_shows_one_series_per_provider_with_the_summary_totals() {
         overview.amplification_p99,
         summary["amplification"]["p99"].as_u64().expect("p99")
     );
+
+    // Live: new attempts reach the charts without the operator asking.
+    rig.intent("k-live", "acme", &["mistral", "mistral"]);
+    until(&mut harness, "the new attempts on the chart", |app| {
+        let chart = &app.dashboard.charts[&ChartMetric::Attempts];
+        chart.series.iter().map(|s| s.total).sum::<f64>() == 19.0
+            && chart
+                .series
+                .iter()
+                .any(|s| s.group == "mistral" && s.total == 5.0)
+    });
+}
+
+#[test]
+fn clicking_an_intent_on_the_ageing_board_opens_it() {
+    let (_rig, mut harness) = snapshot_harness();
+    let oldest = harness.state().dashboard.board[0].clone();
+    assert_eq!(oldest.state.wire(), "indeterminate");
+    harness.get_by_label(oldest.short_id()).click();
+    until(
+        &mut harness,
+        "the oldest indeterminate intent opens",
+        |app| {
+            app.open
+                .as_ref()
+                .is_some_and(|o| o.id == oldest.id && o.detail.is_some())
+        },
+    );
 }
 
 #[test]
