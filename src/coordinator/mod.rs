@@ -17,6 +17,7 @@ pub mod ingest;
 pub mod operator;
 pub mod ops;
 pub mod reconciler;
+pub mod whoami;
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -92,6 +93,7 @@ pub fn router(state: AppState) -> Router {
         .merge(charts::routes())
         .merge(events::routes())
         .merge(ops::routes())
+        .merge(whoami::routes())
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
 }

@@ -1,0 +1,31 @@
+//! `GET /v1/whoami`: what the caller's token is — its name, role, tenant scope and what the
+//! role may do — so a client can disable what the role forbids and say why before asking.
+//! Any valid token may ask; the answer describes only the caller.
+
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::auth::Principal;
+use crate::domain::Permission;
+
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/v1/whoami", get(whoami))
+}
+
+async fn whoami(principal: Principal) -> Json<Value> {
+    let may = |p: Permission| principal.role.may(p);
+    Json(json!({
+        "name": principal.name,
+        "role": principal.role.as_str(),
+        "tenants": principal.tenants,
+        "may": {
+            "ingest": may(Permission::Ingest),
+            "read": may(Permission::Read),
+            "pause_resume": may(Permission::PauseResume),
+            "reconcile": may(Permission::Reconcile),
+            "close": may(Permission::Close),
+        },
+    }))
+}
