@@ -245,3 +245,252 @@ dashboard-badge-hint = A dashboard threshold is crossed; click to open the dashb
 timeline-fit-activity = Fit activity
 timeline-fit-span = Creation to deadline
 timeline-legend = Legend and keys
+
+## Intent view: timeline, envelope, action-key ledger, audit trail, commands, export
+
+intent-refresh = Refresh
+intent-export = Export JSON...
+intent-pause = Pause...
+intent-resume = Resume...
+intent-reconcile = Reconcile now...
+intent-close = Close...
+intent-attempts-of = { $attempts } of { $max } attempts
+intent-signed-in = Signed in as { $name } ({ $role }).
+intent-role-checking = Checking what your role may do...
+intent-role-unknown = The coordinator did not say what your role may do; it decides when you confirm.
+intent-disabled-pause-role = Pause and resume: your role ({ $role }) may not; engineers and admins may.
+intent-disabled-reconcile-role = Reconcile: your role ({ $role }) may not; supervisors, engineers and admins may.
+intent-disabled-close-role = Close: your role ({ $role }) may not; supervisors, engineers and admins may.
+intent-disabled-resume-none = Resume: no pause covers this intent.
+intent-disabled-reconcile-state = Reconcile: only an indeterminate intent is looked up; this one is { $state }.
+intent-disabled-close-final = Close: the intent is { $state }, which is final.
+intent-command-error = The command did not go through: { $reason }
+intent-queue-full = the console is busy; try again
+intent-tab-timeline = Timeline
+intent-tab-envelope = Envelope
+intent-tab-ledger = Action key
+intent-tab-audit = Audit trail
+
+timeline-title = Timeline
+timeline-row-state = State
+timeline-row-events = Receipts, commands
+timeline-row-overview = All attempts
+timeline-no-attempts = No attempts yet.
+timeline-help = Ctrl+wheel or + and - zoom; drag, Shift+wheel or the arrow keys pan; the wheel scrolls lanes; Home shows everything. Click a lane to see its attempt.
+timeline-select-hint = Click an attempt in the timeline to see all its fields.
+timeline-click-to-select = Click to show every field.
+timeline-hedge-group = Hedged with the other attempts of group { $group }
+timeline-cluster = { $count } marks here; zoom in to tell them apart.
+timeline-overview-count =
+    { $count ->
+        [one] One attempt running
+       *[other] { $count } attempts running
+    }
+timeline-overview-succeeded = succeeded
+timeline-overview-unknown = outcome unknown
+timeline-overview-failed = failed
+timeline-overview-other = running or abandoned
+timeline-line-deadline = deadline
+timeline-line-reserve = confirmation reserve
+timeline-line-key-forget = key may be forgotten
+timeline-line-now = now
+timeline-mark-transition = State change
+timeline-mark-dispatch = Dispatch
+timeline-mark-lost = Lost response
+timeline-mark-timeout = Timeout
+timeline-mark-lookup = Lookup by action key
+timeline-mark-replay = Replayed first result
+timeline-mark-mismatch = Key mismatch (422)
+timeline-mark-receipt = Receipt
+timeline-mark-webhook = Webhook receipt
+timeline-mark-command = Operator command
+timeline-outcome-pending = running
+timeline-outcome-succeeded = succeeded
+timeline-outcome-failed = failed
+timeline-outcome-timed-out = timed out (outcome unknown)
+timeline-outcome-lost = response lost (outcome unknown)
+timeline-outcome-abandoned = abandoned
+
+attempt-id = Attempt
+attempt-kind = Kind
+attempt-provider = Provider
+attempt-region = Region
+attempt-model = Model
+attempt-worker = Worker
+attempt-provider-request-id = Provider request id
+attempt-hedge-group = Hedge group
+attempt-outcome = Outcome
+attempt-error-class = Error class
+attempt-http-status = HTTP status
+attempt-retry-after = Retry-After
+attempt-proposal-hash = Proposal hash
+attempt-presented-key = Presented key
+attempt-replayed = Replayed
+attempt-sent = May have been sent
+attempt-late = Late
+attempt-detail = Detail
+attempt-started = Started
+attempt-ended = Ended
+attempt-duration = Took
+
+envelope-title = Envelope
+envelope-intent-id = Intent
+envelope-consequence = Consequence tier
+envelope-authorization = Authorization (approver)
+envelope-downstream = Downstream scope
+envelope-created = Created
+envelope-deadline = Deadline
+envelope-key-retention = Key retention
+envelope-key-forget = Key may be forgotten at
+envelope-max-attempts = Attempts / budget
+envelope-retry-owner = Retry owner
+envelope-receipt-id = Receipt
+envelope-downstream-ref = Downstream reference
+envelope-locale = Origin language
+envelope-caller-key = Caller's idempotency key
+envelope-first-dispatch = First dispatch
+envelope-indeterminate-since = Indeterminate since
+envelope-committed-at = Committed at
+envelope-args = Arguments
+
+ledger-title = Action-key ledger
+ledger-no-key = This intent has no action key: it never reaches a mutating downstream.
+ledger-summary = Fresh executions: { $fresh }. Replays of the first result: { $replays }. Refused as mismatches: { $mismatches }.
+ledger-ingest = The agent's own intent key: replayed requests { $replays }, refused with different arguments { $mismatches }.
+ledger-forget-at = The downstream may forget this key at { $at }.
+ledger-forget-unknown = Not known yet when the downstream may forget this key: nothing was dispatched.
+ledger-warning-passed = Warning: the downstream may already have forgotten this key (since { $at }). A retry now would not be deduplicated and could apply the action twice.
+ledger-warning-retry-after = Warning: retries are allowed until { $until }, but the downstream may forget this key at { $at }. A retry after that would not be deduplicated and could apply the action twice.
+ledger-no-uses = No attempt has presented this key yet.
+ledger-use-fresh = Fresh execution
+ledger-use-replay = Replay of the first result
+ledger-use-mismatch = Refused: same key, different body (422)
+ledger-use-unknown = Outcome unknown: may have executed
+ledger-use-in-flight = Waiting for the answer
+ledger-use-not-applied = Not applied
+ledger-use-lookup-found = Lookup: found downstream
+ledger-use-lookup-not-found = Lookup: not found, or no answer
+ledger-after-forget = after the key may have been forgotten
+ledger-no-receipts = No receipt yet.
+ledger-receipt-authoritative = authoritative
+ledger-receipt-duplicate = duplicate, ignored
+
+audit-title = Audit trail
+audit-show-dry-runs = Show dry runs
+audit-empty = No operator command has touched this intent.
+audit-who = By { $actor } ({ $role })
+audit-why = Reason: { $reason }
+audit-no-reason = No reason given.
+audit-evidence = Evidence: reference { $reference }; note { $note }
+audit-status-applied = Applied
+audit-status-refused = Refused
+audit-status-dry-run = Dry run
+audit-status-accepted = Accepted, looking up
+audit-result-refused = Refused: { $reason }
+audit-result-dry-run =
+    { $count ->
+        [one] Would cover one open intent.
+       *[other] Would cover { $count } open intents.
+    }
+audit-result-pause =
+    { $count ->
+        [one] Paused; it covered one open intent when applied.
+       *[other] Paused; it covered { $count } open intents when applied.
+    }
+audit-result-resume =
+    { $count ->
+        [one] One pause ended.
+       *[other] { $count } pauses ended.
+    }
+audit-result-close = Closed: { $from } -> { $to }.
+audit-result-reconcile-running = The lookup is running.
+audit-result-reconcile-others = Looked up { $count } other intents; not this one.
+audit-result-reconcile-committed = Found downstream as { $reference }: committed.
+audit-result-reconcile-resent = Proved absent: the same command was sent again with the same key.
+audit-result-reconcile-still = Still indeterminate: { $why }
+audit-result-reconcile-not-indeterminate = Nothing to look up: the intent was { $state }.
+audit-result-reconcile-failed = The lookup failed; the intent is unchanged.
+
+dialog-title-pause = Pause
+dialog-title-resume = Resume
+dialog-title-reconcile = Reconcile now
+dialog-title-close = Close with a disposition
+dialog-target-intent = Target: intent { $intent }
+dialog-target-scope = Target: every intent with { $scope }
+dialog-target-everything = any tenant, provider and tool
+dialog-scope = Scope
+dialog-scope-intent = This intent only
+dialog-scope-intent-final = This intent is final; there is nothing left to pause.
+dialog-scope-tenant = Every intent of tenant { $tenant }
+dialog-scope-provider = Every intent using provider { $provider }
+dialog-scope-tool = Every intent using tool { $tool }
+dialog-scope-limited = Your token is limited to { $tenants }; the scope stays inside.
+dialog-dry-run-asking = Asking the coordinator which intents this covers...
+dialog-dry-run-result =
+    { $count ->
+        [0] It covers no open intent now.
+        [one] It covers one open intent now:
+       *[other] It covers { $count } open intents now:
+    }
+dialog-dry-run-more = ...and { $count } more.
+dialog-dry-run-failed = The dry run failed: { $reason }
+dialog-dry-run-future = Intents that enter this scope later are held too, until it is resumed.
+dialog-will = What will happen
+dialog-will-not = What will not happen
+dialog-pause-will = No new attempt and no automatic retry starts for the intents in scope until someone resumes them.
+dialog-pause-will-not = Work already in flight is not cancelled and may still complete. Read-only lookups continue. Nothing is rolled back.
+dialog-resume-will = The pause ends: attempts and retries it held back may start again, with the same action keys.
+dialog-resume-will-not = Nothing is sent twice, and nothing decided during the pause is undone.
+dialog-reconcile-will = The coordinator asks the downstream, read only, for a record under action key { $key }. If one is found, the intent becomes committed with it as the receipt. If the downstream proves there is none and still remembers the key, the same command is sent again with the same key, which cannot create a second record.
+dialog-reconcile-will-not = No new key is made and nothing is sent blindly. If the answer proves nothing, the intent stays indeterminate.
+dialog-close-committed-will = The intent is recorded as committed, with { $reference } as its receipt. Retries stop. This is final.
+dialog-close-cancelled-will = The intent is recorded as cancelled, on your evidence that nothing was applied downstream. Retries stop. This is final.
+dialog-close-will-not = Nothing is sent to the downstream: no record there is created, changed or rolled back.
+dialog-disposition = Disposition
+dialog-disposition-committed = Committed: it was applied
+dialog-disposition-cancelled = Cancelled: nothing was applied
+dialog-reference = Receipt or downstream reference
+dialog-reference-optional = Receipt or downstream reference (optional)
+dialog-reference-hint = e.g. the purchase order number in the ERP
+dialog-note = Evidence that nothing was applied
+dialog-note-optional = Evidence (optional)
+dialog-note-hint = What was checked, and where
+dialog-reason = Reason
+dialog-reason-optional = Reason (optional)
+dialog-reason-hint = Why, for the audit trail
+dialog-needs-reason = A reason is required.
+dialog-needs-reference = Closing as committed needs a receipt id or downstream reference.
+dialog-needs-evidence = Closing as cancelled needs evidence that nothing was applied.
+dialog-needs-dry-run = Wait for the dry run to show what this covers.
+dialog-committed-not-now = Committed is possible only while the intent is executing or indeterminate.
+dialog-confirm-pause = Confirm pause
+dialog-confirm-resume = Confirm resume
+dialog-confirm-reconcile = Reconcile
+dialog-confirm-close = Confirm close
+dialog-cancel = Cancel
+dialog-sending = Sending command { $id }. If the answer is lost it is sent again with the same id, so it applies once.
+dialog-refused = The coordinator refused it: { $reason }
+dialog-failed = Not confirmed: { $reason }. It may or may not have arrived. Sending again is safe: it carries the same command id and applies at most once.
+dialog-send-again = Send again
+dialog-resume-which = Which pause to end
+dialog-error-forbidden = your role may not do this ({ $detail })
+
+export-title-intent = Export the intent as JSON
+export-title-table = Export the table as CSV
+export-what-intent = The envelope, every attempt, the receipts, state changes, audit trail, pauses and the action-key ledger.
+export-what-table =
+    { $count ->
+        [one] One intent, as the table shows it now.
+       *[other] { $count } intents, as the table shows them now.
+    }
+export-path = File
+export-save = Save
+export-close = Close
+export-writing = Writing...
+export-done = Saved to { $path }
+export-failed = Not saved: { $reason }
+export-no-intent = No intent is open.
+command-export-intent = Export the open intent as JSON
+command-export-table = Export the table as CSV
+dialog-needs-scope = Choose what the pause covers.
+dialog-target-unchosen = Target: not chosen yet

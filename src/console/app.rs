@@ -281,6 +281,17 @@ impl ConsoleApp {
                     });
                 }
                 ConsoleCommand::LoadMore => self.load_more(),
+                ConsoleCommand::ExportIntent | ConsoleCommand::ExportTable => {
+                    let (kind, id) = match command {
+                        ConsoleCommand::ExportIntent => (
+                            views::export::ExportKind::Intent,
+                            self.open.as_ref().map(|o| o.id.clone()),
+                        ),
+                        _ => (views::export::ExportKind::Table, None),
+                    };
+                    let now = self.now_ms();
+                    self.intent_view.export.open(kind, id.as_deref(), now);
+                }
             }
         }
     }
@@ -487,6 +498,10 @@ impl ConsoleApp {
     /// Shortcuts become commands.
     fn read_shortcuts(&mut self, ctx: &egui::Context) {
         for command in ConsoleCommand::with_shortcuts() {
+            // Escape closes the intent view's dialog first, not the intent.
+            if command == ConsoleCommand::CloseIntent && self.intent_view.captures_escape() {
+                continue;
+            }
             if let Some(shortcut) = command.shortcut()
                 && ctx.input_mut(|i| i.consume_shortcut(&shortcut))
             {
@@ -527,6 +542,7 @@ impl eframe::App for ConsoleApp {
             Tab::Dashboard => views::dashboard::dashboard_ui(self, ui),
         });
         views::palette::palette_ui(self, ui);
+        views::export::export_ui(self, ui);
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {

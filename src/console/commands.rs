@@ -21,6 +21,10 @@ pub enum ConsoleCommand {
     SetFilters(Filters),
     SaveCurrentView,
     LoadMore,
+    /// Save the open intent as JSON (the export dialog asks where).
+    ExportIntent,
+    /// Save the table's rows as CSV (the export dialog asks where).
+    ExportTable,
 }
 
 impl ConsoleCommand {
@@ -34,6 +38,8 @@ impl ConsoleCommand {
             (ConsoleCommand::ShowDashboard, "command-show-dashboard"),
             (ConsoleCommand::SwitchLocale, "command-switch-locale"),
             (ConsoleCommand::SaveCurrentView, "command-save-view"),
+            (ConsoleCommand::ExportIntent, "command-export-intent"),
+            (ConsoleCommand::ExportTable, "command-export-table"),
         ]
     }
 

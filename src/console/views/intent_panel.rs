@@ -1,132 +1,383 @@
-//! The open intent, beside the table: its identity, state and envelope, its attempts,
-//! receipts and state changes. (The full timeline and the operator commands live in the
-//! intent view.)
+//! The open intent, beside the table: who it is and what state it is in, the operator
+//! commands (disabled with the reason when the role or the state forbids them), the outcome
+//! of the last command, and four tabs — the timeline with the selected attempt, the envelope,
+//! the action-key ledger and the audit trail. State lives in [`super::intent_view`]; the
+//! timeline, ledger, audit, dialogs and export each have their own file.
 
 use egui::RichText;
 
-use crate::console::app::ConsoleApp;
+use super::audit::{audit_ui, result_summary, status_color};
+use super::command_dialog::{
+    CommandDialog, DialogAction, SendState, availability, command_dialog_ui, describe_error,
+};
+use super::envelope::{attempt_fields_ui, envelope_ui};
+use super::export::ExportKind;
+use super::intent_view::{IntentTab, IntentViewState, WhoState};
+use super::intent_widgets::{column, copyable_ui, row, say, say_colored, wt};
+use super::ledger::ledger_ui;
+use super::timeline::{LANE_H, legend_ui, timeline_ui};
+use crate::console::app::{ConsoleApp, OpenIntent};
+use crate::console::client::ClientError;
 use crate::console::commands::ConsoleCommand;
 use crate::console::model::{IntentDetail, StateName};
 use crate::console::theme;
+use crate::console::worker::{Request, Worker};
+use crate::domain::CommandKind;
+use crate::i18n::Localizer;
+
+/// The commands offered, in order.
+const COMMANDS: [(CommandKind, &str); 4] = [
+    (CommandKind::Pause, "intent-pause"),
+    (CommandKind::Resume, "intent-resume"),
+    (CommandKind::Reconcile, "intent-reconcile"),
+    (CommandKind::Close, "intent-close"),
+];
 
 pub fn intent_panel_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
-    let Some(open) = app.open.clone() else { return };
-    ui.horizontal(|ui| {
-        ui.heading(app.i18n.tr("view-intent-title"));
+    let now = app.now_ms();
+    let mut queued = Vec::new();
+    let ConsoleApp {
+        open,
+        intent_view,
+        i18n,
+        worker,
+        ..
+    } = app;
+    if let Some(open) = open.as_ref() {
+        column(ui, i18n, |ui| {
+            panel_ui(ui, i18n, worker, intent_view, open, now, &mut queued)
+        });
+    }
+    for command in queued {
+        app.queue(command);
+    }
+}
+
+fn panel_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    worker: &Worker,
+    view: &mut IntentViewState,
+    open: &OpenIntent,
+    now: u64,
+    queued: &mut Vec<ConsoleCommand>,
+) {
+    // Wide enough for the timeline, whatever the tab: the panel does not jump as tabs change.
+    let width = (ui.ctx().content_rect().width() * 0.45).clamp(360.0, 760.0);
+    ui.set_min_width(width.min(ui.available_width().max(360.0)));
+    if view.should_ask_who()
+        && worker.send(Request::Json {
+            tag: "intent:whoami".into(),
+            path: "/v1/whoami".into(),
+            query: Vec::new(),
+        })
+    {
+        view.who = WhoState::Asking;
+        view.who_asked_at = Some(std::time::Instant::now());
+    }
+    row(ui, i18n, |ui| {
+        let short: String = open.id.chars().take(14).collect();
+        let title = i18n.tr_args("view-intent-title", &[("intent", short.into())]);
+        super::intent_widgets::heading(ui, i18n, &title);
         if ui
             .button("x")
-            .on_hover_text(app.i18n.tr("intent-close-view"))
+            .on_hover_text(i18n.tr("intent-close-view"))
             .clicked()
         {
-            app.queue(ConsoleCommand::CloseIntent);
+            queued.push(ConsoleCommand::CloseIntent);
+        }
+        if ui
+            .button(wt(i18n, ui, &i18n.tr("intent-refresh")))
+            .clicked()
+        {
+            queued.push(ConsoleCommand::Refresh);
+        }
+        if ui
+            .add_enabled(
+                open.detail.is_some(),
+                egui::Button::new(wt(i18n, ui, &i18n.tr("intent-export"))),
+            )
+            .clicked()
+        {
+            view.export.open(ExportKind::Intent, Some(&open.id), now);
         }
     });
-    ui.label(RichText::new(&open.id).monospace());
+    copyable_ui(ui, i18n, &open.id);
     if open.loading && open.detail.is_none() {
         ui.spinner();
     }
     if let Some(error) = &open.error {
-        ui.colored_label(theme::REJECTED, error);
+        say_colored(ui, i18n, error, theme::REJECTED);
     }
     if open.from_cache {
-        ui.colored_label(theme::QUIET, app.i18n.tr("table-from-cache"));
+        say_colored(ui, i18n, &i18n.tr("table-from-cache"), theme::QUIET);
     }
     let Some(detail) = &open.detail else { return };
-    egui::ScrollArea::vertical()
-        .id_salt("intent_panel_scroll")
-        .show(ui, |ui| detail_ui(app, ui, detail));
-}
-
-fn field_ui(ui: &mut egui::Ui, copy: &str, name: &str, value: &str) {
-    ui.label(name);
-    let response = ui.label(RichText::new(value).monospace());
-    response.context_menu(|ui| {
-        if ui.button(copy).clicked() {
-            ui.ctx().copy_text(value.to_string());
-            ui.close();
+    if !detail.intent.action_key.is_empty() {
+        // The key is what the downstream knows the intent by: always at hand to copy.
+        copyable_ui(ui, i18n, &detail.intent.action_key);
+    }
+    state_line_ui(ui, i18n, detail);
+    commands_ui(ui, i18n, view, detail);
+    last_outcome_ui(ui, i18n, view, &detail.intent.id);
+    ui.separator();
+    row(ui, i18n, |ui| {
+        for (tab, key) in [
+            (IntentTab::Timeline, "intent-tab-timeline"),
+            (IntentTab::Envelope, "intent-tab-envelope"),
+            (IntentTab::Ledger, "intent-tab-ledger"),
+            (IntentTab::Audit, "intent-tab-audit"),
+        ] {
+            ui.selectable_value(&mut view.tab, tab, wt(i18n, ui, &i18n.tr(key)));
         }
     });
-    ui.end_row();
+    ui.separator();
+    match view.tab {
+        IntentTab::Timeline => timeline_tab_ui(ui, i18n, view, detail, now),
+        IntentTab::Envelope => {
+            egui::ScrollArea::vertical()
+                .id_salt("intent_envelope")
+                .show(ui, |ui| envelope_ui(ui, i18n, detail));
+        }
+        IntentTab::Ledger => {
+            let ledger = &view.laid(detail, now).ledger;
+            ledger_ui(ui, i18n, detail, ledger);
+        }
+        IntentTab::Audit => {
+            egui::ScrollArea::vertical()
+                .id_salt("intent_audit")
+                .show(ui, |ui| audit_ui(ui, i18n, detail, &mut view.show_dry_runs));
+        }
+    }
+    dialog_ui(ui, i18n, worker, view, detail, now);
 }
 
-fn detail_ui(app: &ConsoleApp, ui: &mut egui::Ui, detail: &IntentDetail) {
-    let i18n = &app.i18n;
+fn state_line_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
     let intent = &detail.intent;
-    let state = match &intent.state {
-        StateName::Known(s) => i18n.tr(&format!("state-{}", s.as_str())),
-        StateName::Unknown(raw) => raw.clone(),
-    };
-    ui.colored_label(
-        theme::state_color(&intent.state),
-        RichText::new(state).strong(),
-    );
+    row(ui, i18n, |ui| {
+        let state = match &intent.state {
+            StateName::Known(s) => i18n.tr(&format!("state-{}", s.as_str())),
+            StateName::Unknown(raw) => format!("{raw} ({})", i18n.tr("state-unknown")),
+        };
+        ui.label(
+            RichText::new(state)
+                .strong()
+                .color(theme::state_color(&intent.state)),
+        );
+        if intent.paused || !detail.pauses.is_empty() {
+            ui.label(super::intent_widgets::wt_colored(
+                i18n,
+                ui,
+                &i18n.tr("state-paused"),
+                theme::PAUSED,
+            ));
+        }
+        ui.label(format!("{} · {}", intent.tenant, intent.operation));
+        let attempts = i18n.tr_args(
+            "intent-attempts-of",
+            &[
+                ("attempts", intent.attempts.into()),
+                ("max", intent.max_attempts.into()),
+            ],
+        );
+        ui.label(wt(i18n, ui, &attempts));
+    });
     if let Some(reason) = &intent.state_reason {
-        ui.label(reason);
+        say(ui, i18n, reason);
     }
-    let copy = i18n.tr("text-copy");
-    egui::Grid::new("envelope")
-        .num_columns(2)
-        .striped(true)
-        .show(ui, |ui| {
-            field_ui(ui, &copy, &i18n.tr("field-action-key"), &intent.action_key);
-            field_ui(ui, &copy, &i18n.tr("field-tenant"), &intent.tenant);
-            field_ui(ui, &copy, &i18n.tr("field-operation"), &intent.operation);
-            field_ui(ui, &copy, &i18n.tr("field-tool"), &intent.tool);
-            field_ui(ui, &copy, &i18n.tr("field-actor"), &intent.actor);
-            field_ui(ui, &copy, &i18n.tr("field-purpose"), &intent.purpose);
-            field_ui(ui, &copy, &i18n.tr("field-release"), &intent.release_id);
-            field_ui(
-                ui,
-                &copy,
-                &i18n.tr("field-args-hash"),
-                &intent.canonical_args_hash,
+}
+
+fn commands_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    view: &mut IntentViewState,
+    detail: &IntentDetail,
+) {
+    let who = view.whoami().cloned();
+    match &view.who {
+        WhoState::Known(w) => {
+            let line = i18n.tr_args(
+                "intent-signed-in",
+                &[
+                    ("name", w.name.as_str().into()),
+                    ("role", w.role.as_str().into()),
+                ],
             );
-            field_ui(
+            say_colored(ui, i18n, &line, ui.visuals().weak_text_color());
+        }
+        WhoState::Asking | WhoState::NotAsked => {
+            say_colored(
                 ui,
-                &copy,
-                &i18n.tr("field-receipt"),
-                intent.downstream_ref.as_deref().unwrap_or("—"),
+                i18n,
+                &i18n.tr("intent-role-checking"),
+                ui.visuals().weak_text_color(),
             );
-            let attempts = format!("{} / {}", intent.attempts, intent.max_attempts);
-            field_ui(ui, &copy, &i18n.tr("field-attempts"), &attempts);
-        });
-    ui.separator();
-    ui.strong(i18n.tr("intent-attempts"));
-    egui::Grid::new("attempts")
-        .num_columns(5)
-        .striped(true)
-        .show(ui, |ui| {
-            for attempt in &detail.attempts {
-                ui.label(RichText::new(&attempt.kind).monospace());
-                ui.label(&attempt.provider);
-                ui.label(&attempt.outcome);
-                ui.label(
-                    attempt
-                        .http_status
-                        .map(|s| s.to_string())
-                        .unwrap_or_default(),
-                );
-                ui.label(attempt.detail.clone().unwrap_or_default());
-                ui.end_row();
+        }
+        WhoState::Unknown { .. } => {
+            say_colored(
+                ui,
+                i18n,
+                &i18n.tr("intent-role-unknown"),
+                ui.visuals().weak_text_color(),
+            );
+        }
+    }
+    let mut reasons = Vec::new();
+    row(ui, i18n, |ui| {
+        for (kind, key) in COMMANDS {
+            let allowed = availability(i18n, kind, detail, who.as_ref());
+            let button = egui::Button::new(wt(i18n, ui, &i18n.tr(key)));
+            let response = ui.add_enabled(allowed.is_ok() && view.dialog.is_none(), button);
+            if let Err(why) = allowed {
+                response.on_disabled_hover_text(&why);
+                // Pause and resume share a reason; it is said once.
+                if !reasons.contains(&why) {
+                    reasons.push(why);
+                }
+            } else if response.clicked() {
+                view.dialog = Some(CommandDialog::new(kind, detail));
             }
-        });
-    ui.separator();
-    ui.strong(i18n.tr("intent-receipts"));
-    for receipt in &detail.receipts {
-        let mark = if receipt.authoritative { "=" } else { "!" };
-        ui.label(format!(
-            "{mark} {} ({})",
-            receipt.downstream_id, receipt.source
-        ));
+        }
+    });
+    for why in reasons {
+        say_colored(ui, i18n, &why, ui.visuals().weak_text_color());
     }
+}
+
+fn last_outcome_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    view: &mut IntentViewState,
+    intent_id: &str,
+) {
+    let Some(last) = &view.last else { return };
+    let kind = last.body.get("kind").and_then(|v| v.as_str()).unwrap_or("");
+    let id = last
+        .body
+        .get("command_id")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    let mut dismiss = false;
+    egui::Frame::group(ui.style()).show(ui, |ui| {
+        row(ui, i18n, |ui| {
+            ui.label(RichText::new(kind).strong());
+            ui.label(RichText::new(id).monospace().small());
+            dismiss = ui.small_button("x").clicked();
+        });
+        match &last.result {
+            Ok(record) => {
+                let status = record.get("status").and_then(|v| v.as_str()).unwrap_or("");
+                let result = record.get("result").cloned().unwrap_or_default();
+                let text = result_summary(i18n, kind, status, &result, intent_id);
+                let status_words = super::intent_widgets::tr_named(i18n, "audit-status", status);
+                say_colored(
+                    ui,
+                    i18n,
+                    &format!("{status_words}: {text}"),
+                    status_color(status),
+                );
+            }
+            Err(e) => {
+                let text = i18n.tr_args(
+                    "intent-command-error",
+                    &[("reason", describe_error(i18n, e).into())],
+                );
+                say_colored(ui, i18n, &text, theme::REJECTED);
+            }
+        }
+    });
+    if dismiss {
+        view.last = None;
+    }
+}
+
+fn timeline_tab_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    view: &mut IntentViewState,
+    detail: &IntentDetail,
+    now: u64,
+) {
+    let lanes = detail.attempts.len() as f32;
+    let wanted = 100.0 + (lanes.max(2.0) * LANE_H) + 8.0;
+    let height = wanted.min((ui.available_height() - 120.0).max(220.0));
+    let (model, timeline) = view.timeline_parts(detail, now);
+    row(ui, i18n, |ui| {
+        if ui
+            .small_button(wt(i18n, ui, &i18n.tr("timeline-fit-activity")))
+            .on_hover_text("Home")
+            .clicked()
+        {
+            timeline.fit(model);
+        }
+        if ui
+            .small_button(wt(i18n, ui, &i18n.tr("timeline-fit-span")))
+            .on_hover_text("End")
+            .clicked()
+        {
+            timeline.fit_span(model);
+        }
+    });
+    timeline_ui(ui, i18n, detail, model, timeline, height);
+    egui::CollapsingHeader::new(wt(i18n, ui, &i18n.tr("timeline-legend")))
+        .id_salt("timeline_legend")
+        .show(ui, |ui| legend_ui(ui, i18n));
     ui.separator();
-    ui.strong(i18n.tr("intent-transitions"));
-    for t in &detail.transitions {
-        ui.label(format!(
-            "{} -> {} ({})",
-            t.from.clone().unwrap_or_default(),
-            t.to,
-            t.event
-        ));
+    match view.timeline.selected.and_then(|i| detail.attempts.get(i)) {
+        Some(attempt) => {
+            egui::ScrollArea::vertical()
+                .id_salt("intent_attempt")
+                .show(ui, |ui| attempt_fields_ui(ui, i18n, attempt));
+        }
+        None => {
+            say_colored(
+                ui,
+                i18n,
+                &i18n.tr("timeline-select-hint"),
+                ui.visuals().weak_text_color(),
+            );
+        }
+    }
+}
+
+fn dialog_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    worker: &Worker,
+    view: &mut IntentViewState,
+    detail: &IntentDetail,
+    now: u64,
+) {
+    let who = view.whoami().cloned();
+    let Some(dialog) = view.dialog.as_mut() else {
+        return;
+    };
+    if dialog.intent_id != detail.intent.id {
+        if !dialog.is_sending() {
+            view.dialog = None;
+        }
+        return;
+    }
+    match command_dialog_ui(ui.ctx(), i18n, dialog, detail, who.as_ref(), now) {
+        DialogAction::None => {}
+        DialogAction::Send(body) => {
+            let id = body.get("command_id").cloned();
+            if !worker.send(Request::Command { body }) {
+                // The worker's queue is full: nothing was sent. A dry run is asked again
+                // next frame; a command waits for "Send again" with the same body.
+                dialog
+                    .dry_runs
+                    .retain(|d| Some(&d.command_id).map(|c| serde_json::json!(c)) != id);
+                if let Some(sent) = dialog
+                    .sent
+                    .as_mut()
+                    .filter(|s| Some(serde_json::json!(s.command_id)) == id)
+                {
+                    sent.state =
+                        SendState::Failed(ClientError::BadResponse(i18n.tr("intent-queue-full")));
+                }
+            }
+        }
+        DialogAction::Close => view.dialog = None,
     }
 }

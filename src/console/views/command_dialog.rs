@@ -1,0 +1,498 @@
+//! The operator commands of the intent view: pause, resume, reconcile now, close. Each opens
+//! a confirmation that says in plain words what will and will not happen; pause and resume
+//! first show, by a dry run, the exact set of open intents they would cover.
+//!
+//! The command id is generated when the operator confirms and stays with that body: the
+//! worker resends the same body when the network fails, and "Send again" does too, so the
+//! coordinator applies it at most once. Any change to the form makes a new command.
+//!
+//! Whether a command is possible (role, state) is decided here, with the reason in words,
+//! so the buttons can be disabled and say why.
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+pub use super::command_dialog_ui::command_dialog_ui;
+use crate::console::client::ClientError;
+use crate::console::model::IntentDetail;
+use crate::console::text::BidiEditState;
+use crate::domain::{CommandId, CommandKind, IntentState, Role};
+use crate::i18n::Localizer;
+
+/// The dry run's reason when the operator has not typed one yet (a pause needs a reason,
+/// even to preview it).
+const PREVIEW_REASON: &str = "preview of the target set before confirming";
+
+/// Who the coordinator says the console's token is (`GET /v1/whoami`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Whoami {
+    pub name: String,
+    pub role: String,
+    /// `None` for every tenant.
+    #[serde(default)]
+    pub tenants: Option<Vec<String>>,
+}
+
+impl Whoami {
+    pub fn role(&self) -> Option<Role> {
+        self.role.parse().ok()
+    }
+}
+
+/// Whether a command may be started, and if not, why (in words).
+pub fn availability(
+    i18n: &Localizer,
+    kind: CommandKind,
+    detail: &IntentDetail,
+    who: Option<&Whoami>,
+) -> Result<(), String> {
+    let role = who.and_then(Whoami::role);
+    if let Some(role) = role
+        && !role.may(Role::permission_for(kind))
+    {
+        let key = match kind {
+            CommandKind::Pause | CommandKind::Resume => "intent-disabled-pause-role",
+            CommandKind::Reconcile => "intent-disabled-reconcile-role",
+            CommandKind::Close => "intent-disabled-close-role",
+        };
+        return Err(i18n.tr_args(key, &[("role", role.as_str().into())]));
+    }
+    let state = detail.intent.state.known();
+    let state_words = || i18n.tr(&format!("state-{}", detail.intent.state.wire()));
+    match kind {
+        CommandKind::Pause => Ok(()),
+        CommandKind::Resume if detail.pauses.is_empty() => {
+            Err(i18n.tr("intent-disabled-resume-none"))
+        }
+        CommandKind::Resume => Ok(()),
+        CommandKind::Reconcile if state != Some(IntentState::Indeterminate) => Err(i18n.tr_args(
+            "intent-disabled-reconcile-state",
+            &[("state", state_words().into())],
+        )),
+        CommandKind::Reconcile => Ok(()),
+        CommandKind::Close if state.is_some_and(IntentState::is_terminal) => Err(i18n.tr_args(
+            "intent-disabled-close-final",
+            &[("state", state_words().into())],
+        )),
+        CommandKind::Close => Ok(()),
+    }
+}
+
+/// What a pause covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScopeChoice {
+    /// Nothing chosen yet: a pause opened from a final intent makes the operator choose.
+    Unchosen,
+    Intent,
+    Tenant,
+    Provider(String),
+    Tool,
+}
+
+/// The disposition of a close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closing {
+    Committed,
+    Cancelled,
+}
+
+/// A dry run asked for one target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DryRun {
+    pub command_id: String,
+    pub target: Value,
+    /// The frozen target set, or why there is none.
+    pub result: Option<Result<Vec<String>, ClientError>>,
+}
+
+/// Where a confirmed command stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendState {
+    Sending,
+    Applied(Value),
+    /// The coordinator answered and did not apply it (refused, forbidden, invalid).
+    Refused(ClientError),
+    /// No usable answer: it may or may not have arrived; the same body may be sent again.
+    Failed(ClientError),
+}
+
+/// A confirmed command: its body (with its command id) and what came of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sent {
+    pub command_id: String,
+    pub body: Value,
+    pub state: SendState,
+}
+
+/// What the dialog asks its owner to do this frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DialogAction {
+    None,
+    /// Send this body (a dry run or a confirmed command) to the coordinator.
+    Send(Value),
+    Close,
+}
+
+/// One open command dialog.
+#[derive(Debug, Clone)]
+pub struct CommandDialog {
+    pub kind: CommandKind,
+    pub intent_id: String,
+    pub scope: ScopeChoice,
+    /// Resume: which of the pauses covering the intent to end.
+    pub pause_index: usize,
+    pub reason: String,
+    pub closing: Closing,
+    pub reference: String,
+    pub note: String,
+    pub dry_runs: Vec<DryRun>,
+    pub sent: Option<Sent>,
+    pub(super) reason_edit: BidiEditState,
+    pub(super) reference_edit: BidiEditState,
+    pub(super) note_edit: BidiEditState,
+}
+
+impl CommandDialog {
+    pub fn new(kind: CommandKind, detail: &IntentDetail) -> CommandDialog {
+        let terminal = detail.intent.state.known().is_some_and(|s| s.is_terminal());
+        let closing = match detail.intent.state.known() {
+            Some(IntentState::Executing | IntentState::Indeterminate) => Closing::Committed,
+            _ => Closing::Cancelled,
+        };
+        CommandDialog {
+            kind,
+            intent_id: detail.intent.id.clone(),
+            // A final intent has nothing left to pause: a wider scope must be chosen on
+            // purpose, never preselected.
+            scope: if terminal {
+                ScopeChoice::Unchosen
+            } else {
+                ScopeChoice::Intent
+            },
+            pause_index: 0,
+            reason: String::new(),
+            closing,
+            reference: detail.intent.downstream_ref.clone().unwrap_or_default(),
+            note: String::new(),
+            dry_runs: Vec::new(),
+            sent: None,
+            reason_edit: BidiEditState::default(),
+            reference_edit: BidiEditState::default(),
+            note_edit: BidiEditState::default(),
+        }
+    }
+
+    /// Whether a confirmed command is waiting for its answer.
+    pub fn is_sending(&self) -> bool {
+        matches!(
+            self.sent,
+            Some(Sent {
+                state: SendState::Sending,
+                ..
+            })
+        )
+    }
+
+    /// What the command is aimed at, as `POST /v1/commands` takes it.
+    pub fn target(&self, detail: &IntentDetail, who: Option<&Whoami>) -> Value {
+        let intent = &detail.intent;
+        let intent_target = json!({ "intent_id": intent.id });
+        match self.kind {
+            CommandKind::Reconcile | CommandKind::Close => intent_target,
+            CommandKind::Resume => detail
+                .pauses
+                .get(self.pause_index)
+                .map_or(intent_target.clone(), |p| resume_target(p, &intent.id)),
+            CommandKind::Pause => {
+                // A token limited to some tenants may only name scopes inside them.
+                let limited = who.is_some_and(|w| w.tenants.is_some());
+                let mut scope = Map::new();
+                match &self.scope {
+                    ScopeChoice::Unchosen => return Value::Null,
+                    ScopeChoice::Intent => return intent_target,
+                    ScopeChoice::Tenant => {
+                        scope.insert("tenant".into(), json!(intent.tenant));
+                    }
+                    ScopeChoice::Provider(p) => {
+                        scope.insert("provider".into(), json!(p));
+                    }
+                    ScopeChoice::Tool => {
+                        scope.insert("tool".into(), json!(intent.tool));
+                    }
+                }
+                if limited {
+                    scope.insert("tenant".into(), json!(intent.tenant));
+                }
+                json!({ "scope": scope })
+            }
+        }
+    }
+
+    pub(super) fn trimmed(text: &str) -> Option<String> {
+        Some(text.trim().to_string()).filter(|t| !t.is_empty())
+    }
+
+    /// Why the command cannot be confirmed yet, if it cannot.
+    pub fn missing(
+        &self,
+        i18n: &Localizer,
+        detail: &IntentDetail,
+        who: Option<&Whoami>,
+    ) -> Option<String> {
+        let needs_reason = matches!(self.kind, CommandKind::Pause | CommandKind::Close);
+        if needs_reason && Self::trimmed(&self.reason).is_none() {
+            return Some(i18n.tr("dialog-needs-reason"));
+        }
+        match self.kind {
+            CommandKind::Pause if self.scope == ScopeChoice::Unchosen => {
+                Some(i18n.tr("dialog-needs-scope"))
+            }
+            CommandKind::Pause | CommandKind::Resume => {
+                let target = self.target(detail, who);
+                let done = self
+                    .dry_runs
+                    .iter()
+                    .any(|d| d.target == target && matches!(d.result, Some(Ok(_))));
+                (!done).then(|| i18n.tr("dialog-needs-dry-run"))
+            }
+            CommandKind::Close => match self.closing {
+                Closing::Committed if !committable(detail) => {
+                    Some(i18n.tr("dialog-committed-not-now"))
+                }
+                Closing::Committed if Self::trimmed(&self.reference).is_none() => {
+                    Some(i18n.tr("dialog-needs-reference"))
+                }
+                Closing::Cancelled
+                    if Self::trimmed(&self.note).is_none()
+                        && Self::trimmed(&self.reference).is_none() =>
+                {
+                    Some(i18n.tr("dialog-needs-evidence"))
+                }
+                _ => None,
+            },
+            CommandKind::Reconcile => None,
+        }
+    }
+
+    /// The body of the command as confirmed now, with a new command id.
+    pub fn body(
+        &self,
+        detail: &IntentDetail,
+        who: Option<&Whoami>,
+        now_ms: u64,
+        dry_run: bool,
+    ) -> Value {
+        let id = CommandId::generate(now_ms, crate::coordinator::entropy());
+        let mut body = Map::new();
+        body.insert("command_id".into(), json!(id.as_str()));
+        body.insert("kind".into(), json!(self.kind.as_str()));
+        body.insert("target".into(), self.target(detail, who));
+        let reason = Self::trimmed(&self.reason).or_else(|| {
+            (dry_run && self.kind == CommandKind::Pause).then(|| PREVIEW_REASON.into())
+        });
+        if let Some(reason) = reason {
+            body.insert("reason".into(), json!(reason));
+        }
+        if self.kind == CommandKind::Close {
+            let disposition = match self.closing {
+                Closing::Committed => "committed",
+                Closing::Cancelled => "cancelled",
+            };
+            body.insert("disposition".into(), json!(disposition));
+            let mut evidence = Map::new();
+            if let Some(r) = Self::trimmed(&self.reference) {
+                evidence.insert("reference".into(), json!(r));
+            }
+            if let Some(n) = Self::trimmed(&self.note) {
+                evidence.insert("note".into(), json!(n));
+            }
+            if !evidence.is_empty() {
+                body.insert("evidence".into(), Value::Object(evidence));
+            }
+        }
+        if dry_run {
+            body.insert("dry_run".into(), json!(true));
+        }
+        Value::Object(body)
+    }
+
+    /// Take the answer to a body this dialog sent; true when it was this dialog's.
+    pub fn on_answer(&mut self, body: &Value, result: &Result<Value, ClientError>) -> bool {
+        let Some(id) = body.get("command_id").and_then(Value::as_str) else {
+            return false;
+        };
+        if let Some(d) = self.dry_runs.iter_mut().find(|d| d.command_id == id) {
+            d.result = Some(match result {
+                Ok(record) => Ok(record
+                    .pointer("/result/targets")
+                    .and_then(Value::as_array)
+                    .map(|l| {
+                        l.iter()
+                            .filter_map(|v| v.as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default()),
+                Err(e) => Err(e.clone()),
+            });
+            return true;
+        }
+        match &mut self.sent {
+            Some(sent) if sent.command_id == id => {
+                sent.state = match result {
+                    Ok(record) => SendState::Applied(record.clone()),
+                    Err(
+                        e @ (ClientError::Unreachable { .. }
+                        | ClientError::BadResponse(_)
+                        | ClientError::TooLarge { .. }),
+                    ) => SendState::Failed(e.clone()),
+                    Err(e) => SendState::Refused(e.clone()),
+                };
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Committed is a possible disposition only from `executing` or `indeterminate`.
+pub(super) fn committable(detail: &IntentDetail) -> bool {
+    matches!(
+        detail.intent.state.known(),
+        Some(IntentState::Executing | IntentState::Indeterminate)
+    )
+}
+
+/// The target that ends exactly this pause: its scope, field by field.
+pub(super) fn resume_target(pause: &Value, intent_id: &str) -> Value {
+    let scope = pause.get("scope").cloned().unwrap_or(Value::Null);
+    if scope.get("intent_id").and_then(Value::as_str).is_some() {
+        return json!({ "intent_id": intent_id });
+    }
+    let mut out = Map::new();
+    for k in ["tenant", "provider", "tool", "operation"] {
+        if let Some(v) = scope.get(k).filter(|v| !v.is_null()) {
+            out.insert(k.into(), v.clone());
+        }
+    }
+    json!({ "scope": out })
+}
+
+/// A command's target in words: "this intent" or the scope's fields.
+pub fn describe_target(i18n: &Localizer, target: &Value) -> String {
+    if target.is_null() {
+        return i18n.tr("dialog-target-unchosen");
+    }
+    if let Some(id) = target.get("intent_id").and_then(Value::as_str) {
+        return i18n.tr_args("dialog-target-intent", &[("intent", id.into())]);
+    }
+    let scope = target.get("scope").cloned().unwrap_or(Value::Null);
+    let parts: Vec<String> = ["tenant", "provider", "tool", "operation"]
+        .iter()
+        .filter_map(|k| {
+            scope
+                .get(*k)
+                .and_then(Value::as_str)
+                .map(|v| format!("{k}={v}"))
+        })
+        .collect();
+    let scope = if parts.is_empty() {
+        i18n.tr("dialog-target-everything")
+    } else {
+        parts.join(", ")
+    };
+    i18n.tr_args("dialog-target-scope", &[("scope", scope.into())])
+}
+
+/// An error in words an operator can act on; a refusal carries the coordinator's reason.
+pub fn describe_error(i18n: &Localizer, e: &ClientError) -> String {
+    match e {
+        ClientError::Refused { message, .. } if !message.is_empty() => message.clone(),
+        ClientError::Forbidden(message) => i18n.tr_args(
+            "dialog-error-forbidden",
+            &[("detail", message.as_str().into())],
+        ),
+        ClientError::Unauthorized => i18n.tr("error-unauthorized"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Locale;
+
+    fn detail(state: &str) -> IntentDetail {
+        serde_json::from_value(json!({
+            "intent": {"id": "int_01kbx7q3p9d2m8v4r6t0y5zs01", "tenant": "acme", "operation": "purchase_order.create",
+                       "tool": "erp.po", "state": state, "created_at_ms": 1, "connector": "erp"},
+        }))
+        .expect("detail")
+    }
+
+    fn who(role: &str, tenants: Option<Vec<String>>) -> Whoami {
+        Whoami {
+            name: "sam".into(),
+            role: role.into(),
+            tenants,
+        }
+    }
+
+    #[test]
+    fn the_role_and_the_state_decide_what_is_offered_and_say_why() {
+        let i18n = Localizer::new(Locale::EnUs);
+        let open = detail("indeterminate");
+        let sup = who("supervisor", None);
+        let pause = availability(&i18n, CommandKind::Pause, &open, Some(&sup));
+        assert!(pause.expect_err("no pause").contains("supervisor"));
+        assert!(availability(&i18n, CommandKind::Reconcile, &open, Some(&sup)).is_ok());
+        let done = detail("committed");
+        let why = availability(&i18n, CommandKind::Close, &done, Some(&sup)).expect_err("final");
+        assert!(why.contains("final"), "{why}");
+        assert!(availability(&i18n, CommandKind::Reconcile, &done, None).is_err());
+        assert!(
+            availability(&i18n, CommandKind::Pause, &open, None).is_ok(),
+            "an unknown role is left to the coordinator"
+        );
+    }
+
+    #[test]
+    fn a_confirmed_body_carries_a_new_command_id_and_the_evidence() {
+        let d = detail("indeterminate");
+        let mut dialog = CommandDialog::new(CommandKind::Close, &d);
+        dialog.reason = " found it in the ERP ".into();
+        dialog.reference = "PO-4500".into();
+        let first = dialog.body(&d, None, 10, false);
+        let second = dialog.body(&d, None, 10, false);
+        assert_ne!(
+            first["command_id"], second["command_id"],
+            "each confirmation is new"
+        );
+        assert_eq!(first["disposition"], "committed");
+        assert_eq!(first["evidence"]["reference"], "PO-4500");
+        assert_eq!(first["reason"], "found it in the ERP");
+        assert!(first.get("dry_run").is_none());
+    }
+
+    #[test]
+    fn a_pause_from_a_final_intent_needs_a_chosen_scope_and_stays_inside_the_tokens_tenants() {
+        let i18n = Localizer::new(Locale::EnUs);
+        let d = detail("committed");
+        let mut dialog = CommandDialog::new(CommandKind::Pause, &d);
+        dialog.reason = "incident".into();
+        assert_eq!(dialog.target(&d, None), Value::Null);
+        assert_eq!(
+            dialog.missing(&i18n, &d, None),
+            Some(i18n.tr("dialog-needs-scope"))
+        );
+        dialog.scope = ScopeChoice::Tool;
+        let limited = who("engineer", Some(vec!["acme".into()]));
+        assert_eq!(
+            dialog.target(&d, Some(&limited)),
+            json!({"scope": {"tool": "erp.po", "tenant": "acme"}})
+        );
+        assert_eq!(
+            dialog.target(&d, None),
+            json!({"scope": {"tool": "erp.po"}})
+        );
+    }
+}

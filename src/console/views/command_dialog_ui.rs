@@ -1,0 +1,469 @@
+//! Drawing the command dialog: the scope or pause chosen, the dry run's frozen target set,
+//! what will and will not happen in plain words, the fields (reason, disposition,
+//! reference, evidence), why it cannot be confirmed yet, and the sending state with "Send
+//! again" after a failure.
+
+use serde_json::Value;
+
+use super::command_dialog::{
+    Closing, CommandDialog, DialogAction, DryRun, ScopeChoice, SendState, Sent, Whoami,
+    committable, describe_error, describe_target, resume_target,
+};
+use super::intent_widgets::{column, row, say, say_colored, say_strong, wt};
+use crate::console::model::IntentDetail;
+use crate::console::text::{BidiEditState, BidiTextEdit};
+use crate::console::theme;
+use crate::domain::CommandKind;
+use crate::i18n::Localizer;
+
+/// Target ids listed in a dry run at most; the rest are counted.
+const LISTED_TARGETS: usize = 50;
+
+/// One bidi text field with a label the accessibility tree ties to it.
+fn text_field(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    label: &str,
+    hint: &str,
+    text: &mut String,
+    state: &mut BidiEditState,
+) {
+    let label = ui.label(wt(i18n, ui, label));
+    BidiTextEdit::new(state, text, i18n.direction())
+        .hint(hint)
+        .id_salt(label.id)
+        .show(ui)
+        .labelled_by(label.id);
+}
+
+/// Draw the dialog; returns what its owner should do.
+pub fn command_dialog_ui(
+    ctx: &egui::Context,
+    i18n: &Localizer,
+    dialog: &mut CommandDialog,
+    detail: &IntentDetail,
+    who: Option<&Whoami>,
+    now_ms: u64,
+) -> DialogAction {
+    let mut action = DialogAction::None;
+    // Pause and resume show the frozen target set first: ask once per target.
+    let chosen = dialog.kind == CommandKind::Resume || dialog.scope != ScopeChoice::Unchosen;
+    if matches!(dialog.kind, CommandKind::Pause | CommandKind::Resume)
+        && chosen
+        && !dialog.is_sending()
+    {
+        let target = dialog.target(detail, who);
+        if !dialog.dry_runs.iter().any(|d| d.target == target) {
+            let body = dialog.body(detail, who, now_ms, true);
+            dialog.dry_runs.push(DryRun {
+                command_id: body["command_id"].as_str().unwrap_or_default().to_string(),
+                target,
+                result: None,
+            });
+            action = DialogAction::Send(body);
+        }
+    }
+    let modal = egui::Modal::new(egui::Id::unique("intent_command_dialog")).show(ctx, |ui| {
+        ui.set_width(520.0_f32.min(ctx.content_rect().width() - 40.0));
+        column(ui, i18n, |ui| {
+            let title = format!("dialog-title-{}", dialog.kind.as_str());
+            super::intent_widgets::heading(ui, i18n, &i18n.tr(&title));
+            say(
+                ui,
+                i18n,
+                &describe_target(i18n, &dialog.target(detail, who)),
+            );
+            ui.separator();
+            egui::ScrollArea::vertical()
+                .max_height(ctx.content_rect().height() * 0.7)
+                .show(ui, |ui| {
+                    column(ui, i18n, |ui| body_ui(ui, i18n, dialog, detail, who))
+                });
+            ui.separator();
+            buttons_ui(ui, i18n, dialog, detail, who, now_ms)
+        })
+    });
+    let close = modal.should_close();
+    match modal.inner {
+        DialogAction::None => {}
+        other => action = other,
+    }
+    if close && !dialog.is_sending() {
+        action = DialogAction::Close;
+    }
+    action
+}
+
+fn body_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    dialog: &mut CommandDialog,
+    detail: &IntentDetail,
+    who: Option<&Whoami>,
+) {
+    let intent = &detail.intent;
+    match dialog.kind {
+        CommandKind::Pause => {
+            say_strong(ui, i18n, &i18n.tr("dialog-scope"));
+            let terminal = intent.state.known().is_some_and(|s| s.is_terminal());
+            ui.add_enabled_ui(!terminal, |ui| {
+                ui.radio_value(
+                    &mut dialog.scope,
+                    ScopeChoice::Intent,
+                    wt(i18n, ui, &i18n.tr("dialog-scope-intent")),
+                )
+                .on_disabled_hover_text(i18n.tr("dialog-scope-intent-final"));
+            });
+            let tenant = i18n.tr_args(
+                "dialog-scope-tenant",
+                &[("tenant", intent.tenant.as_str().into())],
+            );
+            ui.radio_value(
+                &mut dialog.scope,
+                ScopeChoice::Tenant,
+                wt(i18n, ui, &tenant),
+            );
+            let mut providers = intent.providers.clone();
+            if providers.is_empty() && !intent.connector.is_empty() {
+                providers.push(intent.connector.clone());
+            }
+            for p in providers {
+                let text =
+                    i18n.tr_args("dialog-scope-provider", &[("provider", p.as_str().into())]);
+                ui.radio_value(
+                    &mut dialog.scope,
+                    ScopeChoice::Provider(p),
+                    wt(i18n, ui, &text),
+                );
+            }
+            if !intent.tool.is_empty() {
+                let text = i18n.tr_args(
+                    "dialog-scope-tool",
+                    &[("tool", intent.tool.as_str().into())],
+                );
+                ui.radio_value(&mut dialog.scope, ScopeChoice::Tool, wt(i18n, ui, &text));
+            }
+            if let Some(tenants) = who.and_then(|w| w.tenants.as_ref())
+                && dialog.scope != ScopeChoice::Intent
+            {
+                say_colored(
+                    ui,
+                    i18n,
+                    &i18n.tr_args(
+                        "dialog-scope-limited",
+                        &[("tenants", tenants.join(", ").into())],
+                    ),
+                    ui.visuals().weak_text_color(),
+                );
+            }
+            dry_run_ui(ui, i18n, dialog, detail, who);
+            plain_words_ui(ui, i18n, "dialog-pause-will", "dialog-pause-will-not", &[]);
+            text_field(
+                ui,
+                i18n,
+                &i18n.tr("dialog-reason"),
+                &i18n.tr("dialog-reason-hint"),
+                &mut dialog.reason,
+                &mut dialog.reason_edit,
+            );
+        }
+        CommandKind::Resume => {
+            say_strong(ui, i18n, &i18n.tr("dialog-resume-which"));
+            for (k, p) in detail.pauses.iter().enumerate() {
+                let scope = describe_target(i18n, &resume_target(p, &intent.id));
+                let who = p.get("created_by").and_then(Value::as_str).unwrap_or("-");
+                let why = p.get("reason").and_then(Value::as_str).unwrap_or("");
+                let text = format!("{scope} ({who}: {why})");
+                ui.radio_value(&mut dialog.pause_index, k, wt(i18n, ui, &text));
+            }
+            dry_run_ui(ui, i18n, dialog, detail, who);
+            plain_words_ui(
+                ui,
+                i18n,
+                "dialog-resume-will",
+                "dialog-resume-will-not",
+                &[],
+            );
+            text_field(
+                ui,
+                i18n,
+                &i18n.tr("dialog-reason-optional"),
+                &i18n.tr("dialog-reason-hint"),
+                &mut dialog.reason,
+                &mut dialog.reason_edit,
+            );
+        }
+        CommandKind::Reconcile => {
+            plain_words_ui(
+                ui,
+                i18n,
+                "dialog-reconcile-will",
+                "dialog-reconcile-will-not",
+                &[("key", intent.action_key.as_str())],
+            );
+            text_field(
+                ui,
+                i18n,
+                &i18n.tr("dialog-reason-optional"),
+                &i18n.tr("dialog-reason-hint"),
+                &mut dialog.reason,
+                &mut dialog.reason_edit,
+            );
+        }
+        CommandKind::Close => {
+            say_strong(ui, i18n, &i18n.tr("dialog-disposition"));
+            ui.add_enabled_ui(committable(detail), |ui| {
+                ui.radio_value(
+                    &mut dialog.closing,
+                    Closing::Committed,
+                    wt(i18n, ui, &i18n.tr("dialog-disposition-committed")),
+                )
+                .on_disabled_hover_text(i18n.tr("dialog-committed-not-now"));
+            });
+            ui.radio_value(
+                &mut dialog.closing,
+                Closing::Cancelled,
+                wt(i18n, ui, &i18n.tr("dialog-disposition-cancelled")),
+            );
+            match dialog.closing {
+                Closing::Committed => {
+                    let reference =
+                        CommandDialog::trimmed(&dialog.reference).unwrap_or_else(|| "...".into());
+                    plain_words_ui(
+                        ui,
+                        i18n,
+                        "dialog-close-committed-will",
+                        "dialog-close-will-not",
+                        &[("reference", &reference)],
+                    );
+                    text_field(
+                        ui,
+                        i18n,
+                        &i18n.tr("dialog-reference"),
+                        &i18n.tr("dialog-reference-hint"),
+                        &mut dialog.reference,
+                        &mut dialog.reference_edit,
+                    );
+                    text_field(
+                        ui,
+                        i18n,
+                        &i18n.tr("dialog-note-optional"),
+                        &i18n.tr("dialog-note-hint"),
+                        &mut dialog.note,
+                        &mut dialog.note_edit,
+                    );
+                }
+                Closing::Cancelled => {
+                    plain_words_ui(
+                        ui,
+                        i18n,
+                        "dialog-close-cancelled-will",
+                        "dialog-close-will-not",
+                        &[],
+                    );
+                    text_field(
+                        ui,
+                        i18n,
+                        &i18n.tr("dialog-note"),
+                        &i18n.tr("dialog-note-hint"),
+                        &mut dialog.note,
+                        &mut dialog.note_edit,
+                    );
+                    text_field(
+                        ui,
+                        i18n,
+                        &i18n.tr("dialog-reference-optional"),
+                        &i18n.tr("dialog-reference-hint"),
+                        &mut dialog.reference,
+                        &mut dialog.reference_edit,
+                    );
+                }
+            }
+            text_field(
+                ui,
+                i18n,
+                &i18n.tr("dialog-reason"),
+                &i18n.tr("dialog-reason-hint"),
+                &mut dialog.reason,
+                &mut dialog.reason_edit,
+            );
+        }
+    }
+}
+
+fn plain_words_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    will: &str,
+    will_not: &str,
+    args: &[(&str, &str)],
+) {
+    let args: Vec<(&str, crate::i18n::Arg<'_>)> =
+        args.iter().map(|(k, v)| (*k, (*v).into())).collect();
+    ui.add_space(4.0);
+    say_strong(ui, i18n, &i18n.tr("dialog-will"));
+    say(ui, i18n, &i18n.tr_args(will, &args));
+    say_strong(ui, i18n, &i18n.tr("dialog-will-not"));
+    say(ui, i18n, &i18n.tr_args(will_not, &args));
+    ui.add_space(4.0);
+}
+
+fn dry_run_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    dialog: &CommandDialog,
+    detail: &IntentDetail,
+    who: Option<&Whoami>,
+) {
+    let target = dialog.target(detail, who);
+    let Some(dry) = dialog.dry_runs.iter().find(|d| d.target == target) else {
+        return;
+    };
+    ui.add_space(4.0);
+    match &dry.result {
+        None => {
+            row(ui, i18n, |ui| {
+                ui.spinner();
+                say(ui, i18n, &i18n.tr("dialog-dry-run-asking"));
+            });
+        }
+        Some(Err(e)) => {
+            let reason = describe_error(i18n, e);
+            say_colored(
+                ui,
+                i18n,
+                &i18n.tr_args("dialog-dry-run-failed", &[("reason", reason.into())]),
+                theme::REJECTED,
+            );
+        }
+        Some(Ok(targets)) => {
+            say_strong(
+                ui,
+                i18n,
+                &i18n.tr_args("dialog-dry-run-result", &[("count", targets.len().into())]),
+            );
+            egui::ScrollArea::vertical()
+                .id_salt("dry_run_targets")
+                .max_height(120.0)
+                .show(ui, |ui| {
+                    for id in targets.iter().take(LISTED_TARGETS) {
+                        ui.label(egui::RichText::new(id).monospace());
+                    }
+                    if targets.len() > LISTED_TARGETS {
+                        say(
+                            ui,
+                            i18n,
+                            &i18n.tr_args(
+                                "dialog-dry-run-more",
+                                &[("count", (targets.len() - LISTED_TARGETS).into())],
+                            ),
+                        );
+                    }
+                });
+            if dialog.kind == CommandKind::Pause && dialog.scope != ScopeChoice::Intent {
+                say(ui, i18n, &i18n.tr("dialog-dry-run-future"));
+            }
+        }
+    }
+}
+
+fn buttons_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    dialog: &mut CommandDialog,
+    detail: &IntentDetail,
+    who: Option<&Whoami>,
+    now_ms: u64,
+) -> DialogAction {
+    let mut action = DialogAction::None;
+    if let Some(sent) = &dialog.sent {
+        match &sent.state {
+            SendState::Sending => {
+                row(ui, i18n, |ui| {
+                    ui.spinner();
+                    say(
+                        ui,
+                        i18n,
+                        &i18n.tr_args("dialog-sending", &[("id", sent.command_id.as_str().into())]),
+                    );
+                });
+            }
+            SendState::Refused(e) => {
+                let reason = describe_error(i18n, e);
+                say_colored(
+                    ui,
+                    i18n,
+                    &i18n.tr_args("dialog-refused", &[("reason", reason.into())]),
+                    theme::REJECTED,
+                );
+            }
+            SendState::Failed(e) => {
+                let reason = describe_error(i18n, e);
+                say_colored(
+                    ui,
+                    i18n,
+                    &i18n.tr_args("dialog-failed", &[("reason", reason.into())]),
+                    theme::INDETERMINATE,
+                );
+            }
+            SendState::Applied(_) => {}
+        }
+    }
+    let missing = dialog.missing(i18n, detail, who);
+    if let Some(why) = &missing {
+        say_colored(ui, i18n, why, theme::INDETERMINATE);
+    }
+    row(ui, i18n, |ui| {
+        let sending = dialog.is_sending();
+        // After a failed send only the same body may go again: a new command id could
+        // apply the command a second time if the first did arrive.
+        let failed = matches!(
+            dialog.sent,
+            Some(Sent {
+                state: SendState::Failed(_),
+                ..
+            })
+        );
+        let confirm = format!("dialog-confirm-{}", dialog.kind.as_str());
+        let enabled = missing.is_none() && !sending && !failed;
+        let clicked = ui
+            .add_enabled(enabled, egui::Button::new(wt(i18n, ui, &i18n.tr(&confirm))))
+            .on_disabled_hover_text(missing.clone().unwrap_or_default())
+            .clicked();
+        if clicked {
+            // The command id is made now, once; every retry of this body reuses it.
+            let body = dialog.body(detail, who, now_ms, false);
+            dialog.sent = Some(Sent {
+                command_id: body["command_id"].as_str().unwrap_or_default().to_string(),
+                body: body.clone(),
+                state: SendState::Sending,
+            });
+            action = DialogAction::Send(body);
+        }
+        if let Some(Sent {
+            body,
+            state: SendState::Failed(_),
+            ..
+        }) = &dialog.sent
+            && ui
+                .button(wt(i18n, ui, &i18n.tr("dialog-send-again")))
+                .clicked()
+        {
+            let body = body.clone();
+            if let Some(sent) = dialog.sent.as_mut() {
+                sent.state = SendState::Sending;
+            }
+            action = DialogAction::Send(body);
+        }
+        if ui
+            .add_enabled(
+                !sending,
+                egui::Button::new(wt(i18n, ui, &i18n.tr("dialog-cancel"))),
+            )
+            .clicked()
+        {
+            action = DialogAction::Close;
+        }
+    });
+    action
+}

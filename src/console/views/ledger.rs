@@ -1,0 +1,342 @@
+//! The action-key ledger of one intent: every attempt that presented the key (a fresh
+//! execution, a replay of the first result, a mismatch refusal, an unknown outcome), the
+//! lookups made with it, the receipts, and when the downstream may forget the key — with a
+//! warning when a retry could come after that, because the downstream would then not
+//! deduplicate it. Built from the intent's detail; no extra request.
+
+use egui::RichText;
+
+use super::intent_widgets::{copyable_ui, instant, say, say_colored, say_strong, wt};
+use crate::console::model::{AttemptRow, IntentDetail};
+use crate::console::theme;
+use crate::domain::retry::RetryPolicy;
+use crate::i18n::Localizer;
+
+/// What one use of the key did downstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyUse {
+    /// The downstream executed it: the one effect.
+    Fresh,
+    /// The downstream answered with the first result: no new effect.
+    Replay,
+    /// The key came with a different body and was refused (422).
+    Mismatch,
+    /// The answer was lost or late: it may have executed.
+    Unknown,
+    /// Still waiting for the answer.
+    InFlight,
+    /// Failed or never sent: nothing applied.
+    NotApplied,
+    /// A read-only lookup by the key, found or not.
+    Lookup { found: bool },
+}
+
+impl KeyUse {
+    fn of(a: &AttemptRow) -> KeyUse {
+        if a.kind == "lookup" {
+            return KeyUse::Lookup {
+                found: a.outcome == "succeeded",
+            };
+        }
+        if a.http_status == Some(422) {
+            return KeyUse::Mismatch;
+        }
+        if a.replayed == Some(true) {
+            return KeyUse::Replay;
+        }
+        match a.outcome.as_str() {
+            "succeeded" => KeyUse::Fresh,
+            "timed_out" | "lost" => KeyUse::Unknown,
+            "pending" => KeyUse::InFlight,
+            _ if a.sent => KeyUse::Unknown,
+            _ => KeyUse::NotApplied,
+        }
+    }
+
+    pub fn label_key(self) -> &'static str {
+        match self {
+            KeyUse::Fresh => "ledger-use-fresh",
+            KeyUse::Replay => "ledger-use-replay",
+            KeyUse::Mismatch => "ledger-use-mismatch",
+            KeyUse::Unknown => "ledger-use-unknown",
+            KeyUse::InFlight => "ledger-use-in-flight",
+            KeyUse::NotApplied => "ledger-use-not-applied",
+            KeyUse::Lookup { found: true } => "ledger-use-lookup-found",
+            KeyUse::Lookup { found: false } => "ledger-use-lookup-not-found",
+        }
+    }
+}
+
+/// One attempt that used the key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LedgerRow {
+    pub attempt: usize,
+    pub use_: KeyUse,
+    /// Presented after the downstream may have forgotten the key.
+    pub after_forget: bool,
+}
+
+/// Why the key's retention needs the operator's attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForgetWarning {
+    /// The retention is over and the intent is still open: a retry now would not be
+    /// deduplicated.
+    Passed { forget_at_ms: u64 },
+    /// Retries are still allowed until `last_retry_ms`, after the key may be forgotten.
+    RetryAfterForget {
+        forget_at_ms: u64,
+        last_retry_ms: u64,
+    },
+}
+
+/// The ledger of one action key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ledger {
+    pub key: String,
+    pub rows: Vec<LedgerRow>,
+    pub fresh: usize,
+    pub replays: usize,
+    pub mismatches: usize,
+    pub forget_at_ms: Option<u64>,
+    pub warning: Option<ForgetWarning>,
+}
+
+impl Ledger {
+    pub fn build(detail: &IntentDetail, now_ms: u64) -> Ledger {
+        let intent = &detail.intent;
+        let key = intent.action_key.clone();
+        let forget = detail.key_forget_at_ms;
+        let mut rows: Vec<LedgerRow> = detail
+            .attempts
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| {
+                a.kind == "lookup"
+                    || (!key.is_empty() && a.presented_key.as_deref() == Some(key.as_str()))
+            })
+            .map(|(i, a)| LedgerRow {
+                attempt: i,
+                use_: KeyUse::of(a),
+                after_forget: a.kind != "lookup" && forget.is_some_and(|f| a.started_at_ms >= f),
+            })
+            .collect();
+        rows.sort_by_key(|r| (detail.attempts[r.attempt].started_at_ms, r.attempt));
+        let count = |u: KeyUse| rows.iter().filter(|r| r.use_ == u).count();
+        let open = !intent.state.known().is_some_and(|s| s.is_terminal());
+        let last_retry_ms = intent
+            .deadline_at_ms
+            .saturating_sub(RetryPolicy::default().confirmation_reserve_ms);
+        let warning = match forget {
+            Some(f) if open && now_ms >= f => Some(ForgetWarning::Passed { forget_at_ms: f }),
+            Some(f) if open && intent.deadline_at_ms > 0 && last_retry_ms > f => {
+                Some(ForgetWarning::RetryAfterForget {
+                    forget_at_ms: f,
+                    last_retry_ms,
+                })
+            }
+            _ => None,
+        };
+        Ledger {
+            fresh: count(KeyUse::Fresh),
+            replays: count(KeyUse::Replay),
+            mismatches: count(KeyUse::Mismatch),
+            key,
+            rows,
+            forget_at_ms: forget,
+            warning,
+        }
+    }
+}
+
+pub fn ledger_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, ledger: &Ledger) {
+    say_strong(ui, i18n, &i18n.tr("ledger-title"));
+    if ledger.key.is_empty() {
+        say(ui, i18n, &i18n.tr("ledger-no-key"));
+        return;
+    }
+    copyable_ui(ui, i18n, &ledger.key);
+    let n = |v: usize| -> crate::i18n::Arg<'static> { v.into() };
+    say(
+        ui,
+        i18n,
+        &i18n.tr_args(
+            "ledger-summary",
+            &[
+                ("fresh", n(ledger.fresh)),
+                ("replays", n(ledger.replays)),
+                ("mismatches", n(ledger.mismatches)),
+            ],
+        ),
+    );
+    if detail.ingest_replays > 0 || detail.ingest_mismatches > 0 {
+        say(
+            ui,
+            i18n,
+            &i18n.tr_args(
+                "ledger-ingest",
+                &[
+                    ("replays", detail.ingest_replays.into()),
+                    ("mismatches", detail.ingest_mismatches.into()),
+                ],
+            ),
+        );
+    }
+    match ledger.forget_at_ms {
+        Some(f) => say(
+            ui,
+            i18n,
+            &i18n.tr_args("ledger-forget-at", &[("at", instant(i18n, f).into())]),
+        ),
+        None => say(ui, i18n, &i18n.tr("ledger-forget-unknown")),
+    };
+    match ledger.warning {
+        Some(ForgetWarning::Passed { forget_at_ms }) => {
+            say_colored(
+                ui,
+                i18n,
+                &i18n.tr_args(
+                    "ledger-warning-passed",
+                    &[("at", instant(i18n, forget_at_ms).into())],
+                ),
+                theme::INDETERMINATE,
+            );
+        }
+        Some(ForgetWarning::RetryAfterForget {
+            forget_at_ms,
+            last_retry_ms,
+        }) => {
+            say_colored(
+                ui,
+                i18n,
+                &i18n.tr_args(
+                    "ledger-warning-retry-after",
+                    &[
+                        ("at", instant(i18n, forget_at_ms).into()),
+                        ("until", instant(i18n, last_retry_ms).into()),
+                    ],
+                ),
+                theme::INDETERMINATE,
+            );
+        }
+        None => {}
+    }
+    ui.add_space(4.0);
+    if ledger.rows.is_empty() {
+        say(ui, i18n, &i18n.tr("ledger-no-uses"));
+    }
+    // Only the rows on screen are built: an intent may have thousands of key uses.
+    let row_h = ui.spacing().interact_size.y;
+    egui::ScrollArea::vertical()
+        .id_salt("ledger_rows")
+        .max_height((ui.available_height() * 0.6).max(120.0))
+        .auto_shrink([false, true])
+        .show_rows(ui, row_h, ledger.rows.len(), |ui, range| {
+            for row in &ledger.rows[range] {
+                use_row_ui(ui, i18n, detail, row);
+            }
+        });
+    ui.add_space(4.0);
+    say_strong(ui, i18n, &i18n.tr("intent-receipts"));
+    if detail.receipts.is_empty() {
+        say(ui, i18n, &i18n.tr("ledger-no-receipts"));
+    }
+    egui::ScrollArea::vertical()
+        .id_salt("ledger_receipts")
+        .auto_shrink([false, true])
+        .show_rows(ui, row_h, detail.receipts.len(), |ui, range| {
+            for r in &detail.receipts[range] {
+                super::intent_widgets::row(ui, i18n, |ui| {
+                    ui.label(wt(i18n, ui, &instant(i18n, r.received_at_ms)));
+                    copyable_ui(ui, i18n, &r.downstream_id);
+                    ui.label(&r.source);
+                    let key = if r.authoritative {
+                        "ledger-receipt-authoritative"
+                    } else {
+                        "ledger-receipt-duplicate"
+                    };
+                    ui.label(wt(i18n, ui, &i18n.tr(key)));
+                });
+            }
+        });
+}
+
+/// One use of the key: when, what it did downstream, which attempt, and whether it came
+/// after the key may have been forgotten.
+fn use_row_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, row: &LedgerRow) {
+    let a = &detail.attempts[row.attempt];
+    super::intent_widgets::row(ui, i18n, |ui| {
+        ui.label(wt(i18n, ui, &instant(i18n, a.started_at_ms)));
+        let color = match row.use_ {
+            KeyUse::Fresh | KeyUse::Replay | KeyUse::Lookup { found: true } => theme::COMMITTED,
+            KeyUse::Mismatch => theme::REJECTED,
+            KeyUse::Unknown => theme::INDETERMINATE,
+            _ => ui.visuals().text_color(),
+        };
+        let words = i18n.tr(row.use_.label_key());
+        ui.label(super::intent_widgets::wt_colored(i18n, ui, &words, color));
+        ui.label(RichText::new(&a.id).monospace())
+            .on_hover_text(super::timeline_model::lane_label(a));
+        if row.after_forget {
+            let late = i18n.tr("ledger-after-forget");
+            ui.label(super::intent_widgets::wt_colored(
+                i18n,
+                ui,
+                &late,
+                theme::INDETERMINATE,
+            ));
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn detail(state: &str, forget: u64, deadline: u64) -> IntentDetail {
+        serde_json::from_value(json!({
+            "intent": {"id": "int_01", "tenant": "acme", "operation": "purchase_order.create", "state": state,
+                       "action_key": "po:acme:int_01", "created_at_ms": 0, "deadline_at_ms": deadline},
+            "attempts": [
+                {"id": "att_1", "kind": "dispatch", "provider": "erp", "outcome": "lost", "sent": true,
+                 "presented_key": "po:acme:int_01", "started_at_ms": 10},
+                {"id": "att_2", "kind": "dispatch", "provider": "erp", "outcome": "succeeded", "replayed": true,
+                 "presented_key": "po:acme:int_01", "started_at_ms": 2_000},
+                {"id": "att_3", "kind": "inference", "provider": "p", "outcome": "succeeded", "started_at_ms": 5}
+            ],
+            "key_forget_at_ms": forget
+        }))
+        .expect("detail")
+    }
+
+    #[test]
+    fn a_replay_is_not_a_second_effect_and_a_late_retry_is_flagged() {
+        let l = Ledger::build(&detail("executing", 1_000, 60_000), 500);
+        assert_eq!(l.rows.len(), 2, "only attempts that presented the key");
+        assert_eq!(l.rows[0].use_, KeyUse::Unknown);
+        assert_eq!(l.rows[1].use_, KeyUse::Replay);
+        assert!(l.rows[1].after_forget);
+        assert_eq!((l.fresh, l.replays), (0, 1));
+        assert_eq!(
+            l.warning,
+            Some(ForgetWarning::RetryAfterForget {
+                forget_at_ms: 1_000,
+                last_retry_ms: 59_000
+            })
+        );
+    }
+
+    #[test]
+    fn a_committed_intent_needs_no_warning() {
+        assert_eq!(
+            Ledger::build(&detail("committed", 1_000, 60_000), 5_000).warning,
+            None
+        );
+        assert_eq!(
+            Ledger::build(&detail("indeterminate", 1_000, 60_000), 5_000).warning,
+            Some(ForgetWarning::Passed {
+                forget_at_ms: 1_000
+            })
+        );
+    }
+}
