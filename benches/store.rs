@@ -179,9 +179,14 @@ fn durable_writes(c: &mut Criterion) {
     group.bench_function("create_authorize_dispatch_alone", |b| {
         b.iter(|| {
             n += 1;
-            black_box(
-                write_one(&mut store, n, &args, &canonical.json, &canonical.hash).expect("write"),
-            );
+            write_one(
+                black_box(&mut store),
+                n,
+                &args,
+                &canonical.json,
+                &canonical.hash,
+            )
+            .expect("write");
         })
     });
     // What the coordinator's writer does under concurrent load: many requests' writes, each

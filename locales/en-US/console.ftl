@@ -187,6 +187,12 @@ topbar-status-offline = Offline
 topbar-status-since = since
 views-menu = Saved views
 views-saved-name = View
+table-attempts-of = { $used } of { $max }
+unit-d = d
+unit-h = h
+unit-m = m
+unit-s = s
+unit-ms = ms
 
 ## Dashboard
 dashboard-slice = Slice by

@@ -164,6 +164,12 @@ topbar-status-offline = بدون اتصال
 topbar-status-since = از
 views-menu = نماهای ذخیره‌شده
 views-saved-name = نما
+table-attempts-of = { $used } از { $max }
+unit-d = روز
+unit-h = ساعت
+unit-m = دقیقه
+unit-s = ثانیه
+unit-ms = میلی‌ثانیه
 
 ## Dashboard
 dashboard-slice = تفکیک بر اساس

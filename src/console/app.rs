@@ -381,6 +381,10 @@ impl ConsoleApp {
                             self.head_refresh_due = None;
                         }
                         self.table.accept(generation, appended, page, from_cache);
+                        if self.options.offline {
+                            // Offline, the cache is all there is: nothing more is coming.
+                            self.table.loading = false;
+                        }
                     }
                     Err(e) if generation == self.table.generation => {
                         self.table.loading = false;
@@ -398,7 +402,7 @@ impl ConsoleApp {
                         open.from_cache = from_cache;
                         match result {
                             Ok(detail) => {
-                                open.detail = Some(detail);
+                                open.detail = Some(*detail);
                                 open.error = None;
                             }
                             Err(e) => open.error = Some(e.to_string()),

@@ -13,7 +13,7 @@ pub const REJECTED: Color32 = Color32::from_rgb(200, 60, 60);
 pub const QUIET: Color32 = Color32::from_rgb(130, 130, 140);
 pub const PREPARED: Color32 = Color32::from_rgb(120, 110, 200);
 pub const UNKNOWN: Color32 = Color32::from_rgb(170, 90, 170);
-pub const CHANGED_ROW: Color32 = Color32::from_rgba_premultiplied(56, 132, 244, 40);
+pub const CHANGED_ROW: Color32 = Color32::from_rgba_unmultiplied_const(56, 132, 244, 40);
 pub const STALE_BANNER: Color32 = Color32::from_rgb(120, 80, 0);
 pub const PAUSED: Color32 = Color32::from_rgb(180, 120, 40);
 
@@ -29,23 +29,6 @@ pub fn state_color(state: &StateName) -> Color32 {
         None => UNKNOWN,
     }
 }
-
-/// Dashboard series, in order of the groups' names; chosen to stay apart on dark and light
-/// backgrounds.
-pub const SERIES: [Color32; 8] = [
-    Color32::from_rgb(76, 140, 230),
-    Color32::from_rgb(230, 150, 40),
-    Color32::from_rgb(70, 170, 110),
-    Color32::from_rgb(200, 90, 160),
-    Color32::from_rgb(150, 120, 220),
-    Color32::from_rgb(60, 180, 190),
-    Color32::from_rgb(190, 170, 60),
-    Color32::from_rgb(160, 160, 170),
-];
-/// A threshold line on a chart, and the top bar's badge when one is crossed.
-pub const THRESHOLD: Color32 = Color32::from_rgb(220, 60, 60);
-/// The retry budget marked on the attempts histogram.
-pub const BUDGET: Color32 = Color32::from_rgb(150, 150, 160);
 
 // The intent timeline: attempt outcomes, marks and lines. An unknown outcome (timed out,
 // lost) has the indeterminate colour, never the colour of failure.
@@ -85,3 +68,20 @@ pub fn mark_color(kind: super::views::timeline_model::MarkKind) -> Color32 {
         MarkKind::Command => TIMELINE_COMMAND,
     }
 }
+
+/// Dashboard series, in order of the groups' names; chosen to stay apart on dark and light
+/// backgrounds.
+pub const SERIES: [Color32; 8] = [
+    Color32::from_rgb(76, 140, 230),
+    Color32::from_rgb(230, 150, 40),
+    Color32::from_rgb(70, 170, 110),
+    Color32::from_rgb(200, 90, 160),
+    Color32::from_rgb(150, 120, 220),
+    Color32::from_rgb(60, 180, 190),
+    Color32::from_rgb(190, 170, 60),
+    Color32::from_rgb(160, 160, 170),
+];
+/// A threshold line on a chart, and the top bar's badge when one is crossed.
+pub const THRESHOLD: Color32 = Color32::from_rgb(220, 60, 60);
+/// The retry budget marked on the attempts histogram.
+pub const BUDGET: Color32 = Color32::from_rgb(150, 150, 160);

@@ -53,7 +53,7 @@ pub enum Reply {
     },
     Detail {
         id: String,
-        result: Result<IntentDetail, ClientError>,
+        result: Result<Box<IntentDetail>, ClientError>,
         from_cache: bool,
     },
     Resolved {
@@ -190,7 +190,7 @@ async fn serve(client: Option<&ApiClient>, cache: Option<&Cache>, request: Reque
                 };
                 return vec![Reply::Detail {
                     id,
-                    result: cached.ok_or_else(offline),
+                    result: cached.map(Box::new).ok_or_else(offline),
                     from_cache: true,
                 }];
             };
@@ -200,7 +200,7 @@ async fn serve(client: Option<&ApiClient>, cache: Option<&Cache>, request: Reque
             }
             vec![Reply::Detail {
                 id,
-                result,
+                result: result.map(Box::new),
                 from_cache: false,
             }]
         }
@@ -264,7 +264,8 @@ async fn resolve(client: &ApiClient, needle: &str) -> Result<String, ClientError
         .ok_or_else(|| ClientError::BadResponse("the action-key ledger has no intent id".into()))
 }
 
-fn cache_key(query: &[(String, String)], cursor: Option<&str>) -> String {
+/// The cache key of a page: its query, sorted, and its cursor.
+pub fn cache_key(query: &[(String, String)], cursor: Option<&str>) -> String {
     let mut key: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
     key.sort();
     if let Some(c) = cursor {

@@ -167,7 +167,7 @@ impl Store {
                             "r1",
                             outcome,
                             kind == "dispatch",
-                            rng.next_u64() % 200 == 0,
+                            rng.next_u64().is_multiple_of(200),
                             (kind == "dispatch").then_some(key.as_str()),
                             to_i64(started),
                             to_i64(started + 350),

@@ -2,22 +2,27 @@
 //! tier, locale, operation, tool, release, paused, time range and minimum attempts; every
 //! active filter shows as a removable chip.
 
+use super::format::wt;
 use crate::console::app::ConsoleApp;
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
 use crate::domain::{ConsequenceTier, IntentState, Locale};
+use crate::i18n::Localizer;
 
 pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     let mut filters = app.state.filters.clone();
-    ui.horizontal_wrapped(|ui| {
+    let rtl = app.i18n.is_rtl();
+    super::format::row(rtl, ui, |ui| {
         let seen = app.seen.clone();
         multi_ui(
+            &app.i18n,
             ui,
             &app.i18n.tr("topbar-tenant"),
             &seen.tenants.iter().cloned().collect::<Vec<_>>(),
             &mut filters.tenants,
         );
         multi_ui(
+            &app.i18n,
             ui,
             &app.i18n.tr("topbar-provider"),
             &seen.providers.iter().cloned().collect::<Vec<_>>(),
@@ -33,6 +38,7 @@ pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             })
             .collect();
         labelled_multi_ui(
+            &app.i18n,
             ui,
             &app.i18n.tr("filter-state"),
             &states,
@@ -47,36 +53,46 @@ pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                 )
             })
             .collect();
-        labelled_multi_ui(ui, &app.i18n.tr("filter-tier"), &tiers, &mut filters.tiers);
+        labelled_multi_ui(
+            &app.i18n,
+            ui,
+            &app.i18n.tr("filter-tier"),
+            &tiers,
+            &mut filters.tiers,
+        );
         let locales: Vec<(String, String)> = Locale::ALL
             .iter()
             .map(|l| (l.as_str().to_string(), l.as_str().to_string()))
             .collect();
         labelled_multi_ui(
+            &app.i18n,
             ui,
             &app.i18n.tr("filter-locale"),
             &locales,
             &mut filters.locales,
         );
         multi_ui(
+            &app.i18n,
             ui,
             &app.i18n.tr("filter-operation"),
             &seen.operations.iter().cloned().collect::<Vec<_>>(),
             &mut filters.operations,
         );
         multi_ui(
+            &app.i18n,
             ui,
             &app.i18n.tr("filter-tool"),
             &seen.tools.iter().cloned().collect::<Vec<_>>(),
             &mut filters.tools,
         );
         multi_ui(
+            &app.i18n,
             ui,
             &app.i18n.tr("filter-release"),
             &seen.releases.iter().cloned().collect::<Vec<_>>(),
             &mut filters.releases,
         );
-        ui.menu_button(app.i18n.tr("filter-more"), |ui| {
+        ui.menu_button(wt(&app.i18n, ui, &app.i18n.tr("filter-more")), |ui| {
             more_ui(app, ui, &mut filters)
         });
         ui.separator();
@@ -84,13 +100,17 @@ pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             let label = format!("{}: {} x", app.i18n.tr(chip_key(chip.field)), chip.value);
             if ui
                 .button(label)
-                .on_hover_text(app.i18n.tr("filter-remove"))
+                .on_hover_text(wt(&app.i18n, ui, &app.i18n.tr("filter-remove")))
                 .clicked()
             {
                 filters.remove(&chip);
             }
         }
-        if !app.state.filters.chips().is_empty() && ui.link(app.i18n.tr("filter-clear")).clicked() {
+        if !app.state.filters.chips().is_empty()
+            && ui
+                .link(wt(&app.i18n, ui, &app.i18n.tr("filter-clear")))
+                .clicked()
+        {
             app.queue(ConsoleCommand::ClearFilters);
         }
     });
@@ -99,13 +119,20 @@ pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     }
 }
 
-fn multi_ui(ui: &mut egui::Ui, title: &str, values: &[String], selected: &mut Vec<String>) {
+fn multi_ui(
+    i18n: &Localizer,
+    ui: &mut egui::Ui,
+    title: &str,
+    values: &[String],
+    selected: &mut Vec<String>,
+) {
     let pairs: Vec<(String, String)> = values.iter().map(|v| (v.clone(), v.clone())).collect();
-    labelled_multi_ui(ui, title, &pairs, selected);
+    labelled_multi_ui(i18n, ui, title, &pairs, selected);
 }
 
 /// A menu of checkboxes; `values` are (wire value, label).
 fn labelled_multi_ui(
+    i18n: &Localizer,
     ui: &mut egui::Ui,
     title: &str,
     values: &[(String, String)],
@@ -116,10 +143,10 @@ fn labelled_multi_ui(
     } else {
         format!("{title} ({})", selected.len())
     };
-    ui.menu_button(shown, |ui| {
+    ui.menu_button(wt(i18n, ui, &shown), |ui| {
         for (value, label) in values {
             let mut on = selected.contains(value);
-            if ui.checkbox(&mut on, label).changed() {
+            if ui.checkbox(&mut on, wt(i18n, ui, label)).changed() {
                 Filters::toggle(selected, value);
             }
         }
@@ -136,7 +163,7 @@ fn labelled_multi_ui(
 
 fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
     ui.horizontal(|ui| {
-        ui.label(app.i18n.tr("filter-min-attempts"));
+        ui.label(wt(&app.i18n, ui, &app.i18n.tr("filter-min-attempts")));
         let mut min = filters.min_attempts.unwrap_or(0);
         if ui
             .add(egui::DragValue::new(&mut min).range(0..=50))
@@ -146,21 +173,24 @@ fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
         }
     });
     ui.horizontal(|ui| {
-        ui.label(app.i18n.tr("filter-paused"));
+        ui.label(wt(&app.i18n, ui, &app.i18n.tr("filter-paused")));
         for (value, key) in [
             (None, "filter-any"),
             (Some(true), "filter-yes"),
             (Some(false), "filter-no"),
         ] {
             if ui
-                .radio(filters.paused == value, app.i18n.tr(key))
+                .radio(
+                    filters.paused == value,
+                    wt(&app.i18n, ui, &app.i18n.tr(key)),
+                )
                 .clicked()
             {
                 filters.paused = value;
             }
         }
     });
-    ui.label(app.i18n.tr("topbar-time-range"));
+    ui.label(wt(&app.i18n, ui, &app.i18n.tr("topbar-time-range")));
     let now = app.now_ms();
     for (key, span_ms) in [
         ("range-15m", Some(15 * 60_000)),
@@ -176,7 +206,10 @@ fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
             (Some(span), Some(start)) => now.saturating_sub(start).abs_diff(span) < 120_000,
             _ => false,
         };
-        if ui.radio(selected, app.i18n.tr(key)).clicked() {
+        if ui
+            .radio(selected, wt(&app.i18n, ui, &app.i18n.tr(key)))
+            .clicked()
+        {
             filters.since_ms = since;
             filters.until_ms = None;
         }

@@ -3,22 +3,29 @@
 
 use crate::i18n::Localizer;
 
-/// A duration in milliseconds as `3d 4h`, `12m 5s` or `800ms`, in the locale's digits.
+/// A duration in milliseconds with its two largest units (`3d 4h`, `12m 5s`, `800ms`), unit
+/// names and digits in the locale's words.
 pub fn duration_ms(i18n: &Localizer, ms: i64) -> String {
     let sign = if ms < 0 { "-" } else { "" };
     let ms = ms.unsigned_abs();
-    let text = if ms < 1_000 {
-        format!("{ms}ms")
+    // Persian writes a space between a number and its unit; English abbreviations do not.
+    let gap = if i18n.is_rtl() { " " } else { "" };
+    let unit = |key: &str| format!("{gap}{}", i18n.tr(key));
+    let (big, big_unit, small, small_unit) = if ms < 1_000 {
+        return localize_digits(i18n, &format!("{sign}{ms}{}", unit("unit-ms")));
     } else if ms < 60_000 {
-        format!("{}s", ms / 1_000)
+        return localize_digits(i18n, &format!("{sign}{}{}", ms / 1_000, unit("unit-s")));
     } else if ms < 3_600_000 {
-        format!("{}m {}s", ms / 60_000, (ms / 1_000) % 60)
+        (ms / 60_000, "unit-m", (ms / 1_000) % 60, "unit-s")
     } else if ms < 86_400_000 {
-        format!("{}h {}m", ms / 3_600_000, (ms / 60_000) % 60)
+        (ms / 3_600_000, "unit-h", (ms / 60_000) % 60, "unit-m")
     } else {
-        format!("{}d {}h", ms / 86_400_000, (ms / 3_600_000) % 24)
+        (ms / 86_400_000, "unit-d", (ms / 3_600_000) % 24, "unit-h")
     };
-    localize_digits(i18n, &format!("{sign}{text}"))
+    localize_digits(
+        i18n,
+        &format!("{sign}{big}{} {small}{}", unit(big_unit), unit(small_unit)),
+    )
 }
 
 /// Text with the locale's digits: Persian digits in the Persian UI. Never for ids, keys or
@@ -28,5 +35,45 @@ pub fn localize_digits(i18n: &Localizer, text: &str) -> String {
         crate::i18n::digits::to_persian_digits(text)
     } else {
         text.to_string()
+    }
+}
+
+/// Text for any widget, drawn right in the current locale: through the bidi layout in a
+/// right-to-left locale (joined letters, right word order, Latin ids kept left to right),
+/// as plain text otherwise. Every view draws user-visible text through this.
+pub fn wt(i18n: &Localizer, ui: &egui::Ui, text: &str) -> egui::WidgetText {
+    if i18n.is_rtl() {
+        crate::console::text::widget_text(ui, text, i18n.direction())
+    } else {
+        text.into()
+    }
+}
+
+/// [`wt`] in a colour.
+pub fn wt_colored(
+    i18n: &Localizer,
+    ui: &egui::Ui,
+    text: &str,
+    color: egui::Color32,
+) -> egui::WidgetText {
+    if i18n.is_rtl() {
+        let font = egui::TextStyle::Body.resolve(ui.style());
+        let job = crate::console::text::layout_job(text, i18n.direction(), font, color);
+        egui::WidgetText::Galley(ui.painter().layout_job(job))
+    } else {
+        egui::RichText::new(text).color(color).into()
+    }
+}
+
+/// A row of widgets that runs from the right in a right-to-left locale.
+pub fn row<R>(rtl: bool, ui: &mut egui::Ui, add: impl FnOnce(&mut egui::Ui) -> R) -> R {
+    if rtl {
+        ui.with_layout(
+            egui::Layout::right_to_left(egui::Align::Center).with_main_wrap(true),
+            add,
+        )
+        .inner
+    } else {
+        ui.horizontal_wrapped(add).inner
     }
 }

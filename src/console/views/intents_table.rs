@@ -6,6 +6,7 @@
 use egui::{RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
+use super::format::{wt, wt_colored};
 use crate::console::app::ConsoleApp;
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
@@ -45,7 +46,11 @@ pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         .id_salt("intents")
         .striped(true)
         .sense(Sense::click())
-        .cell_layout(egui::Layout::left_to_right(egui::Align::Center))
+        .cell_layout(if rtl {
+            egui::Layout::right_to_left(egui::Align::Center)
+        } else {
+            egui::Layout::left_to_right(egui::Align::Center)
+        })
         .min_scrolled_height(0.0);
     let widths = [
         120.0, 90.0, 150.0, 110.0, 70.0, 70.0, 80.0, 130.0, 110.0, 50.0,
@@ -76,7 +81,7 @@ pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                             title.push_str(" v");
                         }
                         if ui
-                            .add(egui::Button::new(RichText::new(title).strong()).frame(false))
+                            .add(egui::Button::new(wt(&app.i18n, ui, &title)).frame(false))
                             .clicked()
                         {
                             let descending = format!("-{sort}");
@@ -87,7 +92,7 @@ pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                             });
                         }
                     } else {
-                        ui.strong(title);
+                        ui.label(wt(&app.i18n, ui, &title));
                     }
                 });
             }
@@ -133,15 +138,18 @@ fn header_line_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
         let shown = app.i18n.int(app.table.rows.len() as i64);
         let total = app.i18n.int(app.table.total as i64);
         let plus = if app.table.total_exact { "" } else { "+" };
-        ui.label(format!(
-            "{} {shown} / {total}{plus}",
-            app.i18n.tr("table-showing")
-        ));
+        let line = format!("{} {shown} / {total}{plus}", app.i18n.tr("table-showing"));
+        ui.label(wt(&app.i18n, ui, &line));
         if app.table.loading {
             ui.spinner();
         }
         if app.table.from_cache {
-            ui.colored_label(theme::QUIET, app.i18n.tr("table-from-cache"));
+            ui.label(wt_colored(
+                &app.i18n,
+                ui,
+                &app.i18n.tr("table-from-cache"),
+                theme::QUIET,
+            ));
         }
         if let Some(error) = &app.table.error {
             ui.colored_label(theme::REJECTED, error);
@@ -157,11 +165,17 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
                 .label(RichText::new(intent.short_id()).monospace())
                 .on_hover_text(&intent.id);
             response.context_menu(|ui| {
-                if ui.button(i18n.tr("action-copy-id")).clicked() {
+                if ui
+                    .button(wt(i18n, ui, &i18n.tr("action-copy-id")))
+                    .clicked()
+                {
                     ui.ctx().copy_text(intent.id.clone());
                     ui.close();
                 }
-                if ui.button(i18n.tr("action-copy-key")).clicked() {
+                if ui
+                    .button(wt(i18n, ui, &i18n.tr("action-copy-key")))
+                    .clicked()
+                {
                     ui.ctx().copy_text(intent.action_key.clone());
                     ui.close();
                 }
@@ -182,33 +196,39 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
                 StateName::Known(s) => i18n.tr(&format!("state-{}", s.as_str())),
                 StateName::Unknown(raw) => format!("{raw} ({})", i18n.tr("state-unknown")),
             };
-            ui.colored_label(theme::state_color(&intent.state), label);
+            ui.label(wt_colored(
+                i18n,
+                ui,
+                &label,
+                theme::state_color(&intent.state),
+            ));
         }
         4 => {
-            let text = format!(
-                "{} / {}",
-                i18n.int(i64::from(intent.attempts)),
-                i18n.int(i64::from(intent.max_attempts))
+            let text = i18n.tr_args(
+                "table-attempts-of",
+                &[
+                    ("used", intent.attempts.into()),
+                    ("max", intent.max_attempts.into()),
+                ],
             );
             let color = if intent.attempts > 1 {
                 theme::INDETERMINATE
             } else {
                 ui.visuals().text_color()
             };
-            ui.colored_label(color, text);
+            ui.label(wt_colored(i18n, ui, &text, color));
         }
         5 => {
-            ui.label(super::format::duration_ms(
-                i18n,
-                now as i64 - intent.created_at_ms as i64,
-            ));
+            let age = super::format::duration_ms(i18n, now as i64 - intent.created_at_ms as i64);
+            ui.label(wt(i18n, ui, &age));
         }
         6 => {
             let left = intent.deadline_at_ms as i64 - now as i64;
             if intent.state.known().is_some_and(|s| s.is_terminal()) {
                 ui.label("—");
             } else {
-                ui.label(super::format::duration_ms(i18n, left));
+                let left = super::format::duration_ms(i18n, left);
+                ui.label(wt(i18n, ui, &left));
             }
         }
         7 => {

@@ -3,13 +3,15 @@
 
 use egui::RichText;
 
+use super::format::{wt, wt_colored};
 use crate::console::app::{ConsoleApp, Tab};
 use crate::console::commands::ConsoleCommand;
 use crate::console::theme;
 use crate::domain::Locale;
 
 pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
-    ui.horizontal(|ui| {
+    let rtl = app.i18n.is_rtl();
+    super::format::row(rtl, ui, |ui| {
         ui.strong("intentdesk");
         ui.label(RichText::new(&app.options.label).monospace())
             .on_hover_text(&app.options.coordinator_url);
@@ -25,7 +27,7 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             ),
         ] {
             if ui
-                .selectable_label(app.state.tab == tab, app.i18n.tr(key))
+                .selectable_label(app.state.tab == tab, wt(&app.i18n, ui, &app.i18n.tr(key)))
                 .clicked()
             {
                 app.queue(command);
@@ -35,7 +37,7 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         search_ui(app, ui);
         ui.separator();
         let views = app.state.views.clone();
-        ui.menu_button(app.i18n.tr("views-menu"), |ui| {
+        ui.menu_button(wt(&app.i18n, ui, &app.i18n.tr("views-menu")), |ui| {
             for view in views {
                 if ui.button(&view.name).clicked() {
                     app.queue(ConsoleCommand::ApplyView(view.filters.clone()));
@@ -43,7 +45,10 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                 }
             }
             ui.separator();
-            if ui.button(app.i18n.tr("command-save-view")).clicked() {
+            if ui
+                .button(wt(&app.i18n, ui, &app.i18n.tr("command-save-view")))
+                .clicked()
+            {
                 app.queue(ConsoleCommand::SaveCurrentView);
                 ui.close();
             }
@@ -54,14 +59,14 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         };
         if ui
             .button(other)
-            .on_hover_text(app.i18n.tr("command-switch-locale"))
+            .on_hover_text(wt(&app.i18n, ui, &app.i18n.tr("command-switch-locale")))
             .clicked()
         {
             app.queue(ConsoleCommand::SwitchLocale);
         }
         if ui
             .button("Ctrl+K")
-            .on_hover_text(app.i18n.tr("command-palette"))
+            .on_hover_text(wt(&app.i18n, ui, &app.i18n.tr("command-palette")))
             .clicked()
         {
             app.queue(ConsoleCommand::TogglePalette);
@@ -92,7 +97,7 @@ fn status_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
     } else {
         (theme::QUIET, app.i18n.tr("topbar-status-connecting"))
     };
-    ui.colored_label(color, text)
+    ui.label(wt_colored(&app.i18n, ui, &text, color))
         .on_hover_text(format!("{} {since}", app.i18n.tr("topbar-status-since")));
 }
 
@@ -104,10 +109,12 @@ fn stale_banner_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
         .inner_margin(6.0)
         .show(ui, |ui| {
             ui.horizontal(|ui| {
-                ui.colored_label(
+                ui.label(wt_colored(
+                    &app.i18n,
+                    ui,
+                    &format!("{} ({since})", app.i18n.tr("stale-banner")),
                     egui::Color32::WHITE,
-                    format!("{} ({since})", app.i18n.tr("stale-banner")),
-                );
+                ));
                 if let Some(error) = &app.live.error {
                     ui.colored_label(egui::Color32::LIGHT_GRAY, error);
                 }
@@ -126,7 +133,11 @@ fn search_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         app.focus_search = false;
     }
     let submitted = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
-    if submitted || ui.button(app.i18n.tr("topbar-search")).clicked() {
+    if submitted
+        || ui
+            .button(wt(&app.i18n, ui, &app.i18n.tr("topbar-search")))
+            .clicked()
+    {
         let text = app.search_text.trim().to_string();
         let mut filters = app.state.filters.clone();
         filters.q = text.clone();

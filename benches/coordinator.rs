@@ -1,0 +1,202 @@
+//! Coordinator speed over real HTTP on loopback, with a real SQLite file and a fault-free
+//! sandbox as the fast downstream.
+//!
+//! Run: `cargo bench --bench coordinator` (release profile). Prints:
+//! 1. throughput of whole orders: create -> authorize -> dispatch -> receipt (committed);
+//! 2. create latency (p50, p99) at a steady 500 creates per second;
+//! 3. list page latency (p50, p95) on the million-intent data set, if it exists
+//!    (`cargo bench --bench store` generates it under target/bench-data/).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use intentdesk::coordinator::{Config, run, token_sha256};
+use intentdesk::sandbox::{FaultSpec, SandboxState};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+const TOKEN: &str = "bench-token";
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+async fn coordinator(db: &Path, sandbox: &str, reconcile_interval_ms: u64) -> String {
+    let config = format!(
+        "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\nreconcile_interval_ms = {reconcile_interval_ms}\nreconcile_batch = 1\n\
+         [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
+         [[connectors]]\nname = \"erp\"\nbase_url = \"{sandbox}\"\nkey_retention_secs = 3600\ntimeout_ms = 2000\n\
+         operations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
+        db.display(),
+        token_sha256(TOKEN)
+    );
+    let config = Config::parse(&config, "bench").expect("config");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(run(listener, config, std::future::pending()));
+    url
+}
+
+fn order(n: u64) -> Value {
+    json!({
+        "tenant": "acme", "actor": "bench", "purpose": "bench", "operation": "purchase_order.create",
+        "tool": "erp.po", "consequence": "write", "args": {"item": "paper", "qty": n % 5000 + 1},
+        "deadline_secs": 600, "max_attempts": 3, "release_id": "r1", "locale": "en-US", "connector": "erp"
+    })
+}
+
+async fn create(http: &reqwest::Client, url: &str, n: u64, tag: &str) -> String {
+    let created: Value = http
+        .post(format!("{url}/v1/intents"))
+        .bearer_auth(TOKEN)
+        .header("Idempotency-Key", format!("{tag}-{n}"))
+        .json(&order(n))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    created["id"].as_str().expect("id").to_string()
+}
+
+async fn whole_order(http: &reqwest::Client, url: &str, n: u64) {
+    let id = create(http, url, n, "t").await;
+    let auth = json!({"authorization_version": "v1", "approver": "bench"});
+    let r = http
+        .post(format!("{url}/v1/intents/{id}/authorize"))
+        .bearer_auth(TOKEN)
+        .json(&auth)
+        .send()
+        .await;
+    assert!(r.expect("authorize").status().is_success());
+    let r = http
+        .post(format!("{url}/v1/intents/{id}/dispatch"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await;
+    assert_eq!(r.expect("dispatch").status().as_u16(), 202);
+}
+
+async fn committed(http: &reqwest::Client, url: &str) -> u64 {
+    let summary: Value = http
+        .get(format!("{url}/v1/metrics/summary"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("summary")
+        .json()
+        .await
+        .expect("json");
+    summary["committed"].as_u64().unwrap_or(0)
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sandbox_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let sandbox = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
+        let state = SandboxState::new("none".parse::<FaultSpec>().expect("spec"), None);
+        tokio::spawn(intentdesk::sandbox::run(sandbox_listener, state, std::future::pending()));
+        let url = coordinator(&dir.path().join("bench.sqlite"), &sandbox, 1_000).await;
+        let http = reqwest::Client::builder().pool_max_idle_per_host(256).build().expect("client");
+
+        // 1. Throughput of whole orders with 64 agents in parallel.
+        let orders: u64 = 6_000;
+        let permits = Arc::new(Semaphore::new(64));
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for n in 0..orders {
+            let permit = permits.clone().acquire_owned().await.expect("permit");
+            let (http, url) = (http.clone(), url.clone());
+            tasks.push(tokio::spawn(async move {
+                whole_order(&http, &url, n).await;
+                drop(permit);
+            }));
+        }
+        for t in tasks {
+            t.await.expect("order");
+        }
+        let sent = started.elapsed();
+        while committed(&http, &url).await < orders {
+            assert!(started.elapsed() < Duration::from_secs(300), "orders never all committed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let all = started.elapsed();
+        println!(
+            "whole orders: {orders} created, authorized and dispatched in {:.2} s; all committed after {:.2} s \
+             => {:.0} orders/s end to end",
+            sent.as_secs_f64(),
+            all.as_secs_f64(),
+            orders as f64 / all.as_secs_f64()
+        );
+
+        // 2. Create latency at a steady 500 per second for 10 seconds.
+        let mut latencies = Vec::new();
+        let mut ticker = tokio::time::interval(Duration::from_millis(2));
+        let mut tasks = Vec::new();
+        for n in 0..5_000u64 {
+            ticker.tick().await;
+            let (http, url) = (http.clone(), url.clone());
+            tasks.push(tokio::spawn(async move {
+                let t = Instant::now();
+                create(&http, &url, n, "lat").await;
+                t.elapsed().as_secs_f64() * 1000.0
+            }));
+        }
+        for t in tasks {
+            latencies.push(t.await.expect("create"));
+        }
+        latencies.sort_by(f64::total_cmp);
+        println!(
+            "create latency at 500/s: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} creates)",
+            percentile(&latencies, 50.0),
+            percentile(&latencies, 99.0),
+            latencies[latencies.len() - 1],
+            latencies.len()
+        );
+
+        // 3. List pages on a million intents.
+        let big = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data/store-1m.sqlite");
+        if big.exists() {
+            // The reconciler waits a day, so the data set is only read.
+            let url = coordinator(&big, &sandbox, 86_400_000).await;
+            let queries = [
+                "limit=100",
+                "tenant=acme&provider=anthropic&state=committed&limit=100",
+                "state=indeterminate&sort=indeterminate_since&limit=100",
+                "min_attempts=6&sort=-attempts&limit=100",
+                "tenant=globex&tier=financial&limit=100",
+            ];
+            let mut times = Vec::new();
+            for round in 0..40 {
+                for q in queries {
+                    let t = Instant::now();
+                    let r = http.get(format!("{url}/v1/intents?{q}")).bearer_auth(TOKEN).send().await.expect("list");
+                    assert!(r.status().is_success());
+                    let _ = r.bytes().await.expect("body");
+                    if round > 0 {
+                        times.push(t.elapsed().as_secs_f64() * 1000.0);
+                    }
+                }
+            }
+            times.sort_by(f64::total_cmp);
+            println!(
+                "list page on 1,000,000 intents: p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms ({} requests, 5 filter mixes)",
+                percentile(&times, 50.0),
+                percentile(&times, 95.0),
+                times[times.len() - 1],
+                times.len()
+            );
+        } else {
+            println!("list page: skipped, run `cargo bench --bench store` first to generate the data set");
+        }
+    });
+}
