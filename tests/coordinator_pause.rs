@@ -58,18 +58,37 @@ operations = {{ "purchase_order.create" = "purchase-orders" }}
     tokio::spawn(run(listener, config, async {
         let _ = stopped.await;
     }));
-    Rig { base, sandbox, http: reqwest::Client::new(), _stops: vec![stop, stop_sandbox], _dir: dir }
+    Rig {
+        base,
+        sandbox,
+        http: reqwest::Client::new(),
+        _stops: vec![stop, stop_sandbox],
+        _dir: dir,
+    }
 }
 
 impl Rig {
     async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let r = self.http.post(format!("{}{path}", self.base)).bearer_auth(ADMIN).json(body).send().await.expect("post");
+        let r = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(ADMIN)
+            .json(body)
+            .send()
+            .await
+            .expect("post");
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
     async fn detail(&self, id: &str) -> Value {
-        let r = self.http.get(format!("{}/v1/intents/{id}", self.base)).bearer_auth(ADMIN).send().await.expect("get");
+        let r = self
+            .http
+            .get(format!("{}/v1/intents/{id}", self.base))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("get");
         r.json().await.expect("json")
     }
 
@@ -91,9 +110,16 @@ impl Rig {
             .expect("create");
         let created: Value = r.json().await.expect("json");
         let id = created["id"].as_str().expect("id").to_string();
-        let (status, _) = self.post(&format!("/v1/intents/{id}/authorize"), &json!({"authorization_version": "v1", "approver": "a"})).await;
+        let (status, _) = self
+            .post(
+                &format!("/v1/intents/{id}/authorize"),
+                &json!({"authorization_version": "v1", "approver": "a"}),
+            )
+            .await;
         assert_eq!(status, 200);
-        let (status, _) = self.post(&format!("/v1/intents/{id}/dispatch"), &json!({})).await;
+        let (status, _) = self
+            .post(&format!("/v1/intents/{id}/dispatch"), &json!({}))
+            .await;
         assert_eq!(status, 202);
         id
     }
@@ -105,14 +131,20 @@ impl Rig {
             if done(&detail) {
                 return detail;
             }
-            assert!(started.elapsed() < PATIENCE, "gave up waiting: {what}; last: {detail}");
+            assert!(
+                started.elapsed() < PATIENCE,
+                "gave up waiting: {what}; last: {detail}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 }
 
 fn dispatch_attempts(detail: &Value) -> Vec<&Value> {
-    detail["attempts"].as_array().map(|a| a.iter().filter(|x| x["kind"] == "dispatch").collect()).unwrap_or_default()
+    detail["attempts"]
+        .as_array()
+        .map(|a| a.iter().filter(|x| x["kind"] == "dispatch").collect())
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -121,7 +153,9 @@ async fn a_pause_holds_automatic_retries_until_resume() {
     let id = rig.dispatched("held").await;
     // The first attempt is refused as overloaded; a retry is planned after Retry-After.
     rig.until(&id, "a refused first attempt", |d| {
-        dispatch_attempts(d).iter().any(|a| a["error_class"].as_str() == Some("overloaded"))
+        dispatch_attempts(d)
+            .iter()
+            .any(|a| a["error_class"].as_str() == Some("overloaded"))
     })
     .await;
     let pause = json!({"command_id": "cmd_01kb0000000000000000000001", "kind": "pause",
@@ -133,17 +167,27 @@ async fn a_pause_holds_automatic_retries_until_resume() {
     // The planned retry comes due under the pause: it is not sent.
     let held = rig
         .until(&id, "the planned retry held by the pause", |d| {
-            dispatch_attempts(d).iter().any(|a| a["outcome"] == "abandoned")
+            dispatch_attempts(d)
+                .iter()
+                .any(|a| a["outcome"] == "abandoned")
         })
         .await;
     assert_eq!(held["intent"]["state"], "executing");
-    assert_eq!(rig.sandbox.effects_summary().effects, 0, "nothing reached the downstream while paused");
+    assert_eq!(
+        rig.sandbox.effects_summary().effects,
+        0,
+        "nothing reached the downstream while paused"
+    );
 
     let resume = json!({"command_id": "cmd_01kb0000000000000000000002", "kind": "resume",
         "target": {"scope": {"tenant": "acme"}}, "reason": "supplier back"});
     let (status, _) = rig.post("/v1/commands", &resume).await;
     assert_eq!(status, 201);
-    let done = rig.until(&id, "committed after resume", |d| d["intent"]["state"] == "committed").await;
+    let done = rig
+        .until(&id, "committed after resume", |d| {
+            d["intent"]["state"] == "committed"
+        })
+        .await;
     assert_eq!(rig.sandbox.effects_summary().effects, 1);
     assert!(done["intent"]["attempts"].as_u64().unwrap_or(0) <= 10);
 }
@@ -154,16 +198,33 @@ async fn a_pause_does_not_stop_the_lookup_that_resolves_an_indeterminate_intent(
     // intent becomes indeterminate and stays so until the downstream answers again.
     let rig = start("delay_ms=1500").await;
     let id = rig.dispatched("lost").await;
-    rig.until(&id, "indeterminate", |d| d["intent"]["state"] == "indeterminate").await;
+    rig.until(&id, "indeterminate", |d| {
+        d["intent"]["state"] == "indeterminate"
+    })
+    .await;
     let pause = json!({"command_id": "cmd_01kb0000000000000000000003", "kind": "pause",
         "target": {"intent_id": id}, "reason": "under investigation"});
     let (status, _) = rig.post("/v1/commands", &pause).await;
     assert_eq!(status, 201);
     rig.sandbox.set_faults("none".parse().expect("spec"));
     // The held create lands downstream; the reconciler's lookup finds it despite the pause.
-    let done = rig.until(&id, "committed by lookup while paused", |d| d["intent"]["state"] == "committed").await;
-    assert_eq!(done["intent"]["paused"], true, "the pause is still in force");
-    let lookups = done["attempts"].as_array().map(|a| a.iter().filter(|x| x["kind"] == "lookup").count()).unwrap_or(0);
+    let done = rig
+        .until(&id, "committed by lookup while paused", |d| {
+            d["intent"]["state"] == "committed"
+        })
+        .await;
+    assert_eq!(
+        done["intent"]["paused"], true,
+        "the pause is still in force"
+    );
+    let lookups = done["attempts"]
+        .as_array()
+        .map(|a| a.iter().filter(|x| x["kind"] == "lookup").count())
+        .unwrap_or(0);
     assert!(lookups >= 1);
-    assert_eq!(rig.sandbox.effects_summary().effects, 1, "one effect: found, never resent");
+    assert_eq!(
+        rig.sandbox.effects_summary().effects,
+        1,
+        "one effect: found, never resent"
+    );
 }

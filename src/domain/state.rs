@@ -410,7 +410,13 @@ mod tests {
     fn giving_up_after_an_unproven_dispatch_is_indeterminate_not_rejected() {
         let mut f = facts(IntentState::Executing);
         f.may_have_crossed_boundary = true;
-        let t = apply(&f, &Event::Refused { reason: "budget spent".into() }).expect("allowed");
+        let t = apply(
+            &f,
+            &Event::Refused {
+                reason: "budget spent".into(),
+            },
+        )
+        .expect("allowed");
         assert_eq!(t.to, IntentState::Indeterminate);
     }
 
