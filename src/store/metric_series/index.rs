@@ -34,6 +34,9 @@ pub struct MetricIndex {
     dead_attempts: usize,
     dead_intents: usize,
     last_event: i64,
+    /// When the last event seen was written, and for which intent: how a rewritten feed is
+    /// told from the one read.
+    last_mark: Option<(i64, Option<String>)>,
     last_receipt: i64,
     loaded: bool,
 }
@@ -113,13 +116,11 @@ impl MetricIndex {
     }
 
     fn refresh_in(&mut self, conn: &Connection) -> Result<(), StoreError> {
-        let (first_event, last_event): (Option<i64>, i64) = conn.one(
-            "SELECT min(seq), coalesce(max(seq), 0) FROM events",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        let pruned_past_us = first_event.is_some_and(|f| f > self.last_event + 1);
-        if !self.loaded || (pruned_past_us && self.last_event > 0) {
+        let last_event: i64 =
+            conn.one("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?;
+        // The last event seen must still be there as it was; if the feed was pruned past it,
+        // or emptied and numbered again, what changed meanwhile is unknown: read everything.
+        if !self.loaded || event_mark(conn, self.last_event)? != self.last_mark {
             return self.load_all(conn, last_event);
         }
         if last_event > self.last_event {
@@ -133,6 +134,7 @@ impl MetricIndex {
                 self.reload(conn, seq)?;
             }
             self.last_event = last_event;
+            self.last_mark = event_mark(conn, last_event)?;
         }
         let last_receipt: i64 =
             conn.one("SELECT coalesce(max(seq), 0) FROM receipts", [], |r| {
@@ -276,6 +278,7 @@ impl MetricIndex {
             }
         }
         self.last_event = last_event;
+        self.last_mark = event_mark(conn, last_event)?;
         self.loaded = true;
         Ok(())
     }
@@ -482,6 +485,18 @@ impl MetricIndex {
         let start = rec.first_attempt as usize;
         &self.attempts[start..start + rec.n_attempts as usize]
     }
+}
+
+/// What identifies event `seq`: when it was written and which intent it names (`None`
+/// when there is no such event).
+fn event_mark(conn: &Connection, seq: i64) -> Result<Option<(i64, Option<String>)>, StoreError> {
+    Ok(conn
+        .one(
+            "SELECT at_ms, intent_id FROM events WHERE seq = ?1",
+            [seq],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?)
 }
 
 /// Follow one transition: entering indeterminate opens a span, leaving it closes the last.

@@ -254,3 +254,24 @@ fn writes_after_the_load_reach_the_index_through_the_change_feed() {
     let values: Vec<f64> = chart.series[0].points.iter().map(|p| p[1]).collect();
     assert_eq!(values, [1.0, 0.0, 0.0, 0.0]);
 }
+
+#[test]
+fn a_pruned_change_feed_makes_the_index_read_everything_again() {
+    let (_dir, mut store) = bulk(100);
+    let mut index = MetricIndex::default();
+    let filter = IntentFilter::default();
+    store.create_or_replay(&new_intent(1)).expect("create");
+    store.refresh_metric_index(&mut index).expect("refresh");
+    assert_eq!(
+        store.overview(&index, &filter, END).expect("o").intents,
+        101
+    );
+    // Every event is dropped; the next ones are numbered from 1 again.
+    store.prune_events(u64::MAX).expect("prune");
+    store.create_or_replay(&new_intent(2)).expect("create");
+    store.refresh_metric_index(&mut index).expect("refresh");
+    assert_eq!(
+        store.overview(&index, &filter, END).expect("o").intents,
+        102
+    );
+}
