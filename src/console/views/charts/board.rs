@@ -1,21 +1,45 @@
 //! The ageing board: the oldest indeterminate intents, oldest first, each with how long it
-//! has been indeterminate. Clicking one opens it.
+//! has been indeterminate. Clicking one opens it. Columns run right to left in Persian.
 
 use crate::console::model::IntentRow;
 use crate::console::text;
+use crate::console::theme;
 use crate::console::views::format::duration_ms;
 use crate::i18n::Localizer;
 
-/// Column headers (Fluent ids) of the board.
-const COLUMNS: &[&str] = &[
-    "table-column-intent",
-    "table-column-tenant",
-    "table-column-operation",
-    "dashboard-board-age",
-    "table-column-providers",
+/// The board's columns, in reading order.
+#[derive(Debug, Clone, Copy)]
+enum Column {
+    Intent,
+    Tenant,
+    Operation,
+    Age,
+    Providers,
+}
+
+const COLUMNS: [Column; 5] = [
+    Column::Intent,
+    Column::Tenant,
+    Column::Operation,
+    Column::Age,
+    Column::Providers,
 ];
 
-/// Draw the board; returns the id of the intent clicked.
+impl Column {
+    /// The header's Fluent id.
+    fn key(self) -> &'static str {
+        match self {
+            Column::Intent => "table-column-intent",
+            Column::Tenant => "table-column-tenant",
+            Column::Operation => "table-column-operation",
+            Column::Age => "dashboard-board-age",
+            Column::Providers => "table-column-providers",
+        }
+    }
+}
+
+/// Draw the board; returns the id of the intent clicked. Ages above `limit_secs` are drawn
+/// in the threshold colour.
 pub fn board_ui(
     ui: &mut egui::Ui,
     i18n: &Localizer,
@@ -25,36 +49,55 @@ pub fn board_ui(
 ) -> Option<String> {
     let mut clicked = None;
     let dir = i18n.direction();
+    let mut order = COLUMNS;
+    if i18n.is_rtl() {
+        order.reverse();
+    }
     egui::Grid::new("dashboard-board")
         .striped(true)
-        .num_columns(COLUMNS.len())
+        .num_columns(order.len())
         .show(ui, |ui| {
-            for key in COLUMNS {
-                ui.strong(i18n.tr(key));
+            let strong = ui.visuals().strong_text_color();
+            for column in order {
+                ui.add(text::BidiLabel::new(&i18n.tr(column.key()), dir).color(strong));
             }
             ui.end_row();
             for row in rows {
-                if ui
-                    .button(egui::RichText::new(row.short_id()).monospace())
-                    .on_hover_text(&row.id)
-                    .clicked()
-                {
-                    clicked = Some(row.id.clone());
+                for column in order {
+                    match column {
+                        Column::Intent => {
+                            if ui
+                                .button(egui::RichText::new(row.short_id()).monospace())
+                                .on_hover_text(&row.id)
+                                .clicked()
+                            {
+                                clicked = Some(row.id.clone());
+                            }
+                        }
+                        Column::Tenant => {
+                            ui.label(&row.tenant);
+                        }
+                        Column::Operation => {
+                            ui.label(&row.operation);
+                        }
+                        Column::Age => {
+                            let age_ms = row
+                                .indeterminate_since_ms
+                                .map_or(0, |since| now_ms.saturating_sub(since));
+                            let over = limit_secs.is_some_and(|l| age_ms / 1000 > l);
+                            let color = if over {
+                                theme::THRESHOLD
+                            } else {
+                                ui.visuals().text_color()
+                            };
+                            let age = duration_ms(i18n, age_ms as i64);
+                            ui.add(text::BidiLabel::new(&age, dir).color(color));
+                        }
+                        Column::Providers => {
+                            ui.label(row.providers.join(", "));
+                        }
+                    }
                 }
-                ui.label(&row.tenant);
-                ui.label(&row.operation);
-                let age_ms = row
-                    .indeterminate_since_ms
-                    .map_or(0, |since| now_ms.saturating_sub(since));
-                let age = duration_ms(i18n, age_ms as i64);
-                let over = limit_secs.is_some_and(|l| age_ms / 1000 > l);
-                let color = if over {
-                    crate::console::theme::THRESHOLD
-                } else {
-                    ui.visuals().text_color()
-                };
-                ui.add(text::BidiLabel::new(&age, dir).color(color));
-                ui.label(row.providers.join(", "));
                 ui.end_row();
             }
         });

@@ -12,7 +12,14 @@ pub(crate) fn controls_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     let i18n = &app.i18n;
     let mut settings = app.state.dashboard.clone();
     let dir = i18n.direction();
-    row_ui(ui, |ui| {
+    // In Persian the controls run from the right; they fit one line, so no wrapping is needed.
+    let layout = if i18n.is_rtl() {
+        egui::Layout::right_to_left(egui::Align::Center)
+    } else {
+        egui::Layout::left_to_right(egui::Align::Center).with_main_wrap(true)
+    };
+    let size = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
+    ui.allocate_ui_with_layout(size, layout, |ui| {
         let label = text::rtl_label(ui, &i18n.tr("dashboard-slice"), dir);
         egui::ComboBox::from_id_salt("dashboard-group-by")
             .selected_text(group_label(i18n, settings.group_by))
