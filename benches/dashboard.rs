@@ -4,7 +4,8 @@
 //!   intents generated over 30 days into `target/bench-data/dashboard-5m.sqlite`, once; a
 //!   real coordinator serves it over HTTP on loopback);
 //! - the console's CPU time for one frame that draws six charts of 10,000-point series
-//!   (layout and tessellation, headless; no GPU).
+//!   (layout and tessellation, headless; no GPU), and for the whole dashboard view with a
+//!   10,000-point series per metric.
 //!
 //! Run: `cargo bench --bench dashboard`. Figures and machine go into BENCHMARKS.md.
 
@@ -18,11 +19,17 @@ use egui_plot::LineStyle;
 use intentdesk::console::theme;
 use intentdesk::console::views::charts::SeriesView;
 use intentdesk::console::views::charts::time_chart::{Kind, TimeChart};
+use intentdesk::console::views::dashboard::dashboard_ui;
+use intentdesk::console::{ConsoleApp, ConsoleOptions};
 use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::domain::Locale;
 use intentdesk::i18n::Localizer;
 use intentdesk::store::Store;
 use intentdesk::store::bulk::BulkSpec;
+use intentdesk::store::metric_series::{
+    ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, ChartSeries, GroupBy, HistogramGroup,
+    Overview,
+};
 use serde_json::Value;
 use tokio::net::TcpListener;
 
@@ -243,6 +250,82 @@ fn console(c: &mut Criterion) {
         .sample_size(50)
         .measurement_time(Duration::from_secs(10));
     group.bench_function("frame_six_charts_10k_points", |b| b.iter(|| frame(&ctx)));
+    group.finish();
+    whole_dashboard(c);
+}
+
+/// The whole dashboard view (every chart, the histogram, the board and the tiles) with a
+/// 10,000-point series per metric, drawn by the real app (offline, so nothing is fetched).
+fn whole_dashboard(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let ctx = egui::Context::default();
+    let options = ConsoleOptions {
+        label: "bench".into(),
+        coordinator_url: "http://127.0.0.1:9".into(),
+        token: String::new(),
+        offline: true,
+        open: None,
+        cache_path: None,
+        fixed_now_ms: Some(END_MS),
+    };
+    let mut app = ConsoleApp::new(&ctx, None, options, runtime.handle());
+    let size = egui::vec2(1400.0, 1500.0);
+    let frame = |ctx: &egui::Context, app: &mut ConsoleApp| {
+        let input = egui::RawInput {
+            screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, size)),
+            ..Default::default()
+        };
+        let mut output = ctx.run_ui(input, |ui| {
+            egui::CentralPanel::default_margins().show(ui, |ui| dashboard_ui(app, ui));
+        });
+        let shapes = std::mem::take(&mut output.shapes);
+        output.textures_delta.clear();
+        black_box(ctx.tessellate(shapes, output.pixels_per_point));
+    };
+    // The first frame asks for data (and fails, offline); then the data is put in place.
+    frame(&ctx, &mut app);
+    for (i, metric) in ChartMetric::ALL.iter().enumerate() {
+        let points = series(10_000, i as u64);
+        app.dashboard.charts.insert(
+            *metric,
+            Chart {
+                metric: *metric,
+                group_by: GroupBy::None,
+                bucket_ms: 8_640,
+                from_ms: END_MS - 86_400_000,
+                to_ms: END_MS,
+                series: vec![ChartSeries {
+                    group: ALL_GROUP.into(),
+                    total: points.iter().map(|p| p[1]).sum(),
+                    points,
+                }],
+            },
+        );
+    }
+    app.dashboard.histogram = Some(AttemptsHistogram {
+        group_by: GroupBy::None,
+        budget: 5,
+        groups: vec![HistogramGroup {
+            group: ALL_GROUP.into(),
+            bins: (1..=12).map(|a| [a, 10_000 / a]).collect(),
+            intents: 30_000,
+            over_budget: 2_000,
+        }],
+    });
+    app.dashboard.overview = Some(Overview::default());
+    for _ in 0..5 {
+        frame(&ctx, &mut app);
+    }
+    let mut group = c.benchmark_group("dashboard_console");
+    group
+        .sample_size(30)
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("frame_whole_dashboard_10k_points_per_metric", |b| {
+        b.iter(|| frame(&ctx, &mut app))
+    });
     group.finish();
 }
 
