@@ -91,6 +91,9 @@ impl From<serde_json::Error> for StoreError {
 /// single writer.
 pub struct Store {
     conn: Connection,
+    /// Rows a list page walks in sort order before the planner takes over
+    /// (`query::DEFAULT_WINDOW`; smaller in tests, to cross many windows).
+    list_window: i64,
 }
 
 impl Store {
@@ -105,7 +108,16 @@ impl Store {
         conn.pragma_update(None, "cache_size", -65_536)?; // 64 MiB
         conn.set_prepared_statement_cache_capacity(128);
         schema::migrate(&mut conn)?;
-        Ok(Store { conn })
+        Ok(Store {
+            conn,
+            list_window: query::DEFAULT_WINDOW,
+        })
+    }
+
+    /// Change how many rows a list page walks in sort order before the planner takes over.
+    /// Pages are the same whatever it is; only their cost changes. For tests and benchmarks.
+    pub fn set_list_window(&mut self, rows: u32) {
+        self.list_window = i64::from(rows.max(1));
     }
 
     /// Run several operations in one transaction (group commit). Each operation should run

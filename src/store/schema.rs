@@ -216,6 +216,16 @@ CREATE TABLE events (
 DROP INDEX intents_indeterminate;
 CREATE INDEX intents_state_indeterminate ON intents (state, indeterminate_since_ms, seq);
 "#,
+    // 3: a list page walks its sort order along an index (see `store::query::Order`); the
+    // two orders without one get theirs. Operation and tool are filtered on alone and never
+    // change after creation, so their indexes cost only at insert.
+    r#"
+CREATE INDEX intents_operation ON intents (operation, seq);
+CREATE INDEX intents_tool ON intents (tool, seq);
+CREATE INDEX intents_updated ON intents (updated_at_ms, seq);
+CREATE INDEX intents_indeterminate_order
+    ON intents (coalesce(indeterminate_since_ms, 9223372036854775807), seq);
+"#,
 ];
 
 /// Bring the database up to the newest schema.
