@@ -333,12 +333,12 @@ impl Store {
                 })?;
         let counted = to_u64(counted);
 
-        if let Some(c) = cursor {
-            if c.sort != sort || c.ascending != ascending {
-                return Err(StoreError::BadCursor(
-                    "the cursor belongs to another sort order".to_string(),
-                ));
-            }
+        if let Some(c) = cursor
+            && (c.sort != sort || c.ascending != ascending)
+        {
+            return Err(StoreError::BadCursor(
+                "the cursor belongs to another sort order".to_string(),
+            ));
         }
         let only_indeterminate = filter.states == [IntentState::Indeterminate];
         let order = Order::new(sort, ascending, only_indeterminate);
