@@ -34,7 +34,8 @@ pub struct Db {
 impl Db {
     /// Open the database; the writer thread ends when the last handle is dropped.
     pub fn open(path: &Path) -> Result<Db, StoreError> {
-        let writer = Store::open(path)?;
+        let mut writer = Store::open(path)?;
+        writer.stable_plans()?;
         let readers = (0..READERS)
             .map(|_| Store::open(path).map(Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
