@@ -1,9 +1,12 @@
-//! Console speed, measured headless with the real app (egui_kittest drives frames without a
-//! GPU; the figure is the CPU time of the app's logic and drawing per frame).
+//! Console speed, measured headless with the real app against a coordinator in its own
+//! process (this binary, `intentdesk coordinator`), so the memory figure is the console's.
 //!
 //! Run: `cargo bench --bench console` (release profile). It needs the million-intent data
 //! set that `cargo bench --bench store` generates under `target/bench-data/`.
-//! Prints: frame time while scrolling (median, p99), filter change to first rows,
+//! Prints: frame time while scrolling (median, p99) two ways — the app's frame as a window
+//! runs it (`Context::run_ui` with the app's logic and drawing, then `tessellate`: the CPU
+//! part of a frame without a GPU) and egui_kittest's whole step (which also rebuilds the
+//! accessibility tree each frame) — then filter change to first rows, the console's
 //! resident memory, and start-to-first-frame-with-data of the embedded default.
 
 use std::path::PathBuf;
@@ -13,7 +16,7 @@ use egui_kittest::Harness;
 use intentdesk::console::commands::ConsoleCommand;
 use intentdesk::console::filters::Filters;
 use intentdesk::console::{ConsoleApp, ConsoleOptions};
-use intentdesk::coordinator::{Config, run, token_sha256};
+use intentdesk::coordinator::token_sha256;
 
 const TOKEN: &str = "bench-token";
 
@@ -22,8 +25,8 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len()) - 1]
 }
 
-fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+fn rss_mib(pid: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -31,8 +34,8 @@ fn rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-fn harness(url: &str, runtime: &tokio::runtime::Handle) -> Harness<'static, ConsoleApp> {
-    let options = ConsoleOptions {
+fn options(url: &str) -> ConsoleOptions {
+    ConsoleOptions {
         label: "bench".into(),
         coordinator_url: url.to_string(),
         token: TOKEN.into(),
@@ -40,7 +43,83 @@ fn harness(url: &str, runtime: &tokio::runtime::Handle) -> Harness<'static, Cons
         open: None,
         cache_path: None,
         fixed_now_ms: None,
+    }
+}
+
+fn wheel() -> egui::Event {
+    egui::Event::MouseWheel {
+        unit: egui::MouseWheelUnit::Point,
+        delta: egui::vec2(0.0, -220.0),
+        phase: egui::TouchPhase::Move,
+        source: egui::MouseWheelSource::Unknown,
+        modifiers: egui::Modifiers::NONE,
+    }
+}
+
+/// The coordinator in a child process on a free loopback port, answering `/healthz`.
+struct Child {
+    process: std::process::Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+fn coordinator_process(data: &std::path::Path, runtime: &tokio::runtime::Runtime) -> Child {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("coordinator.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\ndatabase = \"{}\"\nreconcile_interval_ms = 86400000\nreconcile_batch = 1\n\
+             [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n",
+            data.display(),
+            token_sha256(TOKEN)
+        ),
+    )
+    .expect("config");
+    let process = std::process::Command::new(env!("CARGO_BIN_EXE_intentdesk"))
+        .arg("coordinator")
+        .arg("--config")
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the coordinator");
+    let url = format!("http://127.0.0.1:{port}");
+    let child = Child {
+        process,
+        url,
+        _dir: dir,
     };
+    let health = format!("{}/healthz", child.url);
+    runtime.block_on(async {
+        let started = Instant::now();
+        while !reqwest::get(&health)
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the coordinator never answered"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    child
+}
+
+fn harness(url: &str, runtime: &tokio::runtime::Handle) -> Harness<'static, ConsoleApp> {
+    let options = options(url);
     let handle = runtime.clone();
     Harness::builder()
         .with_size(egui::vec2(1400.0, 900.0))
@@ -73,21 +152,63 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let config = format!(
-        "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\nreconcile_interval_ms = 86400000\nreconcile_batch = 1\n\
-         [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n",
-        data.display(),
-        token_sha256(TOKEN)
-    );
-    let config = Config::parse(&config, "bench").expect("config");
-    let url = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        tokio::spawn(run(listener, config, std::future::pending()));
-        url
-    });
+    let child = coordinator_process(&data, &runtime);
+    let url = child.url.clone();
+
+    // The app's frame as a window runs it: logic, drawing, tessellation, at a 60 Hz pace so
+    // scrolling animates and pages arrive as they would.
+    {
+        let ctx = egui::Context::default();
+        let mut app = ConsoleApp::new(&ctx, None, options(&url), runtime.handle());
+        let mut frame = eframe::Frame::_new_kittest();
+        let screen = egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(1400.0, 900.0));
+        let mut time = 0.0;
+        let mut run = |events: Vec<egui::Event>, app: &mut ConsoleApp| {
+            time += 1.0 / 60.0;
+            let input = egui::RawInput {
+                screen_rect: Some(screen),
+                time: Some(time),
+                predicted_dt: 1.0 / 60.0,
+                events,
+                ..Default::default()
+            };
+            let started = Instant::now();
+            let output = ctx.run_ui(input, |ui| {
+                eframe::App::logic(app, ui.ctx(), &mut frame);
+                eframe::App::ui(app, ui, &mut frame);
+            });
+            let _ = ctx.tessellate(output.shapes, output.pixels_per_point);
+            started.elapsed().as_secs_f64() * 1000.0
+        };
+        let started = Instant::now();
+        while app.table.rows.is_empty() || app.table.loading {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "gave up: first page"
+            );
+            run(Vec::new(), &mut app);
+            std::thread::sleep(Duration::from_millis(16));
+        }
+        let center = egui::pos2(500.0, 500.0);
+        let mut frames = Vec::new();
+        for _ in 0..400 {
+            frames.push(run(
+                vec![egui::Event::PointerMoved(center), wheel()],
+                &mut app,
+            ));
+            std::thread::sleep(Duration::from_millis(16));
+        }
+        frames.sort_by(f64::total_cmp);
+        println!(
+            "scrolling, the app's frame (run_ui + tessellate): {} frames over {} loaded rows: median {:.2} ms, \
+             p99 {:.2} ms, max {:.2} ms",
+            frames.len(),
+            app.table.rows.len(),
+            percentile(&frames, 50.0),
+            percentile(&frames, 99.0),
+            frames[frames.len() - 1]
+        );
+    }
 
     let mut h = harness(&url, runtime.handle());
     until(&mut h, "first page", |app| {
@@ -99,13 +220,7 @@ fn main() {
     let center = egui::pos2(500.0, 500.0);
     for _ in 0..400 {
         h.hover_at(center);
-        h.event(egui::Event::MouseWheel {
-            unit: egui::MouseWheelUnit::Point,
-            delta: egui::vec2(0.0, -220.0),
-            phase: egui::TouchPhase::Move,
-            source: egui::MouseWheelSource::Unknown,
-            modifiers: egui::Modifiers::NONE,
-        });
+        h.event(wheel());
         let started = Instant::now();
         h.step();
         frames.push(started.elapsed().as_secs_f64() * 1000.0);
@@ -113,7 +228,7 @@ fn main() {
     frames.sort_by(f64::total_cmp);
     let rows = h.state().table.rows.len();
     println!(
-        "scrolling: {} frames over {rows} loaded rows of {}{}: median {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        "scrolling, kittest's whole step: {} frames over {rows} loaded rows of {}{}: median {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         frames.len(),
         h.state().table.total,
         if h.state().table.total_exact { "" } else { "+" },
@@ -156,10 +271,13 @@ fn main() {
         changes.len()
     );
     println!(
-        "resident memory after scrolling and filtering: {:.0} MiB (whole process, coordinator included)",
-        rss_mib()
+        "resident memory after scrolling and filtering: console {:.0} MiB (this process: two apps' \
+         state, the kittest harness and the runtime); coordinator {:.0} MiB (its own process)",
+        rss_mib("self"),
+        rss_mib(&child.process.id().to_string())
     );
     drop(h);
+    drop(child);
 
     // The embedded default: start everything in a fresh data folder, time to a row on screen.
     let dir = tempfile::tempdir().expect("temp dir");

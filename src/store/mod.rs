@@ -124,8 +124,10 @@ impl Store {
     /// re-prepares a statement when a bound value might change its plan, which on the
     /// writer's point lookups and inserts was a tenth of its time and never a better plan.
     pub fn stable_plans(&mut self) -> Result<(), StoreError> {
-        self.conn
-            .set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        self.conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )?;
         Ok(())
     }
 
