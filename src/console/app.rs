@@ -120,6 +120,8 @@ pub struct ConsoleApp {
     /// The dashboard's own state; see `views/dashboard.rs`.
     pub dashboard: views::dashboard::DashboardState,
     pub search_text: String,
+    /// The search box's caret and selection (it is a right-to-left-capable editor).
+    pub search_edit: crate::console::text::BidiEditState,
     pub focus_search: bool,
     pub notice: Option<String>,
     queue: Vec<ConsoleCommand>,
@@ -194,6 +196,7 @@ impl ConsoleApp {
             palette: Default::default(),
             intent_view: Default::default(),
             dashboard: Default::default(),
+            search_edit: Default::default(),
             focus_search: false,
             notice: None,
             queue: Vec::new(),

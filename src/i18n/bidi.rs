@@ -217,6 +217,18 @@ fn shaped_rtl(script: Script) -> bool {
 }
 
 /// Whether `c` is an explicit directional mark or isolate, resolved but never drawn.
+/// Whether `text` holds a right-to-left letter (Persian, Arabic, Hebrew...): text without one
+/// reads the same laid out plainly, in either base direction of a left-to-right line.
+pub fn has_rtl(text: &str) -> bool {
+    text.chars().any(|c| {
+        !c.is_ascii()
+            && matches!(
+                unicode_bidi::bidi_class(c),
+                unicode_bidi::BidiClass::R | unicode_bidi::BidiClass::AL
+            )
+    })
+}
+
 pub fn is_bidi_control(c: char) -> bool {
     matches!(
         c,

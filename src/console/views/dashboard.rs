@@ -450,7 +450,11 @@ pub fn threshold_badge_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     let button = egui::Button::new(ui.painter().layout_job(galley)).fill(theme::THRESHOLD);
     if ui
         .add(button)
-        .on_hover_text(i18n.tr("dashboard-badge-hint"))
+        .on_hover_text(super::format::wt(
+            i18n,
+            ui,
+            &i18n.tr("dashboard-badge-hint"),
+        ))
         .clicked()
     {
         app.queue(ConsoleCommand::ShowDashboard);

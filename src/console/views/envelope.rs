@@ -11,8 +11,11 @@ use crate::i18n::Localizer;
 fn time_row(ui: &mut egui::Ui, i18n: &Localizer, name_key: &str, at_ms: Option<u64>) {
     grid_row(ui, i18n, name_key, |ui| match at_ms.filter(|&t| t > 0) {
         Some(t) => {
-            ui.label(wt(i18n, ui, &instant(i18n, t)))
-                .on_hover_text(i18n.date_tooltip(t, 0));
+            ui.label(wt(i18n, ui, &instant(i18n, t))).on_hover_text(wt(
+                i18n,
+                ui,
+                &i18n.date_tooltip(t, 0),
+            ));
         }
         None => {
             ui.label("-");

@@ -39,14 +39,22 @@ pub fn localize_digits(i18n: &Localizer, text: &str) -> String {
 }
 
 /// Text for any widget, drawn right in the current locale: through the bidi layout in a
-/// right-to-left locale (joined letters, right word order, Latin ids kept left to right),
-/// as plain text otherwise. Every view draws user-visible text through this.
+/// right-to-left locale or when the text itself holds Persian (joined letters, right word
+/// order, Latin ids kept left to right), as plain text otherwise — a Persian reason or
+/// purpose reads the same in the English console. Every view draws user-visible text
+/// through this.
 pub fn wt(i18n: &Localizer, ui: &egui::Ui, text: &str) -> egui::WidgetText {
-    if i18n.is_rtl() {
+    if needs_bidi(i18n, text) {
         crate::console::text::widget_text(ui, text, i18n.direction())
     } else {
         text.into()
     }
+}
+
+/// Whether `text` must go through the bidi layout: in a right-to-left locale always, in a
+/// left-to-right one when it holds Persian.
+pub fn needs_bidi(i18n: &Localizer, text: &str) -> bool {
+    i18n.is_rtl() || crate::i18n::bidi::has_rtl(text)
 }
 
 /// [`wt`] in a colour.
@@ -56,7 +64,7 @@ pub fn wt_colored(
     text: &str,
     color: egui::Color32,
 ) -> egui::WidgetText {
-    if i18n.is_rtl() {
+    if needs_bidi(i18n, text) {
         let font = egui::TextStyle::Body.resolve(ui.style());
         let job = crate::console::text::layout_job(text, i18n.direction(), font, color);
         egui::WidgetText::Galley(ui.painter().layout_job(job))

@@ -81,7 +81,7 @@ fn panel_ui(
         super::intent_widgets::heading(ui, i18n, &title);
         if ui
             .button("x")
-            .on_hover_text(i18n.tr("intent-close-view"))
+            .on_hover_text(super::format::wt(i18n, ui, &i18n.tr("intent-close-view")))
             .clicked()
         {
             queued.push(ConsoleCommand::CloseIntent);
@@ -159,11 +159,12 @@ fn state_line_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
             StateName::Known(s) => i18n.tr(&format!("state-{}", s.as_str())),
             StateName::Unknown(raw) => format!("{raw} ({})", i18n.tr("state-unknown")),
         };
-        ui.label(
-            RichText::new(state)
-                .strong()
-                .color(theme::state_color(&intent.state)),
-        );
+        ui.label(super::intent_widgets::wt_colored(
+            i18n,
+            ui,
+            &state,
+            theme::state_color(&intent.state),
+        ));
         if intent.paused || !detail.pauses.is_empty() {
             ui.label(super::intent_widgets::wt_colored(
                 i18n,

@@ -2,35 +2,15 @@
 //! (through [`crate::console::text`]), ids in monospace with a copy button, and field rows.
 //! Ids, keys and JSON are never translated and never get Persian digits.
 
-use egui::{Color32, Response, RichText, WidgetText};
+use egui::{Color32, Response, RichText};
 
-use crate::console::text::{self, BidiLabel};
+pub use super::format::{needs_bidi, wt, wt_colored};
+use crate::console::text::BidiLabel;
 use crate::i18n::Localizer;
-
-/// Widget text for a localized string: laid out through the bidi helper in a right-to-left
-/// locale, plain otherwise.
-pub fn wt(i18n: &Localizer, ui: &egui::Ui, text: &str) -> WidgetText {
-    if i18n.is_rtl() {
-        text::widget_text(ui, text, i18n.direction())
-    } else {
-        text.into()
-    }
-}
-
-/// [`wt`] in a colour.
-pub fn wt_colored(i18n: &Localizer, ui: &egui::Ui, text: &str, color: Color32) -> WidgetText {
-    if i18n.is_rtl() {
-        let font = egui::TextStyle::Body.resolve(ui.style());
-        let job = text::layout_job(text, i18n.direction(), font, color);
-        WidgetText::Galley(ui.painter().layout_job(job))
-    } else {
-        RichText::new(text).color(color).into()
-    }
-}
 
 /// A localized heading.
 pub fn heading(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> Response {
-    if i18n.is_rtl() {
+    if needs_bidi(i18n, text) {
         let font = egui::TextStyle::Heading.resolve(ui.style());
         let color = ui.visuals().strong_text_color();
         ui.add(
@@ -45,7 +25,7 @@ pub fn heading(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> Response {
 
 /// A localized paragraph, wrapped to the available width.
 pub fn say(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> Response {
-    if i18n.is_rtl() {
+    if needs_bidi(i18n, text) {
         ui.add(BidiLabel::new(text, i18n.direction()).wrap())
     } else {
         ui.add(egui::Label::new(text).wrap())
@@ -54,7 +34,7 @@ pub fn say(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> Response {
 
 /// [`say`] in a colour.
 pub fn say_colored(ui: &mut egui::Ui, i18n: &Localizer, text: &str, color: Color32) -> Response {
-    if i18n.is_rtl() {
+    if needs_bidi(i18n, text) {
         ui.add(BidiLabel::new(text, i18n.direction()).color(color).wrap())
     } else {
         ui.add(egui::Label::new(RichText::new(text).color(color)).wrap())

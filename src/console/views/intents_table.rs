@@ -182,7 +182,7 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
             });
             if intent.paused {
                 ui.colored_label(theme::PAUSED, "II")
-                    .on_hover_text(i18n.tr("state-paused"));
+                    .on_hover_text(super::format::wt(i18n, ui, &i18n.tr("state-paused")));
             }
         }
         1 => {
@@ -220,7 +220,17 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
         }
         5 => {
             let age = super::format::duration_ms(i18n, now as i64 - intent.created_at_ms as i64);
-            ui.label(wt(i18n, ui, &age));
+            // On hover, when it was created: in the locale's calendar (Solar Hijri in
+            // Persian), then the Gregorian date.
+            ui.label(wt(i18n, ui, &age)).on_hover_ui(|ui| {
+                let created = intent.created_at_ms;
+                let text = format!(
+                    "{}\n{}",
+                    super::intent_widgets::instant(i18n, created),
+                    i18n.date_tooltip(created, 0)
+                );
+                ui.label(wt(i18n, ui, &text));
+            });
         }
         6 => {
             let left = intent.deadline_at_ms as i64 - now as i64;

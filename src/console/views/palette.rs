@@ -41,7 +41,7 @@ pub fn palette_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                 .filter(|(_, label)| label.to_lowercase().contains(&needle))
                 .collect();
             for (command, label) in &matches {
-                if ui.button(label).clicked() {
+                if ui.button(super::format::wt(&app.i18n, ui, label)).clicked() {
                     chosen = Some(command.clone());
                 }
             }

@@ -41,7 +41,7 @@ pub(super) fn hover_ui(
                 ui.label(format!("HTTP {status}"));
             }
             for text in [&a.error_class, &a.detail].into_iter().flatten() {
-                ui.label(text);
+                say(ui, text);
             }
             if let Some(g) = lane.group.and_then(|g| model.groups.get(g)) {
                 say(
@@ -57,7 +57,12 @@ pub(super) fn hover_ui(
                     StateName::Known(s) => i18n.tr(&format!("state-{}", s.as_str())),
                     StateName::Unknown(raw) => raw.clone(),
                 };
-                ui.colored_label(theme::state_color(&b.state), state);
+                ui.label(super::format::wt_colored(
+                    i18n,
+                    ui,
+                    &state,
+                    theme::state_color(&b.state),
+                ));
                 say(ui, &at(b.from_ms));
             }
             if let Some(c) = mark {
@@ -125,7 +130,7 @@ fn cluster_ui(
                     t.event
                 ));
                 if let Some(reason) = &t.reason {
-                    ui.label(reason);
+                    say(ui, reason);
                 }
                 if let Some(cmd) = &t.command_id {
                     ui.label(egui::RichText::new(cmd).monospace());
@@ -148,7 +153,7 @@ fn cluster_ui(
                     cmd.kind, cmd.actor, cmd.role, cmd.status
                 ));
                 if let Some(reason) = &cmd.reason {
-                    ui.label(reason);
+                    say(ui, reason);
                 }
                 ui.label(egui::RichText::new(&cmd.command_id).monospace());
             }

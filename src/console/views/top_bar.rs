@@ -6,6 +6,7 @@ use egui::RichText;
 use super::format::{wt, wt_colored};
 use crate::console::app::{ConsoleApp, Tab};
 use crate::console::commands::ConsoleCommand;
+use crate::console::text::{BidiTextEdit, Direction};
 use crate::console::theme;
 use crate::domain::Locale;
 
@@ -39,7 +40,7 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         let views = app.state.views.clone();
         ui.menu_button(wt(&app.i18n, ui, &app.i18n.tr("views-menu")), |ui| {
             for view in views {
-                if ui.button(&view.name).clicked() {
+                if ui.button(wt(&app.i18n, ui, &view.name)).clicked() {
                     app.queue(ConsoleCommand::ApplyView(view.filters.clone()));
                     ui.close();
                 }
@@ -98,7 +99,11 @@ fn status_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
         (theme::QUIET, app.i18n.tr("topbar-status-connecting"))
     };
     ui.label(wt_colored(&app.i18n, ui, &text, color))
-        .on_hover_text(format!("{} {since}", app.i18n.tr("topbar-status-since")));
+        .on_hover_text(wt(
+            &app.i18n,
+            ui,
+            &format!("{} {since}", app.i18n.tr("topbar-status-since")),
+        ));
 }
 
 fn stale_banner_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
@@ -123,16 +128,19 @@ fn stale_banner_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
 }
 
 fn search_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
+    // The bidi editor: a Persian search reads joined and right to left while it is typed.
     let hint = app.i18n.tr("topbar-search-hint");
-    let edit = egui::TextEdit::singleline(&mut app.search_text)
-        .hint_text(hint)
-        .desired_width(320.0);
-    let response = ui.add(edit);
+    let response = BidiTextEdit::new(&mut app.search_edit, &mut app.search_text, Direction::Auto)
+        .hint(&hint)
+        .desired_width(320.0)
+        .id_salt("search")
+        .show(ui);
     if app.focus_search {
         response.request_focus();
+        app.search_edit.select_all(&app.search_text);
         app.focus_search = false;
     }
-    let submitted = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+    let submitted = response.has_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
     if submitted
         || ui
             .button(wt(&app.i18n, ui, &app.i18n.tr("topbar-search")))

@@ -42,7 +42,14 @@ pub(crate) fn controls_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         ui.add(egui::DragValue::new(&mut settings.oldest_indeterminate_max_mins).range(1..=10_000))
             .labelled_by(label.id);
         ui.separator();
-        if ui.button(i18n.tr("command-refresh")).clicked() {
+        if ui
+            .button(crate::console::views::format::wt(
+                i18n,
+                ui,
+                &i18n.tr("command-refresh"),
+            ))
+            .clicked()
+        {
             app.dashboard.refresh_now();
         }
         if app.dashboard.loading() {
