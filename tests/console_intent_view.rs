@@ -751,6 +751,7 @@ fn timeline_picture(
     now_ms: u64,
     select: Option<usize>,
     whole: bool,
+    locale: Locale,
 ) {
     let model = TimelineModel::build(&detail, now_ms);
     let mut view = TimelineView::default();
@@ -759,9 +760,11 @@ fn timeline_picture(
     if whole {
         view.fit_span(&model);
     }
-    let i18n = Localizer::new(Locale::EnUs);
+    let i18n = Localizer::new(locale);
+    // The Persian help sentence is longer and wraps to a second line.
+    let height = if i18n.is_rtl() { 352.0 } else { 330.0 };
     let mut harness = Harness::builder()
-        .with_size(egui::vec2(920.0, 330.0))
+        .with_size(egui::vec2(920.0, height))
         .with_context_setup(intentdesk::console::text::install_fonts)
         .build_ui(move |ui| {
             timeline_ui(ui, &i18n, &detail, &model, &mut view, 250.0);
@@ -773,7 +776,14 @@ fn timeline_picture(
 
 #[test]
 fn timeline_of_a_normal_intent() {
-    timeline_picture("intent_timeline_normal", normal(), T0 + 12_000, None, true);
+    timeline_picture(
+        "intent_timeline_normal",
+        normal(),
+        T0 + 12_000,
+        None,
+        true,
+        Locale::EnUs,
+    );
 }
 
 #[test]
@@ -784,6 +794,21 @@ fn timeline_of_an_amplified_intent() {
         T0 + 14_000,
         Some(3),
         false,
+        Locale::EnUs,
+    );
+}
+
+/// The same amplified intent in Persian: lane names on the right, row titles and legend in
+/// Persian, Persian digits on the axis, time still running left to right as the axis says.
+#[test]
+fn timeline_of_an_amplified_intent_in_persian() {
+    timeline_picture(
+        "intent_timeline_amplified_fa",
+        amplified(),
+        T0 + 14_000,
+        Some(3),
+        false,
+        Locale::FaIr,
     );
 }
 
@@ -795,5 +820,6 @@ fn timeline_of_an_indeterminate_intent() {
         T0 + 14_000,
         None,
         false,
+        Locale::EnUs,
     );
 }

@@ -278,6 +278,7 @@ intent-tab-ledger = Action key
 intent-tab-audit = Audit trail
 
 timeline-title = Timeline
+timeline-axis-direction = Time, left to right
 timeline-row-state = State
 timeline-row-events = Receipts, commands
 timeline-row-overview = All attempts

@@ -255,6 +255,7 @@ intent-tab-ledger = کلید اقدام
 intent-tab-audit = سابقهٔ فرمان‌ها
 
 timeline-title = خط زمانی
+timeline-axis-direction = زمان، از چپ به راست
 timeline-row-state = وضعیت
 timeline-row-events = رسیدها، فرمان‌ها
 timeline-row-overview = همهٔ تلاش‌ها

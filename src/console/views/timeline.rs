@@ -53,6 +53,9 @@ pub struct TimelineView {
     /// The selected attempt, by index into the detail's attempts.
     pub selected: Option<usize>,
     lanes_shown: f32,
+    /// The label column sits on the right (a right-to-left locale); time still runs left
+    /// to right, as the axis says.
+    rtl: bool,
 }
 
 impl TimelineView {
@@ -61,6 +64,7 @@ impl TimelineView {
         if self.intent_id != model.intent_id {
             *self = TimelineView {
                 intent_id: model.intent_id.clone(),
+                rtl: self.rtl,
                 ..TimelineView::default()
             };
             self.fit(model);
@@ -147,8 +151,11 @@ impl TimelineView {
 /// Where everything sits this frame.
 pub(super) struct Geometry {
     pub(super) rect: Rect,
-    /// The time area (right of the label column), full height.
+    /// The time area (beside the label column), full height.
     pub(super) plot: Rect,
+    /// The lane names: on the left, or on the right in a right-to-left locale.
+    pub(super) label_col: Rect,
+    pub(super) rtl: bool,
     pub(super) axis: Rect,
     pub(super) state_row: Rect,
     pub(super) events_row: Rect,
@@ -164,7 +171,19 @@ impl Geometry {
         // Wide enough for the longest lane label (monospace), within reason.
         let wanted = label_chars as f32 * LABEL_CHAR_W + 20.0;
         let label_w = wanted.clamp(110.0, (rect.width() * 0.4).max(110.0));
-        let plot = Rect::from_min_max(pos2(rect.left() + label_w, rect.top()), rect.max);
+        let (label_col, plot) = if view.rtl {
+            let split = rect.right() - label_w;
+            (
+                Rect::from_min_max(pos2(split, rect.top()), rect.max),
+                Rect::from_min_max(rect.min, pos2(split, rect.bottom())),
+            )
+        } else {
+            let split = rect.left() + label_w;
+            (
+                Rect::from_min_max(rect.min, pos2(split, rect.bottom())),
+                Rect::from_min_max(pos2(split, rect.top()), rect.max),
+            )
+        };
         let row = |top: f32, h: f32| {
             Rect::from_min_max(pos2(plot.left(), top), pos2(plot.right() - 6.0, top + h))
         };
@@ -180,6 +199,8 @@ impl Geometry {
         Geometry {
             rect,
             plot,
+            label_col,
+            rtl: view.rtl,
             axis,
             state_row,
             events_row,
@@ -235,6 +256,7 @@ pub fn timeline_ui(
     view: &mut TimelineView,
     height: f32,
 ) -> Response {
+    view.rtl = i18n.is_rtl();
     view.sync(model);
     let size = vec2(
         ui.available_width().max(240.0),
@@ -380,7 +402,7 @@ pub(super) enum Hit {
 }
 
 fn hit(model: &TimelineModel, geo: &Geometry, pos: Pos2) -> Option<Hit> {
-    if pos.x < geo.plot.left() {
+    if geo.label_col.x_range().contains(pos.x) {
         return geo
             .lane_at(pos.y, model.lanes.len())
             .map(|lane| Hit::Lane { lane, mark: None });

@@ -33,8 +33,7 @@ pub(super) fn paint(
         .color
         .gamma_multiply(0.6);
     painter.rect_filled(geo.rect, CornerRadius::same(2), visuals.extreme_bg_color);
-    let label_col = Rect::from_min_max(geo.rect.min, pos2(geo.plot.left(), geo.rect.bottom()));
-    painter.rect_filled(label_col, CornerRadius::ZERO, visuals.faint_bg_color);
+    painter.rect_filled(geo.label_col, CornerRadius::ZERO, visuals.faint_bg_color);
 
     let plot_painter = painter.with_clip_rect(geo.plot);
     // The confirmation reserve: the last stretch before the deadline, kept for confirming.
@@ -47,16 +46,18 @@ pub(super) fn paint(
     }
     axis_ui(&plot_painter, i18n, geo, grid, weak);
 
-    // Row titles.
+    // Row titles, at the label column's outer edge; the axis row says which way time runs.
     let font = FontId::proportional(11.0);
+    let (title_x, title_align) = label_anchor(geo, 4.0);
     let title = |rect: Rect, key: &str| {
         place(
             &painter,
             text_galley(&painter, i18n, &i18n.tr(key), font.clone(), weak, false),
-            pos2(geo.rect.left() + 4.0, rect.center().y),
-            Align2::LEFT_CENTER,
+            pos2(title_x, rect.center().y),
+            title_align,
         );
     };
+    title(geo.axis, "timeline-axis-direction");
     title(geo.state_row, "timeline-row-state");
     title(geo.events_row, "timeline-row-events");
     title(geo.overview, "timeline-row-overview");
@@ -303,14 +304,17 @@ fn lanes_ui(
 ) {
     let visuals = ui.visuals();
     let clip = painter.with_clip_rect(geo.lanes.intersect(geo.rect));
-    let label_clip = clip.with_clip_rect(Rect::from_min_max(
-        geo.lanes.min,
-        pos2(geo.plot.left() - 4.0, geo.lanes.bottom()),
+    let inner = if geo.rtl {
+        geo.label_col.x_range().min + 4.0..=geo.label_col.right()
+    } else {
+        geo.label_col.left()..=geo.label_col.right() - 4.0
+    };
+    let label_clip = clip.with_clip_rect(Rect::from_x_y_ranges(inner, geo.lanes.y_range()));
+    let plot_clip = clip.with_clip_rect(Rect::from_x_y_ranges(
+        geo.plot.x_range(),
+        geo.lanes.y_range(),
     ));
-    let plot_clip = clip.with_clip_rect(Rect::from_min_max(
-        pos2(geo.plot.left(), geo.lanes.top()),
-        geo.lanes.max,
-    ));
+    let (label_x, label_align) = label_anchor(geo, 8.0);
     let font = FontId::monospace(10.5);
     let text_color = visuals.text_color();
     for i in geo.visible_lanes(model.lanes.len()) {
@@ -342,8 +346,8 @@ fn lanes_ui(
             );
         }
         label_clip.text(
-            pos2(geo.rect.left() + 8.0, row.center().y),
-            Align2::LEFT_CENTER,
+            pos2(label_x, row.center().y),
+            label_align,
             &lane.label,
             font.clone(),
             text_color,
@@ -357,7 +361,11 @@ fn lanes_ui(
         if y1 < geo.lanes.top() || y0 > geo.lanes.bottom() {
             continue;
         }
-        let x = geo.rect.left() + 3.0;
+        let x = if geo.rtl {
+            geo.label_col.right() - 6.0
+        } else {
+            geo.label_col.left() + 3.0
+        };
         clip.rect_filled(
             Rect::from_x_y_ranges(x..=x + 3.0, y0..=y1),
             CornerRadius::same(1),
@@ -632,6 +640,15 @@ fn text_galley(
         painter.layout_job(crate::console::text::layout_job(text, base, font, color))
     } else {
         painter.layout_no_wrap(text.to_string(), font, color)
+    }
+}
+
+/// Where text in the label column is anchored: `inset` from its outer edge, aligned to it.
+fn label_anchor(geo: &Geometry, inset: f32) -> (f32, Align2) {
+    if geo.rtl {
+        (geo.label_col.right() - inset, Align2::RIGHT_CENTER)
+    } else {
+        (geo.label_col.left() + inset, Align2::LEFT_CENTER)
     }
 }
 
