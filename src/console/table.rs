@@ -27,6 +27,8 @@ pub struct TableData {
     pub first_rows_after: Option<Duration>,
     /// True while the rows shown come from the local cache.
     pub from_cache: bool,
+    /// The first row drawn last frame: where the operator has scrolled to.
+    pub first_row_shown: usize,
 }
 
 impl TableData {

@@ -38,6 +38,7 @@ pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     let mut clicked: Option<String> = None;
     let mut sort_to: Option<String> = None;
     let mut max_row_shown = 0usize;
+    let mut first_row_shown = usize::MAX;
     let current_sort = app.state.filters.sort_or_default().to_string();
     let rtl = app.i18n.is_rtl();
     // Cells are read, not selected: a click anywhere on a row opens its intent.
@@ -101,6 +102,7 @@ pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             body.rows(ROW_HEIGHT, rows, |mut row| {
                 let index = row.index();
                 max_row_shown = max_row_shown.max(index);
+                first_row_shown = first_row_shown.min(index);
                 let intent = &app.table.rows[index];
                 let open = app.open.as_ref().is_some_and(|o| o.id == intent.id);
                 row.set_selected(open);
@@ -127,6 +129,9 @@ pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             ..app.state.filters.clone()
         };
         app.queue(ConsoleCommand::SetFilters(filters));
+    }
+    if first_row_shown != usize::MAX {
+        app.table.first_row_shown = first_row_shown;
     }
     if rows > 0 && max_row_shown + PREFETCH_ROWS >= rows && app.table.next_cursor.is_some() {
         app.queue(ConsoleCommand::LoadMore);

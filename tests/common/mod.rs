@@ -1,0 +1,179 @@
+//! What the console's integration tests share: a real coordinator and sandbox on loopback
+//! with a SQLite file in a temporary folder, requests to it as an agent would send them,
+//! and the real app in an egui_kittest harness, stepped until a condition holds.
+#![allow(dead_code)] // each test file uses part of it
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use egui_kittest::Harness;
+use intentdesk::console::{ConsoleApp, ConsoleOptions};
+use intentdesk::coordinator::{Config, run, token_sha256};
+use intentdesk::sandbox::{FaultSpec, SandboxState};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+pub const ADMIN: &str = "common-admin-token";
+/// Guards against a hang; never a stand-in for synchronisation.
+pub const PATIENCE: Duration = Duration::from_secs(40);
+
+pub struct Rig {
+    pub runtime: tokio::runtime::Runtime,
+    pub base: String,
+    pub sandbox: SandboxState,
+    _dir: tempfile::TempDir,
+    _stop: oneshot::Sender<()>,
+    _stop_sandbox: oneshot::Sender<()>,
+}
+
+impl Rig {
+    /// A coordinator with one admin token and the `erp` connector on a fault-free sandbox.
+    pub fn start() -> Rig {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sandbox = SandboxState::new("none".parse::<FaultSpec>().expect("spec"), None);
+        let (sandbox_addr, stop_sandbox) = serve(&runtime, |listener, stopped| {
+            tokio::spawn(intentdesk::sandbox::run(listener, sandbox.clone(), async {
+                let _ = stopped.await;
+            }));
+        });
+        let config = Config::parse(&config_text(&dir, sandbox_addr), "test").expect("config");
+        let (addr, stop) = serve(&runtime, |listener, stopped| {
+            tokio::spawn(run(listener, config, async {
+                let _ = stopped.await;
+            }));
+        });
+        Rig {
+            runtime,
+            base: format!("http://{addr}"),
+            sandbox,
+            _dir: dir,
+            _stop: stop,
+            _stop_sandbox: stop_sandbox,
+        }
+    }
+
+    /// `POST` `body` to `path` as the admin, with an `Idempotency-Key` if given: the status,
+    /// the `Idempotent-Replayed` header and the answer.
+    pub fn post(&self, path: &str, key: Option<&str>, body: &Value) -> (u16, bool, Value) {
+        self.runtime.block_on(async {
+            let mut request = reqwest::Client::new()
+                .post(format!("{}{path}", self.base))
+                .bearer_auth(ADMIN)
+                .json(body);
+            if let Some(key) = key {
+                request = request.header("Idempotency-Key", key);
+            }
+            let response = request.send().await.expect("request");
+            let status = response.status().as_u16();
+            let replayed = response.headers().get("idempotent-replayed").is_some();
+            (
+                status,
+                replayed,
+                response.json().await.unwrap_or(Value::Null),
+            )
+        })
+    }
+
+    /// Create a purchase order under caller key `key` and authorize it.
+    pub fn order(&self, tenant: &str, locale: &str, key: &str, args: Value) -> (u16, bool, Value) {
+        let body = json!({
+            "tenant": tenant, "actor": "agent", "purpose": "restock", "operation": "purchase_order.create",
+            "tool": "erp.po", "consequence": "write", "args": args,
+            "deadline_secs": 600, "max_attempts": 3, "release_id": "r1", "locale": locale, "connector": "erp"
+        });
+        let (status, replayed, created) = self.post("/v1/intents", Some(key), &body);
+        if status == 201 {
+            let id = created["id"].as_str().expect("id");
+            let auth = json!({"authorization_version": "v1", "approver": "ann"});
+            let (status, _, _) = self.post(&format!("/v1/intents/{id}/authorize"), None, &auth);
+            assert_eq!(status, 200, "authorize {id}");
+        }
+        (status, replayed, created)
+    }
+
+    /// The real app on this coordinator, in a window of `size`.
+    pub fn harness(&self, size: egui::Vec2) -> Harness<'static, ConsoleApp> {
+        let options = ConsoleOptions {
+            label: "test".into(),
+            coordinator_url: self.base.clone(),
+            token: ADMIN.into(),
+            offline: false,
+            open: None,
+            cache_path: None,
+            fixed_now_ms: None,
+        };
+        let handle = self.runtime.handle().clone();
+        let mut harness = Harness::builder()
+            .with_size(size)
+            .build_eframe(move |cc| ConsoleApp::new(&cc.egui_ctx, None, options, &handle));
+        harness.run_steps(2);
+        harness
+    }
+}
+
+fn serve(
+    runtime: &tokio::runtime::Runtime,
+    start: impl FnOnce(TcpListener, oneshot::Receiver<()>),
+) -> (SocketAddr, oneshot::Sender<()>) {
+    runtime.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = oneshot::channel::<()>();
+        start(listener, stopped);
+        (addr, stop)
+    })
+}
+
+fn config_text(dir: &tempfile::TempDir, sandbox: SocketAddr) -> String {
+    format!(
+        r#"
+listen = "127.0.0.1:0"
+database = "{db}"
+reconcile_interval_ms = 100
+[[tokens]]
+name = "admin"
+token_sha256 = "{admin}"
+role = "admin"
+tenants = ["*"]
+[[connectors]]
+name = "erp"
+base_url = "http://{sandbox}"
+key_retention_secs = 3600
+timeout_ms = 1000
+operations = {{ "purchase_order.create" = "purchase-orders" }}
+"#,
+        db = dir.path().join("c.sqlite").display(),
+        admin = token_sha256(ADMIN),
+    )
+}
+
+/// Step the app until `done` holds, or fail after [`PATIENCE`].
+pub fn until(
+    harness: &mut Harness<'static, ConsoleApp>,
+    what: &str,
+    done: impl Fn(&ConsoleApp) -> bool,
+) {
+    let started = Instant::now();
+    while !done(harness.state()) {
+        if started.elapsed() > PATIENCE {
+            let app = harness.state();
+            panic!(
+                "gave up waiting: {what}; table error {:?}, rows {}, open {:?}",
+                app.table.error,
+                app.table.rows.len(),
+                app.open
+                    .as_ref()
+                    .map(|o| (&o.id, &o.error, o.detail.is_some()))
+            );
+        }
+        harness.step();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    harness.run_steps(2);
+}
