@@ -29,6 +29,8 @@ pub struct TableData {
     pub from_cache: bool,
     /// The first row drawn last frame: where the operator has scrolled to.
     pub first_row_shown: usize,
+    /// Whether the columns were last drawn right to left.
+    pub drawn_rtl: Option<bool>,
 }
 
 impl TableData {

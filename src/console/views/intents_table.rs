@@ -54,8 +54,14 @@ pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         })
         .min_scrolled_height(0.0);
     let widths = [
-        120.0, 90.0, 150.0, 110.0, 70.0, 70.0, 80.0, 130.0, 110.0, 50.0,
+        120.0, 90.0, 150.0, 110.0, 70.0, 105.0, 120.0, 130.0, 110.0, 50.0,
     ];
+    // Column widths are kept by position; when the order flips with the language they would
+    // land on the wrong columns, so they start again from their initial sizes.
+    if app.table.drawn_rtl.is_some_and(|was| was != rtl) {
+        builder.reset();
+    }
+    app.table.drawn_rtl = Some(rtl);
     let order: Vec<usize> = if rtl {
         (0..COLUMNS.len()).rev().collect()
     } else {
