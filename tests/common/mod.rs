@@ -21,9 +21,11 @@ pub const PATIENCE: Duration = Duration::from_secs(40);
 pub struct Rig {
     pub runtime: tokio::runtime::Runtime,
     pub base: String,
+    pub addr: SocketAddr,
     pub sandbox: SandboxState,
-    _dir: tempfile::TempDir,
-    _stop: oneshot::Sender<()>,
+    sandbox_addr: SocketAddr,
+    dir: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
     _stop_sandbox: oneshot::Sender<()>,
 }
 
@@ -42,19 +44,44 @@ impl Rig {
                 let _ = stopped.await;
             }));
         });
-        let config = Config::parse(&config_text(&dir, sandbox_addr), "test").expect("config");
-        let (addr, stop) = serve(&runtime, |listener, stopped| {
+        let mut rig = Rig {
+            runtime,
+            base: String::new(),
+            addr: sandbox_addr,
+            sandbox,
+            sandbox_addr,
+            dir,
+            stop: None,
+            _stop_sandbox: stop_sandbox,
+        };
+        rig.start_coordinator("127.0.0.1:0");
+        rig
+    }
+
+    /// Start the coordinator on `at` (`127.0.0.1:0` for any port) over the rig's database.
+    pub fn start_coordinator(&mut self, at: &str) {
+        let config =
+            Config::parse(&config_text(&self.dir, self.sandbox_addr), "test").expect("config");
+        let at: SocketAddr = at.parse().expect("address");
+        let (addr, stop) = serve_at(&self.runtime, at, |listener, stopped| {
             tokio::spawn(run(listener, config, async {
                 let _ = stopped.await;
             }));
         });
-        Rig {
-            runtime,
-            base: format!("http://{addr}"),
-            sandbox,
-            _dir: dir,
-            _stop: stop,
-            _stop_sandbox: stop_sandbox,
+        self.addr = addr;
+        self.base = format!("http://{addr}");
+        self.stop = Some(stop);
+    }
+
+    /// Stop the coordinator and wait until its port no longer answers.
+    pub fn stop_coordinator(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let started = Instant::now();
+        while std::net::TcpStream::connect(self.addr).is_ok() {
+            assert!(started.elapsed() < PATIENCE, "the coordinator did not stop");
+            std::thread::yield_now();
         }
     }
 
@@ -64,8 +91,10 @@ impl Rig {
         self.runtime.block_on(async {
             let mut request = reqwest::Client::new()
                 .post(format!("{}{path}", self.base))
-                .bearer_auth(ADMIN)
-                .json(body);
+                .bearer_auth(ADMIN);
+            if !body.is_null() {
+                request = request.json(body);
+            }
             if let Some(key) = key {
                 request = request.header("Idempotency-Key", key);
             }
@@ -97,6 +126,36 @@ impl Rig {
         (status, replayed, created)
     }
 
+    /// An authorized intent of `tenant`: dispatched to `erp` (a purchase order), or, with
+    /// a `provider`, a quote comparison that reported one inference attempt there.
+    pub fn intent(&self, tenant: &str, key: &str, provider: Option<&str>) -> Value {
+        let (consequence, operation) = match provider {
+            Some(_) => ("compute", "quote.compare"),
+            None => ("write", "purchase_order.create"),
+        };
+        let body = json!({
+            "tenant": tenant, "actor": "agent", "purpose": "restock", "operation": operation,
+            "tool": "erp.po", "consequence": consequence, "args": {"item": "paper", "qty": 10},
+            "deadline_secs": 600, "max_attempts": 3, "release_id": "r1", "locale": "en-US", "connector": "erp"
+        });
+        let (status, _, created) = self.post("/v1/intents", Some(key), &body);
+        assert_eq!(status, 201, "create {key}: {created}");
+        let id = created["id"].as_str().expect("id");
+        let auth = json!({"authorization_version": "v1", "approver": "ann"});
+        let (status, _, _) = self.post(&format!("/v1/intents/{id}/authorize"), None, &auth);
+        assert_eq!(status, 200, "authorize {id}");
+        let (status, _, answer) = match provider {
+            Some(p) => self.post(
+                &format!("/v1/intents/{id}/attempts"),
+                None,
+                &json!({"kind": "inference", "provider": p}),
+            ),
+            None => self.post(&format!("/v1/intents/{id}/dispatch"), None, &Value::Null),
+        };
+        assert!((200..300).contains(&status), "{id}: {status} {answer}");
+        created
+    }
+
     /// The real app on this coordinator, in a window of `size`.
     pub fn harness(&self, size: egui::Vec2) -> Harness<'static, ConsoleApp> {
         let options = ConsoleOptions {
@@ -121,8 +180,16 @@ fn serve(
     runtime: &tokio::runtime::Runtime,
     start: impl FnOnce(TcpListener, oneshot::Receiver<()>),
 ) -> (SocketAddr, oneshot::Sender<()>) {
+    serve_at(runtime, "127.0.0.1:0".parse().expect("address"), start)
+}
+
+fn serve_at(
+    runtime: &tokio::runtime::Runtime,
+    at: SocketAddr,
+    start: impl FnOnce(TcpListener, oneshot::Receiver<()>),
+) -> (SocketAddr, oneshot::Sender<()>) {
     runtime.block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = TcpListener::bind(at).await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (stop, stopped) = oneshot::channel::<()>();
         start(listener, stopped);
