@@ -126,3 +126,54 @@ fn a_lost_coordinator_shows_the_stale_banner_and_recovers() {
     });
     assert!(harness.query_by_label_contains("Stale").is_none());
 }
+
+#[test]
+fn the_palette_starts_a_command_on_the_open_intent_only_where_it_may_be_started() {
+    let rig = Rig::start();
+    let order = rig.intent("acme", "p1", None);
+    let id = order["id"].as_str().expect("id").to_string();
+    let mut harness = rig.harness(SIZE);
+    harness
+        .state_mut()
+        .queue(intentdesk::console::commands::ConsoleCommand::OpenIntent(
+            id.clone(),
+        ));
+    until(
+        &mut harness,
+        "the order committed, open, and the role known",
+        |app| {
+            app.intent_view.whoami().is_some()
+                && app
+                    .open
+                    .as_ref()
+                    .and_then(|o| o.detail.as_ref())
+                    .is_some_and(|d| d.intent.id == id && d.intent.state.wire() == "committed")
+        },
+    );
+
+    // A committed order cannot be closed: the palette does not offer it, Enter does nothing.
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::K);
+    harness.run_steps(2);
+    // The palette's field has the focus: typing goes there.
+    harness.event(egui::Event::Text("Close".into()));
+    harness.run_steps(2);
+    harness.key_press(egui::Key::Enter);
+    harness.run_steps(2);
+    assert!(
+        harness.state().intent_view.dialog.is_none(),
+        "no dialog for a final intent"
+    );
+
+    // Pause may always be started by an admin: its dialog opens from the palette.
+    harness.state_mut().palette.open = false;
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::K);
+    harness.run_steps(2);
+    harness.event(egui::Event::Text("Pause".into()));
+    harness.run_steps(2);
+    harness.key_press(egui::Key::Enter);
+    harness.run_steps(2);
+    assert!(
+        harness.state().intent_view.dialog.is_some(),
+        "the pause dialog is open"
+    );
+}

@@ -298,7 +298,25 @@ impl ConsoleApp {
                     let now = self.now_ms();
                     self.intent_view.export.open(kind, id.as_deref(), now);
                 }
+                ConsoleCommand::StartCommand(kind) => self.start_command(kind),
             }
+        }
+    }
+
+    /// Open the dialog of `kind` on the open intent, if it may be started now (the same
+    /// rule that enables the panel's buttons).
+    fn start_command(&mut self, kind: crate::domain::CommandKind) {
+        let Some(detail) = self.open.as_ref().and_then(|o| o.detail.as_ref()) else {
+            return;
+        };
+        let allowed = views::command_dialog::availability(
+            &self.i18n,
+            kind,
+            detail,
+            self.intent_view.whoami(),
+        );
+        if allowed.is_ok() && self.intent_view.dialog.is_none() {
+            self.intent_view.dialog = Some(views::command_dialog::CommandDialog::new(kind, detail));
         }
     }
 

@@ -4,6 +4,7 @@
 use egui::{Key, KeyboardShortcut, Modifiers};
 
 use super::filters::Filters;
+use crate::domain::CommandKind;
 
 /// A user action.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +26,9 @@ pub enum ConsoleCommand {
     ExportIntent,
     /// Save the table's rows as CSV (the export dialog asks where).
     ExportTable,
+    /// Start pause, resume, reconcile or close on the open intent: its dialog opens, with
+    /// the dry run and the confirmation it always asks for.
+    StartCommand(CommandKind),
 }
 
 impl ConsoleCommand {

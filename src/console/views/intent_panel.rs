@@ -25,8 +25,8 @@ use crate::console::worker::{Request, Worker};
 use crate::domain::CommandKind;
 use crate::i18n::Localizer;
 
-/// The commands offered, in order.
-const COMMANDS: [(CommandKind, &str); 4] = [
+/// The commands offered on an intent, in order (the panel's buttons and the palette).
+pub(crate) const COMMANDS: [(CommandKind, &str); 4] = [
     (CommandKind::Pause, "intent-pause"),
     (CommandKind::Resume, "intent-resume"),
     (CommandKind::Reconcile, "intent-reconcile"),
