@@ -11,11 +11,15 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "intentdesk",
     version,
-    about = "One intent per business outcome: attempts, action keys, receipts, and indeterminate outcomes made visible."
+    about = "One intent per business outcome: attempts, action keys, receipts, and indeterminate outcomes made visible.",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Without a subcommand, `intentdesk` is `intentdesk demo` and takes its flags.
+    #[command(flatten)]
+    demo: DemoArgs,
 }
 
 #[derive(Subcommand)]
@@ -42,6 +46,9 @@ struct DemoArgs {
     /// Run without a window: print where the coordinator listens and a token, until Ctrl-C.
     #[arg(long)]
     headless: bool,
+    /// Open this intent id or action key at start.
+    #[arg(long)]
+    open: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -77,7 +84,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     let result = match cli.command {
-        None => demo(DemoArgs::default()),
+        None => demo(cli.demo),
         Some(Command::Demo(args)) => demo(args),
         Some(Command::Console(args)) => console(args),
         Some(Command::Coordinator(args)) => runtime().and_then(|rt| rt.block_on(coordinator(args))),
@@ -136,7 +143,7 @@ fn demo(args: DemoArgs) -> anyhow::Result<()> {
         });
         Ok(())
     } else {
-        open_console(&embedded, &data_dir, rt.handle())
+        open_console(&embedded, &data_dir, args.open, rt.handle())
     };
     rt.block_on(embedded.shutdown());
     result
@@ -146,6 +153,7 @@ fn demo(args: DemoArgs) -> anyhow::Result<()> {
 fn open_console(
     embedded: &intentdesk::embedded::Embedded,
     data_dir: &std::path::Path,
+    open: Option<String>,
     runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
     let options = intentdesk::console::ConsoleOptions {
@@ -153,7 +161,7 @@ fn open_console(
         coordinator_url: embedded.coordinator_url.clone(),
         token: embedded.token.clone(),
         offline: false,
-        open: None,
+        open,
         cache_path: Some(data_dir.join("console-cache.sqlite")),
         fixed_now_ms: None,
     };
@@ -165,6 +173,7 @@ fn open_console(
 fn open_console(
     _embedded: &intentdesk::embedded::Embedded,
     _data_dir: &std::path::Path,
+    _open: Option<String>,
     _runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
     anyhow::bail!("this build has no console (built without the `console` feature)")

@@ -31,6 +31,10 @@ pub struct TableData {
     pub first_row_shown: usize,
     /// Whether the columns were last drawn right to left.
     pub drawn_rtl: Option<bool>,
+    /// The sideways scroll is to start again from the first column.
+    pub start_sideways: bool,
+    /// How far the table scrolls sideways, as last measured.
+    pub sideways_end: f32,
 }
 
 impl TableData {

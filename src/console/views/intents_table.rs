@@ -33,6 +33,33 @@ const COLUMNS: &[(&str, Option<&str>)] = &[
 
 pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     header_line_ui(app, ui);
+    // A table wider than the panel scrolls sideways. In Persian its first columns (the id,
+    // the state) are on the right, so it starts scrolled to the right end.
+    let rtl = app.i18n.is_rtl();
+    let mut sideways = egui::ScrollArea::horizontal()
+        .id_salt("intents-sideways")
+        .stick_to_right(rtl);
+    // After the language changes (or at start), the sideways scroll starts from the first
+    // column: the right end in Persian. Not in the frame of the change itself: the table
+    // re-measures its columns then and reports no width to scroll by.
+    let settled = app.table.drawn_rtl == Some(rtl);
+    if !settled {
+        app.table.start_sideways = true;
+    } else if app.table.start_sideways {
+        let end = if rtl { app.table.sideways_end } else { 0.0 };
+        sideways = sideways.horizontal_scroll_offset(end);
+    }
+    let shown = sideways.show(ui, |ui| table_ui(app, ui));
+    let end = shown.content_size.x - shown.inner_rect.width();
+    if end.is_finite() {
+        app.table.sideways_end = end.max(0.0);
+        if settled {
+            app.table.start_sideways = false;
+        }
+    }
+}
+
+fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     let now = app.now_ms();
     let rows = app.table.rows.len();
     let mut clicked: Option<String> = None;

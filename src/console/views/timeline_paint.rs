@@ -345,13 +345,15 @@ fn lanes_ui(
                 visuals.faint_bg_color.gamma_multiply(0.6),
             );
         }
-        label_clip.text(
-            pos2(label_x, row.center().y),
-            label_align,
-            &lane.label,
-            font.clone(),
-            text_color,
-        );
+        // Lane names are Latin ids: one too long for the column keeps its start in view
+        // (cut at its end), on either side.
+        let galley = label_clip.layout_no_wrap(lane.label.clone(), font.clone(), text_color);
+        let (x, align) = if geo.rtl && galley.size().x > geo.label_col.width() - 12.0 {
+            (geo.label_col.left() + 8.0, Align2::LEFT_CENTER)
+        } else {
+            (label_x, label_align)
+        };
+        place(&label_clip, galley, pos2(x, row.center().y), align);
         bar_ui(&plot_clip, lane, geo, row, visuals.extreme_bg_color);
     }
     // Hedge groups: a bracket in the label column over the lanes of each group.
