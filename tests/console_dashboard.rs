@@ -2,6 +2,9 @@
 //! one series per provider whose totals agree with the coordinator's summary, clicking the
 //! largest bar filters the intents table to the intents behind it, and pictures of the
 //! dashboard on a fixed, generated data set (English, and Persian sliced by provider).
+//!
+//! The charts' time axes are in the machine's time zone; the committed pictures were taken
+//! in UTC (as CI runs), so elsewhere run these with `TZ=UTC`.
 #![cfg(feature = "console")]
 
 use std::net::SocketAddr;

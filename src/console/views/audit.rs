@@ -116,7 +116,14 @@ pub fn status_color(status: &str) -> egui::Color32 {
 fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &str) {
     super::intent_widgets::row(ui, i18n, |ui| {
         ui.label(wt(i18n, ui, &instant(i18n, c.created_at_ms)))
-            .on_hover_text(wt(i18n, ui, &i18n.date_tooltip(c.created_at_ms, 0)));
+            .on_hover_text(wt(
+                i18n,
+                ui,
+                &i18n.date_tooltip(
+                    c.created_at_ms,
+                    super::charts::time_axis::local_offset_secs(c.created_at_ms),
+                ),
+            ));
         ui.label(egui::RichText::new(&c.kind).strong());
         let status = super::intent_widgets::tr_named(i18n, "audit-status", &c.status);
         ui.label(super::intent_widgets::wt_colored(

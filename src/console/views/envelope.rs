@@ -14,7 +14,7 @@ fn time_row(ui: &mut egui::Ui, i18n: &Localizer, name_key: &str, at_ms: Option<u
             ui.label(wt(i18n, ui, &instant(i18n, t))).on_hover_text(wt(
                 i18n,
                 ui,
-                &i18n.date_tooltip(t, 0),
+                &i18n.date_tooltip(t, super::charts::time_axis::local_offset_secs(t)),
             ));
         }
         None => {

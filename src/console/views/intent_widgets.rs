@@ -127,8 +127,33 @@ pub fn tr_named(i18n: &Localizer, prefix: &str, raw: &str) -> String {
 /// A unix time as the operator reads it: the locale's date, hours, minutes, seconds and
 /// milliseconds, in UTC (incident reports compare times across machines).
 pub fn instant(i18n: &Localizer, unix_ms: u64) -> String {
-    let base = i18n.datetime(unix_ms, 0);
+    // Local time, as the dashboard's axes, with the offset said so it is never ambiguous.
+    let offset = super::charts::time_axis::local_offset_secs(unix_ms);
+    let base = i18n.datetime(unix_ms, offset);
     let seconds = (unix_ms / 1000) % 60;
     let millis = unix_ms % 1000;
-    super::format::localize_digits(i18n, &format!("{base}:{seconds:02}.{millis:03} UTC"))
+    let zone = utc_offset(offset);
+    super::format::localize_digits(i18n, &format!("{base}:{seconds:02}.{millis:03} {zone}"))
+}
+
+/// `UTC`, or `UTC+03:30` / `UTC-05:00` for an offset in seconds.
+pub fn utc_offset(offset_secs: i32) -> String {
+    if offset_secs == 0 {
+        return "UTC".to_string();
+    }
+    let sign = if offset_secs < 0 { '-' } else { '+' };
+    let minutes = offset_secs.unsigned_abs() / 60;
+    format!("UTC{sign}{:02}:{:02}", minutes / 60, minutes % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_offset;
+
+    #[test]
+    fn offsets_are_said_with_sign_hours_and_minutes() {
+        assert_eq!(utc_offset(0), "UTC");
+        assert_eq!(utc_offset(12_600), "UTC+03:30");
+        assert_eq!(utc_offset(-18_000), "UTC-05:00");
+    }
 }

@@ -265,7 +265,10 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
                 let text = format!(
                     "{}\n{}",
                     super::intent_widgets::instant(i18n, created),
-                    i18n.date_tooltip(created, 0)
+                    i18n.date_tooltip(
+                        created,
+                        super::charts::time_axis::local_offset_secs(created)
+                    )
                 );
                 ui.label(wt(i18n, ui, &text));
             });
