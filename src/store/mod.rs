@@ -19,6 +19,7 @@ pub mod metric_series;
 mod metrics;
 pub mod operator_queries;
 mod outbox;
+mod paging;
 mod pauses;
 mod query;
 mod receipts;
@@ -92,7 +93,7 @@ impl From<serde_json::Error> for StoreError {
 pub struct Store {
     conn: Connection,
     /// Rows a list page walks in sort order before the planner takes over
-    /// (`query::DEFAULT_WINDOW`; smaller in tests, to cross many windows).
+    /// (`paging::DEFAULT_WINDOW`; smaller in tests, to cross many windows).
     list_window: i64,
 }
 
@@ -110,7 +111,7 @@ impl Store {
         schema::migrate(&mut conn)?;
         Ok(Store {
             conn,
-            list_window: query::DEFAULT_WINDOW,
+            list_window: paging::DEFAULT_WINDOW,
         })
     }
 

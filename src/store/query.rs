@@ -11,15 +11,12 @@ use serde::{Deserialize, Serialize};
 
 use super::attempts::Attempt;
 use super::commands::CommandRecord;
-use super::intents::{INTENT_COLUMNS, intent_from_row};
+use super::paging::{Order, indexed_filter};
 use super::pauses::{Pause, pause_from_row};
 use super::receipts::Receipt;
 use super::{Cached, Intent, Store, StoreError, to_u64};
 use crate::domain::canonical::{fold_digits, normalize_text};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale};
-
-/// How many rows in sort order the first pass of a page walks before the planner takes over.
-pub(crate) const DEFAULT_WINDOW: i64 = 10_000;
 
 /// Counting stops here; beyond it `total_exact` is false.
 pub const TOTAL_CAP: u64 = 1_000;
@@ -60,7 +57,7 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    fn column(self) -> &'static str {
+    pub(crate) fn column(self) -> &'static str {
         match self {
             SortKey::Created => "i.seq",
             SortKey::Attempts => "i.attempts",
@@ -196,7 +193,7 @@ pub struct KeyLedger {
 }
 
 /// A SQL `WHERE` clause under construction, with numbered parameters.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct Where {
     parts: Vec<String>,
     pub(crate) values: Vec<rusqlite::types::Value>,
@@ -307,7 +304,7 @@ impl Store {
     /// One page of intents matching `filter`, ordered by `sort`.
     ///
     /// Two passes keep every page cheap whatever the filter (see [`Order`]): first the next
-    /// [`DEFAULT_WINDOW`] rows in sort order are walked along the order's own index and filtered,
+    /// [`DEFAULT_WINDOW`](super::paging::DEFAULT_WINDOW) rows in sort order are walked along the order's own index and filtered,
     /// which fills the page at once when the filter matches more than about one row in a
     /// hundred; only if it does not — a selective filter — is the rest left to SQLite's
     /// planner, which then reaches the few matching rows through the filter's index.
@@ -344,10 +341,9 @@ impl Store {
         let order = Order::new(sort, ascending, only_indeterminate);
         let after = cursor.map(|c| (c.value, c.seq));
         let wanted = limit as usize + 1;
-        let mut rows = Vec::new();
-        match order.window_boundary(&self.conn, after, self.list_window)? {
+        let mut rows = match order.window_boundary(&self.conn, after, self.list_window)? {
             Some(boundary) => {
-                rows = order.rows(&self.conn, &base, after, Some(boundary), wanted)?;
+                let mut rows = order.rows(&self.conn, &base, after, Some(boundary), wanted)?;
                 if rows.len() < wanted {
                     // The filter is selective: let the planner reach its rows through the
                     // filter's own index, and keep it off the order's index (which it would
@@ -361,9 +357,10 @@ impl Store {
                     };
                     rows.extend(order.rows(&self.conn, &base, Some(boundary), None, rest)?);
                 }
+                rows
             }
-            None => rows.extend(order.rows(&self.conn, &base, after, None, wanted)?),
-        }
+            None => order.rows(&self.conn, &base, after, None, wanted)?,
+        };
         let more = rows.len() > limit as usize;
         rows.truncate(limit as usize);
         let next_cursor = match (more, rows.last()) {
@@ -480,163 +477,4 @@ impl Store {
 /// When the downstream may forget an intent's key: its first dispatch plus the retention.
 pub fn forget_at(intent: &Intent) -> Option<u64> {
     Some(intent.first_dispatch_at_ms? + intent.key_retention_secs? * 1000)
-}
-
-/// How a list is ordered, and how SQLite is told to walk it.
-///
-/// Left to itself, SQLite answers `tenant = ? ORDER BY seq` by reading every row of the
-/// tenant through its index and sorting them (200,000 rows on the benchmark set, 300 ms);
-/// walking the order and filtering stops after a few hundred rows. `hint` forces that walk
-/// for the first pass of a page; the window bounds what a selective filter can cost it.
-#[derive(Clone, Copy)]
-struct Order {
-    column: &'static str,
-    hint: &'static str,
-    ascending: bool,
-    /// Sort without the order's index (`+column` hides it from the planner).
-    by_filter: bool,
-}
-
-/// Whether the filter names a column SQLite can look rows up by.
-fn indexed_filter(f: &IntentFilter) -> bool {
-    !(f.tenants.is_empty() && f.states.is_empty() && f.operations.is_empty() && f.tools.is_empty())
-}
-
-impl Order {
-    fn new(sort: SortKey, ascending: bool, only_indeterminate: bool) -> Order {
-        let (column, hint) = match sort {
-            SortKey::Created => ("i.seq", "NOT INDEXED"),
-            SortKey::Attempts => ("i.attempts", "INDEXED BY intents_attempts"),
-            SortKey::Deadline => ("i.deadline_at_ms", "INDEXED BY intents_deadline"),
-            SortKey::Updated => ("i.updated_at_ms", "INDEXED BY intents_updated"),
-            // Every indeterminate intent has the time it became so: when the list holds only
-            // those, the (state, since) index serves filter and order together.
-            SortKey::IndeterminateSince if only_indeterminate => ("i.indeterminate_since_ms", ""),
-            SortKey::IndeterminateSince => (
-                SortKey::IndeterminateSince.column(),
-                "INDEXED BY intents_indeterminate_order",
-            ),
-        };
-        Order {
-            column,
-            hint,
-            ascending,
-            by_filter: false,
-        }
-    }
-
-    /// The sort expression as the page query writes it.
-    fn expr(&self) -> String {
-        if self.by_filter {
-            format!("+{}", self.column)
-        } else {
-            self.column.to_string()
-        }
-    }
-
-    fn dir(&self) -> &'static str {
-        if self.ascending { "ASC" } else { "DESC" }
-    }
-
-    /// `(column, seq)` strictly after `at` in this order.
-    fn after(&self, w: &mut Where, at: (i64, i64)) {
-        let op = if self.ascending { ">" } else { "<" };
-        self.compare(w, at, op);
-    }
-
-    /// `(column, seq)` at or before `at` in this order.
-    fn up_to(&self, w: &mut Where, at: (i64, i64)) {
-        let op = if self.ascending { "<=" } else { ">=" };
-        self.compare(w, at, op);
-    }
-
-    fn compare(&self, w: &mut Where, (value, seq): (i64, i64), op: &str) {
-        let column = self.expr();
-        let strict = op.trim_end_matches('=');
-        let v = w.bind(value);
-        let s = w.bind(seq);
-        w.push(&format!(
-            "({column} {strict} {v} OR ({column} = {v} AND i.seq {op} {s}))"
-        ));
-    }
-
-    /// The last row of the window that starts after `after`, or `None` when fewer rows
-    /// than the window remain (or the order needs no window). Reads the order's index only.
-    fn window_boundary(
-        &self,
-        conn: &rusqlite::Connection,
-        after: Option<(i64, i64)>,
-        window: i64,
-    ) -> Result<Option<(i64, i64)>, StoreError> {
-        if self.hint.is_empty() {
-            return Ok(None);
-        }
-        if self.column == "i.seq" {
-            // Sequence numbers are the rowids, so the window is a range of them.
-            let last: Option<i64> = conn.one("SELECT max(seq) FROM intents", [], |r| r.get(0))?;
-            let last = last.unwrap_or(0);
-            let boundary = match (self.ascending, after) {
-                (true, at) => at.map_or(0, |a| a.1) + window,
-                (false, at) => at.map_or(last + 1, |a| a.1) - window,
-            };
-            return Ok((1..=last)
-                .contains(&boundary)
-                .then_some((boundary, boundary)));
-        }
-        let mut w = Where::default();
-        if let Some(at) = after {
-            self.after(&mut w, at);
-        }
-        let (column, dir, hint) = (self.column, self.dir(), self.hint);
-        let sql = format!(
-            "SELECT {column}, i.seq FROM intents i {hint} WHERE {} ORDER BY {column} {dir}, i.seq {dir} \
-             LIMIT 1 OFFSET {}",
-            w.sql(),
-            window - 1
-        );
-        Ok(conn
-            .one(&sql, params_from_iter(w.values.iter()), |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?)
-    }
-
-    /// Up to `n` rows matching `filter` after `after` and up to `until`, as
-    /// `(sort value, seq, intent)`.
-    fn rows(
-        &self,
-        conn: &rusqlite::Connection,
-        filter: &Where,
-        after: Option<(i64, i64)>,
-        until: Option<(i64, i64)>,
-        n: usize,
-    ) -> Result<Vec<(i64, i64, Intent)>, StoreError> {
-        let mut w = Where {
-            parts: filter.parts.clone(),
-            values: filter.values.clone(),
-        };
-        if let Some(at) = after {
-            self.after(&mut w, at);
-        }
-        if let Some(at) = until {
-            self.up_to(&mut w, at);
-        }
-        let (column, dir, hint) = (self.expr(), self.dir(), self.hint);
-        let sql = format!(
-            "SELECT {INTENT_COLUMNS}, {column} FROM intents i {hint} WHERE {} \
-             ORDER BY {column} {dir}, i.seq {dir} LIMIT {n}",
-            w.sql()
-        );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params_from_iter(w.values.iter()), |r| {
-            let (seq, intent) = intent_from_row(r)?;
-            Ok((seq, intent, r.get::<_, i64>(35)?))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, intent, value) = row?;
-            out.push((value, seq, intent?));
-        }
-        Ok(out)
-    }
 }
