@@ -216,7 +216,7 @@ CREATE TABLE events (
 DROP INDEX intents_indeterminate;
 CREATE INDEX intents_state_indeterminate ON intents (state, indeterminate_since_ms, seq);
 "#,
-    // 3: a list page walks its sort order along an index (see `store::query::Order`); the
+    // 3: a list page walks its sort order along an index (see `store::paging::Order`); the
     // two orders without one get theirs. Operation and tool are filtered on alone and never
     // change after creation, so their indexes cost only at insert.
     r#"
