@@ -33,15 +33,14 @@ const COLUMNS: &[(&str, Option<&str>)] = &[
 
 pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     header_line_ui(app, ui);
-    // A table wider than the panel scrolls sideways. In Persian its first columns (the id,
-    // the state) are on the right, so it starts scrolled to the right end.
+    // A table wider than the panel scrolls sideways.
     let rtl = app.i18n.is_rtl();
     let mut sideways = egui::ScrollArea::horizontal()
         .id_salt("intents-sideways")
         .stick_to_right(rtl);
-    // After the language changes (or at start), the sideways scroll starts from the first
-    // column: the right end in Persian. Not in the frame of the change itself: the table
-    // re-measures its columns then and reports no width to scroll by.
+    // After the language changes (or at start), it starts from the first columns (the id,
+    // the state): the right end in Persian. Not in the frame of the change itself: the
+    // table re-measures its columns then and reports no width to scroll by.
     let settled = app.table.drawn_rtl == Some(rtl);
     if !settled {
         app.table.start_sideways = true;
@@ -219,8 +218,11 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
                 }
             });
             if intent.paused {
-                ui.colored_label(theme::PAUSED, "II")
-                    .on_hover_text(super::format::wt(i18n, ui, &i18n.tr("state-paused")));
+                ui.colored_label(theme::PAUSED, "II").on_hover_text(wt(
+                    i18n,
+                    ui,
+                    &i18n.tr("state-paused"),
+                ));
             }
         }
         1 => {
