@@ -7,226 +7,32 @@
 //! intent, from fixed data and a fixed clock.
 #![cfg(feature = "console")]
 
-use std::net::SocketAddr;
-use std::path::Path;
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{ADMIN, PATIENCE, Rig, RigOptions, SUPERVISOR};
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
+use intentdesk::console::ConsoleApp;
 use intentdesk::console::client::ApiClient;
 use intentdesk::console::model::IntentDetail;
 use intentdesk::console::views::timeline::{TimelineView, legend_ui, timeline_ui};
 use intentdesk::console::views::timeline_model::TimelineModel;
-use intentdesk::console::{ConsoleApp, ConsoleOptions};
-use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::domain::Locale;
 use intentdesk::i18n::Localizer;
-use intentdesk::sandbox::{FaultSpec, SandboxState};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-const ADMIN: &str = "intent-view-admin-token";
-const SUPERVISOR: &str = "intent-view-supervisor-token";
-/// Guards against a hang; never a stand-in for synchronisation.
-const PATIENCE: Duration = Duration::from_secs(40);
+/// The window the intent view is tested in.
+const SIZE: egui::Vec2 = egui::vec2(1500.0, 900.0);
 
-struct Rig {
-    runtime: tokio::runtime::Runtime,
-    base: String,
-    addr: SocketAddr,
-    dir: tempfile::TempDir,
-    sandbox_addr: SocketAddr,
-    sandbox: SandboxState,
-    stop: Option<oneshot::Sender<()>>,
-    _stop_sandbox: oneshot::Sender<()>,
-}
-
-/// Automatic lookups are off (`reconcile_batch = 0`, a day between sweeps): an
-/// indeterminate intent stays so until an operator acts.
-fn config_text(db: &Path, sandbox: SocketAddr) -> String {
-    format!(
-        r#"
-listen = "127.0.0.1:0"
-database = "{db}"
-reconcile_interval_ms = 86400000
-reconcile_batch = 0
-[[tokens]]
-name = "ops-admin"
-token_sha256 = "{admin}"
-role = "admin"
-tenants = ["*"]
-[[tokens]]
-name = "sam"
-token_sha256 = "{supervisor}"
-role = "supervisor"
-tenants = ["*"]
-[[connectors]]
-name = "erp"
-base_url = "http://{sandbox}"
-key_retention_secs = 3600
-timeout_ms = 1000
-operations = {{ "purchase_order.create" = "purchase-orders" }}
-"#,
-        db = db.display(),
-        admin = token_sha256(ADMIN),
-        supervisor = token_sha256(SUPERVISOR),
-    )
-}
-
-impl Rig {
-    fn start(faults: &str) -> Rig {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let dir = tempfile::tempdir().expect("temp dir");
-        let sandbox = SandboxState::new(faults.parse::<FaultSpec>().expect("spec"), None);
-        let state = sandbox.clone();
-        let (sandbox_addr, stop_sandbox) = runtime.block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let addr = listener.local_addr().expect("addr");
-            let (stop, stopped) = oneshot::channel::<()>();
-            tokio::spawn(intentdesk::sandbox::run(listener, state, async {
-                let _ = stopped.await;
-            }));
-            (addr, stop)
-        });
-        let mut rig = Rig {
-            runtime,
-            base: String::new(),
-            addr: "127.0.0.1:0".parse().expect("addr"),
-            dir,
-            sandbox_addr,
-            sandbox,
-            stop: None,
-            _stop_sandbox: stop_sandbox,
-        };
-        rig.start_coordinator("127.0.0.1:0");
-        rig
-    }
-
-    fn start_coordinator(&mut self, at: &str) {
-        let config = Config::parse(
-            &config_text(&self.dir.path().join("c.sqlite"), self.sandbox_addr),
-            "test",
-        )
-        .expect("config");
-        let (addr, stop) = self.runtime.block_on(async {
-            let listener = TcpListener::bind(at).await.expect("bind");
-            let addr = listener.local_addr().expect("addr");
-            let (stop, stopped) = oneshot::channel::<()>();
-            tokio::spawn(run(listener, config, async {
-                let _ = stopped.await;
-            }));
-            (addr, stop)
-        });
-        self.addr = addr;
-        self.base = format!("http://{addr}");
-        self.stop = Some(stop);
-    }
-
-    fn stop_coordinator(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let started = Instant::now();
-        while std::net::TcpStream::connect(self.addr).is_ok() {
-            assert!(started.elapsed() < PATIENCE, "the coordinator did not stop");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn get(&self, path: &str) -> Value {
-        self.runtime.block_on(async {
-            reqwest::Client::new()
-                .get(format!("{}{path}", self.base))
-                .bearer_auth(ADMIN)
-                .send()
-                .await
-                .expect("get")
-                .json()
-                .await
-                .expect("json")
-        })
-    }
-
-    /// Create, authorize and dispatch a purchase order; returns the created intent.
-    fn dispatched_order(&self, key: &str) -> Value {
-        self.runtime.block_on(async {
-            let http = reqwest::Client::new();
-            let body = json!({
-                "tenant": "acme", "actor": "agent", "purpose": "restock", "operation": "purchase_order.create",
-                "tool": "erp.po", "consequence": "write", "args": {"item": "paper", "qty": 10},
-                "deadline_secs": 600, "max_attempts": 3, "release_id": "r1", "locale": "en-US", "connector": "erp"
-            });
-            let created: Value = http
-                .post(format!("{}/v1/intents", self.base))
-                .bearer_auth(ADMIN)
-                .header("Idempotency-Key", key)
-                .json(&body)
-                .send()
-                .await
-                .expect("create")
-                .json()
-                .await
-                .expect("json");
-            let id = created["id"].as_str().expect("id").to_string();
-            http.post(format!("{}/v1/intents/{id}/authorize", self.base))
-                .bearer_auth(ADMIN)
-                .json(&json!({"authorization_version": "v1", "approver": "ann"}))
-                .send()
-                .await
-                .expect("authorize");
-            http.post(format!("{}/v1/intents/{id}/dispatch", self.base))
-                .bearer_auth(ADMIN)
-                .send()
-                .await
-                .expect("dispatch");
-            created
-        })
-    }
-
-    /// A dispatched order whose response the sandbox dropped after committing it.
-    fn indeterminate_order(&self, key: &str) -> (String, String) {
-        let created = self.dispatched_order(key);
-        let id = created["id"].as_str().expect("id").to_string();
-        let started = Instant::now();
-        while self.get(&format!("/v1/intents/{id}"))["intent"]["state"] != "indeterminate" {
-            assert!(
-                started.elapsed() < PATIENCE,
-                "the order never became indeterminate"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let action_key = created["action_key"].as_str().expect("key").to_string();
-        (id, action_key)
-    }
-
-    fn effects(&self, action_key: &str) -> u64 {
-        let key = action_key.parse().expect("action key");
-        self.sandbox.effects_for(&key)
-    }
-
-    fn harness(&self, token: &str, open: Option<String>) -> Harness<'static, ConsoleApp> {
-        let options = ConsoleOptions {
-            label: "test".into(),
-            coordinator_url: self.base.clone(),
-            token: token.into(),
-            offline: false,
-            open,
-            cache_path: None,
-            fixed_now_ms: None,
-        };
-        let handle = self.runtime.handle().clone();
-        let mut harness = Harness::builder()
-            .with_size(egui::vec2(1500.0, 900.0))
-            .build_eframe(move |cc| ConsoleApp::new(&cc.egui_ctx, None, options, &handle));
-        harness.run_steps(2);
-        harness
-    }
+/// Automatic lookups are off: an indeterminate intent stays so until an operator acts.
+fn rig(faults: &'static str) -> Rig {
+    Rig::start_with(RigOptions {
+        faults,
+        reconcile: false,
+    })
 }
 
 /// Step the app until `done` holds, or fail after [`PATIENCE`].
@@ -265,7 +71,7 @@ fn state_of(app: &ConsoleApp) -> Option<String> {
 
 /// Open `id` and wait until its detail and the token's role are known.
 fn open_intent(rig: &Rig, token: &str, id: &str) -> Harness<'static, ConsoleApp> {
-    let mut harness = rig.harness(token, Some(id.to_string()));
+    let mut harness = rig.harness_as(token, Some(id.to_string()), SIZE);
     until(&mut harness, "the intent and the role", |app| {
         state_of(app).is_some() && app.intent_view.whoami().is_some()
     });
@@ -300,7 +106,7 @@ fn audit_entries(rig: &Rig, id: &str) -> Vec<Value> {
 
 #[test]
 fn an_indeterminate_order_is_reconciled_from_the_view_and_ends_committed_with_one_effect() {
-    let rig = Rig::start("drop_after_commit=1");
+    let rig = rig("drop_after_commit=1");
     let (id, key) = rig.indeterminate_order("drop-1");
     assert_eq!(
         rig.effects(&key),
@@ -334,7 +140,7 @@ fn an_indeterminate_order_is_reconciled_from_the_view_and_ends_committed_with_on
 
 #[test]
 fn a_close_without_evidence_is_refused_with_the_reason_shown() {
-    let rig = Rig::start("drop_after_commit=1");
+    let rig = rig("drop_after_commit=1");
     let (id, _) = rig.indeterminate_order("close-1");
     let mut harness = open_intent(&rig, ADMIN, &id);
 
@@ -405,7 +211,7 @@ fn a_close_without_evidence_is_refused_with_the_reason_shown() {
 
 #[test]
 fn a_command_retried_after_a_network_failure_applies_once() {
-    let mut rig = Rig::start("drop_after_commit=1");
+    let mut rig = rig("drop_after_commit=1");
     // An open intent: the pause is aimed at it alone.
     let (id, _) = rig.indeterminate_order("retry-1");
     let mut harness = open_intent(&rig, ADMIN, &id);
@@ -506,7 +312,7 @@ fn a_command_retried_after_a_network_failure_applies_once() {
 
 #[test]
 fn a_supervisor_sees_pause_disabled_and_why() {
-    let rig = Rig::start("drop_after_commit=1");
+    let rig = rig("drop_after_commit=1");
     let (id, _) = rig.indeterminate_order("sup-1");
     let harness = open_intent(&rig, SUPERVISOR, &id);
     assert_eq!(
@@ -552,12 +358,12 @@ fn a_supervisor_sees_pause_disabled_and_why() {
 
 #[test]
 fn a_deep_link_by_action_key_opens_the_intent_and_exports_are_written() {
-    let rig = Rig::start("none");
-    let created = rig.dispatched_order("link-1");
-    rig.dispatched_order("link-2");
+    let rig = rig("none");
+    let created = rig.intent("acme", "link-1", None);
+    rig.intent("acme", "link-2", None);
     let id = created["id"].as_str().expect("id").to_string();
     let key = created["action_key"].as_str().expect("key").to_string();
-    let mut harness = rig.harness(ADMIN, Some(key));
+    let mut harness = rig.harness_as(ADMIN, Some(key), SIZE);
     until(&mut harness, "the intent opens by its action key", |app| {
         app.open
             .as_ref()

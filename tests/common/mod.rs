@@ -15,6 +15,8 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 pub const ADMIN: &str = "common-admin-token";
+/// A supervisor of every tenant: reads, and may reconcile and close, but not pause.
+pub const SUPERVISOR: &str = "common-supervisor-token";
 /// Guards against a hang; never a stand-in for synchronisation.
 pub const PATIENCE: Duration = Duration::from_secs(40);
 
@@ -24,21 +26,45 @@ pub struct Rig {
     pub addr: SocketAddr,
     pub sandbox: SandboxState,
     sandbox_addr: SocketAddr,
+    reconcile: bool,
     dir: tempfile::TempDir,
     stop: Option<oneshot::Sender<()>>,
     _stop_sandbox: oneshot::Sender<()>,
 }
 
+/// How the rig's coordinator and sandbox behave.
+pub struct RigOptions {
+    /// The sandbox's fault specification (`none` for a fault-free downstream).
+    pub faults: &'static str,
+    /// Whether the reconciler looks indeterminate intents up by itself. Off, an
+    /// indeterminate intent stays so until an operator acts.
+    pub reconcile: bool,
+}
+
+impl Default for RigOptions {
+    fn default() -> Self {
+        RigOptions {
+            faults: "none",
+            reconcile: true,
+        }
+    }
+}
+
 impl Rig {
-    /// A coordinator with one admin token and the `erp` connector on a fault-free sandbox.
+    /// A coordinator with an admin and a supervisor token and the `erp` connector on a
+    /// fault-free sandbox, reconciling by itself.
     pub fn start() -> Rig {
+        Rig::start_with(RigOptions::default())
+    }
+
+    pub fn start_with(options: RigOptions) -> Rig {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .expect("runtime");
         let dir = tempfile::tempdir().expect("temp dir");
-        let sandbox = SandboxState::new("none".parse::<FaultSpec>().expect("spec"), None);
+        let sandbox = SandboxState::new(options.faults.parse::<FaultSpec>().expect("spec"), None);
         let (sandbox_addr, stop_sandbox) = serve(&runtime, |listener, stopped| {
             tokio::spawn(intentdesk::sandbox::run(listener, sandbox.clone(), async {
                 let _ = stopped.await;
@@ -50,6 +76,7 @@ impl Rig {
             addr: sandbox_addr,
             sandbox,
             sandbox_addr,
+            reconcile: options.reconcile,
             dir,
             stop: None,
             _stop_sandbox: stop_sandbox,
@@ -60,8 +87,11 @@ impl Rig {
 
     /// Start the coordinator on `at` (`127.0.0.1:0` for any port) over the rig's database.
     pub fn start_coordinator(&mut self, at: &str) {
-        let config =
-            Config::parse(&config_text(&self.dir, self.sandbox_addr), "test").expect("config");
+        let config = Config::parse(
+            &config_text(&self.dir, self.sandbox_addr, self.reconcile),
+            "test",
+        )
+        .expect("config");
         let at: SocketAddr = at.parse().expect("address");
         let (addr, stop) = serve_at(&self.runtime, at, |listener, stopped| {
             tokio::spawn(run(listener, config, async {
@@ -156,14 +186,62 @@ impl Rig {
         created
     }
 
-    /// The real app on this coordinator, in a window of `size`.
+    /// `GET` `path` as the admin: the answer.
+    pub fn get(&self, path: &str) -> Value {
+        self.runtime.block_on(async {
+            reqwest::Client::new()
+                .get(format!("{}{path}", self.base))
+                .bearer_auth(ADMIN)
+                .send()
+                .await
+                .expect("get")
+                .json()
+                .await
+                .expect("json")
+        })
+    }
+
+    /// A dispatched order whose response the sandbox dropped after committing it (with
+    /// `drop_after_commit=1` and the reconciler off): its id and action key.
+    pub fn indeterminate_order(&self, key: &str) -> (String, String) {
+        let created = self.intent("acme", key, None);
+        let id = created["id"].as_str().expect("id").to_string();
+        let started = Instant::now();
+        while self.get(&format!("/v1/intents/{id}"))["intent"]["state"] != "indeterminate" {
+            assert!(
+                started.elapsed() < PATIENCE,
+                "the order never became indeterminate"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let action_key = created["action_key"].as_str().expect("key").to_string();
+        (id, action_key)
+    }
+
+    /// How many effects the sandbox applied under `action_key`.
+    pub fn effects(&self, action_key: &str) -> u64 {
+        self.sandbox
+            .effects_for(&action_key.parse().expect("action key"))
+    }
+
+    /// The real app on this coordinator as the admin, in a window of `size`.
     pub fn harness(&self, size: egui::Vec2) -> Harness<'static, ConsoleApp> {
+        self.harness_as(ADMIN, None, size)
+    }
+
+    /// The real app with `token`, opening `open` at start, in a window of `size`.
+    pub fn harness_as(
+        &self,
+        token: &str,
+        open: Option<String>,
+        size: egui::Vec2,
+    ) -> Harness<'static, ConsoleApp> {
         let options = ConsoleOptions {
             label: "test".into(),
             coordinator_url: self.base.clone(),
-            token: ADMIN.into(),
+            token: token.into(),
             offline: false,
-            open: None,
+            open,
             cache_path: None,
             fixed_now_ms: None,
         };
@@ -197,16 +275,26 @@ fn serve_at(
     })
 }
 
-fn config_text(dir: &tempfile::TempDir, sandbox: SocketAddr) -> String {
+fn config_text(dir: &tempfile::TempDir, sandbox: SocketAddr, reconcile: bool) -> String {
+    let reconciler = if reconcile {
+        "reconcile_interval_ms = 100"
+    } else {
+        "reconcile_interval_ms = 86400000\nreconcile_batch = 0"
+    };
     format!(
         r#"
 listen = "127.0.0.1:0"
 database = "{db}"
-reconcile_interval_ms = 100
+{reconciler}
 [[tokens]]
-name = "admin"
+name = "ops-admin"
 token_sha256 = "{admin}"
 role = "admin"
+tenants = ["*"]
+[[tokens]]
+name = "sam"
+token_sha256 = "{supervisor}"
+role = "supervisor"
 tenants = ["*"]
 [[connectors]]
 name = "erp"
@@ -217,6 +305,7 @@ operations = {{ "purchase_order.create" = "purchase-orders" }}
 "#,
         db = dir.path().join("c.sqlite").display(),
         admin = token_sha256(ADMIN),
+        supervisor = token_sha256(SUPERVISOR),
     )
 }
 
