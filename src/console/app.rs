@@ -122,8 +122,6 @@ pub struct ConsoleApp {
     pub search_text: String,
     /// The search box's caret and selection (it is a right-to-left-capable editor).
     pub search_edit: crate::console::text::BidiEditState,
-    /// Whether the search box had focus at the end of the last frame.
-    pub search_focused: bool,
     pub focus_search: bool,
     pub notice: Option<String>,
     queue: Vec<ConsoleCommand>,
@@ -199,7 +197,6 @@ impl ConsoleApp {
             intent_view: Default::default(),
             dashboard: Default::default(),
             search_edit: Default::default(),
-            search_focused: false,
             focus_search: false,
             notice: None,
             queue: Vec::new(),

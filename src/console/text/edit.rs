@@ -32,6 +32,9 @@ pub struct BidiEditState {
     anchor: Option<usize>,
     /// How far the text is scrolled inside the field, in points.
     scroll: f32,
+    /// Enter ended the edit (the field gives up focus on Enter, so the owner cannot tell
+    /// from the focus afterwards); see [`BidiEditState::take_submitted`].
+    submitted: bool,
 }
 
 impl BidiEditState {
@@ -51,6 +54,11 @@ impl BidiEditState {
     pub fn selection(&self) -> Option<Range<usize>> {
         let anchor = self.anchor?;
         (anchor != self.cursor).then(|| anchor.min(self.cursor)..anchor.max(self.cursor))
+    }
+
+    /// Whether Enter ended the edit since the last call.
+    pub fn take_submitted(&mut self) -> bool {
+        std::mem::take(&mut self.submitted)
     }
 
     /// Selects the whole text.
@@ -361,7 +369,11 @@ fn handle_key(
         Key::Backspace => state.backspace(text),
         Key::Delete => state.delete(text),
         Key::A if modifiers.command => state.select_all(text),
-        Key::Enter | Key::Escape => ui.memory_mut(|m| m.surrender_focus(response.id)),
+        Key::Enter => {
+            state.submitted = true;
+            ui.memory_mut(|m| m.surrender_focus(response.id));
+        }
+        Key::Escape => ui.memory_mut(|m| m.surrender_focus(response.id)),
         _ => {}
     }
 }

@@ -72,7 +72,7 @@ pub fn palette_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                     chosen = Some(command.clone());
                 }
             }
-            if ui.input(|i| i.key_pressed(egui::Key::Enter)) {
+            if app.palette.edit.take_submitted() {
                 chosen = matches.first().map(|(c, _)| c.clone());
             }
         });

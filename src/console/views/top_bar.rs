@@ -130,21 +130,17 @@ fn stale_banner_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
 fn search_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     // The bidi editor: a Persian search reads joined and right to left while it is typed.
     let hint = app.i18n.tr("topbar-search-hint");
-    // The editor gives up focus on Enter, so whether Enter submits is decided by the focus
-    // it had at the end of the last frame.
-    let had_focus = app.search_focused;
     let response = BidiTextEdit::new(&mut app.search_edit, &mut app.search_text, Direction::Auto)
         .hint(&hint)
         .desired_width(320.0)
         .id_salt("search")
         .show(ui);
-    app.search_focused = response.has_focus();
     if app.focus_search {
         response.request_focus();
         app.search_edit.select_all(&app.search_text);
         app.focus_search = false;
     }
-    let submitted = had_focus && ui.input(|i| i.key_pressed(egui::Key::Enter));
+    let submitted = app.search_edit.take_submitted();
     if submitted
         || ui
             .button(wt(&app.i18n, ui, &app.i18n.tr("topbar-search")))
