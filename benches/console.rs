@@ -44,6 +44,7 @@ fn options(url: &str) -> ConsoleOptions {
         open: None,
         cache_path: None,
         fixed_now_ms: None,
+        utc: false,
     }
 }
 
@@ -302,6 +303,7 @@ fn main() {
         open: None,
         cache_path: None,
         fixed_now_ms: None,
+        utc: false,
     };
     let handle = runtime.handle().clone();
     let mut h = Harness::builder()

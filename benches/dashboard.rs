@@ -270,6 +270,7 @@ fn whole_dashboard(c: &mut Criterion) {
         open: None,
         cache_path: None,
         fixed_now_ms: Some(END_MS),
+        utc: false,
     };
     let mut app = ConsoleApp::new(&ctx, None, options, runtime.handle());
     let size = egui::vec2(1400.0, 1500.0);

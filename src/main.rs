@@ -49,6 +49,9 @@ struct DemoArgs {
     /// Open this intent id or action key at start.
     #[arg(long)]
     open: Option<String>,
+    /// Show every time in UTC rather than this machine's zone.
+    #[arg(long)]
+    utc: bool,
 }
 
 #[derive(clap::Args)]
@@ -68,6 +71,9 @@ struct ConsoleArgs {
     /// Where the console keeps its cache (default: the user's data directory).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// Show every time in UTC rather than this machine's zone.
+    #[arg(long)]
+    utc: bool,
 }
 
 #[derive(clap::Args)]
@@ -143,7 +149,7 @@ fn demo(args: DemoArgs) -> anyhow::Result<()> {
         });
         Ok(())
     } else {
-        open_console(&embedded, &data_dir, args.open, rt.handle())
+        open_console(&embedded, &data_dir, args.open, args.utc, rt.handle())
     };
     rt.block_on(embedded.shutdown());
     result
@@ -154,6 +160,7 @@ fn open_console(
     embedded: &intentdesk::embedded::Embedded,
     data_dir: &std::path::Path,
     open: Option<String>,
+    utc: bool,
     runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
     let options = intentdesk::console::ConsoleOptions {
@@ -164,6 +171,7 @@ fn open_console(
         open,
         cache_path: Some(data_dir.join("console-cache.sqlite")),
         fixed_now_ms: None,
+        utc,
     };
     intentdesk::console::run_native(options, runtime.clone())
         .context("no window could be opened (is there a display?); `intentdesk demo --headless` runs without one")
@@ -174,6 +182,7 @@ fn open_console(
     _embedded: &intentdesk::embedded::Embedded,
     _data_dir: &std::path::Path,
     _open: Option<String>,
+    _utc: bool,
     _runtime: &tokio::runtime::Handle,
 ) -> anyhow::Result<()> {
     anyhow::bail!("this build has no console (built without the `console` feature)")
@@ -205,6 +214,7 @@ fn console(args: ConsoleArgs) -> anyhow::Result<()> {
         open: args.open,
         cache_path: Some(data_dir.join("console-cache.sqlite")),
         fixed_now_ms: None,
+        utc: args.utc,
     };
     intentdesk::console::run_native(options, rt.handle().clone())
 }

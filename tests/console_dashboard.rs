@@ -3,8 +3,8 @@
 //! largest bar filters the intents table to the intents behind it, and pictures of the
 //! dashboard on a fixed, generated data set (English, and Persian sliced by provider).
 //!
-//! The charts' time axes are in the machine's time zone; the committed pictures were taken
-//! in UTC (as CI runs), so elsewhere run these with `TZ=UTC`.
+//! The console runs with times in UTC (`--utc`), so the pictures do not depend on the zone
+//! of the machine that takes them.
 #![cfg(feature = "console")]
 
 use std::net::SocketAddr;
@@ -148,6 +148,7 @@ tenants = ["*"]
             open: None,
             cache_path: None,
             fixed_now_ms,
+            utc: true,
         };
         let handle = self.runtime.handle().clone();
         let mut harness = Harness::builder()

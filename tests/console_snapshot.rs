@@ -160,6 +160,7 @@ fn harness(dir: &std::path::Path) -> (tokio::runtime::Runtime, Harness<'static, 
         open: None,
         cache_path: Some(cache_path),
         fixed_now_ms: Some(NOW_MS),
+        utc: true,
     };
     let handle = runtime.handle().clone();
     let mut harness = Harness::builder()

@@ -38,6 +38,8 @@ pub struct ConsoleOptions {
     pub cache_path: Option<PathBuf>,
     /// A fixed "now" for reproducible pictures (snapshot tests); `None` reads the clock.
     pub fixed_now_ms: Option<u64>,
+    /// Show every time in UTC rather than the machine's zone (`--utc`).
+    pub utc: bool,
 }
 
 /// What the console remembers between runs (never a token).
@@ -182,6 +184,7 @@ impl ConsoleApp {
             repaint_ctx.request_repaint()
         });
         let i18n = Localizer::new(state.locale);
+        views::charts::time_axis::show_times_in_utc(options.utc);
         let mut app = ConsoleApp {
             search_text: state.filters.q.clone(),
             i18n,

@@ -244,6 +244,7 @@ impl Rig {
             open,
             cache_path: None,
             fixed_now_ms: None,
+            utc: true,
         };
         let handle = self.runtime.handle().clone();
         let mut harness = Harness::builder()

@@ -125,9 +125,9 @@ pub fn tr_named(i18n: &Localizer, prefix: &str, raw: &str) -> String {
 }
 
 /// A unix time as the operator reads it: the locale's date, hours, minutes, seconds and
-/// milliseconds, in UTC (incident reports compare times across machines).
+/// milliseconds in the user's zone (as the dashboard's axes), with the offset written so it
+/// is never ambiguous when incident reports compare machines.
 pub fn instant(i18n: &Localizer, unix_ms: u64) -> String {
-    // Local time, as the dashboard's axes, with the offset said so it is never ambiguous.
     let offset = super::charts::time_axis::local_offset_secs(unix_ms);
     let base = i18n.datetime(unix_ms, offset);
     let seconds = (unix_ms / 1000) % 60;

@@ -1,13 +1,28 @@
 //! Time on a chart's x axis, in the user's time zone: grid marks on round local times
 //! (minutes, hours, days) and their labels in the locale's digits and calendar.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use chrono::{Local, Offset, TimeZone};
 use egui_plot::{GridInput, GridMark};
 
 use crate::i18n::Localizer;
 
-/// The user's UTC offset at `unix_ms`, in seconds (daylight saving included).
+/// Whether every time is shown in UTC instead of the machine's zone.
+static IN_UTC: AtomicBool = AtomicBool::new(false);
+
+/// Show every time in UTC (`--utc`: incident reports that compare machines, and pictures
+/// that must not depend on where they were taken) or in the machine's zone.
+pub fn show_times_in_utc(on: bool) {
+    IN_UTC.store(on, Ordering::Relaxed);
+}
+
+/// The user's UTC offset at `unix_ms`, in seconds (daylight saving included); 0 when times
+/// are shown in UTC.
 pub fn local_offset_secs(unix_ms: u64) -> i32 {
+    if IN_UTC.load(Ordering::Relaxed) {
+        return 0;
+    }
     i64::try_from(unix_ms)
         .ok()
         .and_then(|ms| Local.timestamp_millis_opt(ms).single())
