@@ -10,8 +10,9 @@ use super::command_dialog::{
     committable, describe_error, describe_target, resume_target,
 };
 use super::intent_widgets::{column, row, say, say_colored, say_strong, wt};
+use crate::console::client::ClientError;
 use crate::console::model::IntentDetail;
-use crate::console::text::{BidiEditState, BidiTextEdit};
+use crate::console::text::BidiTextEdit;
 use crate::console::theme;
 use crate::domain::CommandKind;
 use crate::i18n::Localizer;
@@ -19,21 +20,72 @@ use crate::i18n::Localizer;
 /// Target ids listed in a dry run at most; the rest are counted.
 const LISTED_TARGETS: usize = 50;
 
-/// One bidi text field with a label the accessibility tree ties to it.
-fn text_field(
+/// The dialog's text fields.
+#[derive(Clone, Copy)]
+enum Field {
+    Reason,
+    Reference,
+    Note,
+}
+
+/// One bidi text field, required or optional as its label says, with a label the
+/// accessibility tree ties to it.
+fn field(
     ui: &mut egui::Ui,
     i18n: &Localizer,
-    label: &str,
-    hint: &str,
-    text: &mut String,
-    state: &mut BidiEditState,
+    dialog: &mut CommandDialog,
+    which: Field,
+    required: bool,
 ) {
-    let label = ui.label(wt(i18n, ui, label));
+    let (name, text, state) = match which {
+        Field::Reason => ("reason", &mut dialog.reason, &mut dialog.reason_edit),
+        Field::Reference => (
+            "reference",
+            &mut dialog.reference,
+            &mut dialog.reference_edit,
+        ),
+        Field::Note => ("note", &mut dialog.note, &mut dialog.note_edit),
+    };
+    let label_key = if required {
+        format!("dialog-{name}")
+    } else {
+        format!("dialog-{name}-optional")
+    };
+    let label = ui.label(wt(i18n, ui, &i18n.tr(&label_key)));
     BidiTextEdit::new(state, text, i18n.direction())
-        .hint(hint)
+        .hint(&i18n.tr(&format!("dialog-{name}-hint")))
         .id_salt(label.id)
         .show(ui)
         .labelled_by(label.id);
+}
+
+/// One radio choice whose text goes through the bidi helper.
+fn choice<T: PartialEq>(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    current: &mut T,
+    value: T,
+    text: &str,
+) -> egui::Response {
+    let text = wt(i18n, ui, text);
+    ui.radio_value(current, value, text)
+}
+
+/// An error from the coordinator in a sentence (`key` takes it as `reason`), in `color`.
+fn say_error(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    key: &str,
+    error: &ClientError,
+    color: egui::Color32,
+) {
+    let reason = describe_error(i18n, error);
+    say_colored(
+        ui,
+        i18n,
+        &i18n.tr_args(key, &[("reason", reason.into())]),
+        color,
+    );
 }
 
 /// Draw the dialog; returns what its owner should do.
@@ -107,10 +159,12 @@ fn body_ui(
             say_strong(ui, i18n, &i18n.tr("dialog-scope"));
             let terminal = intent.state.known().is_some_and(|s| s.is_terminal());
             ui.add_enabled_ui(!terminal, |ui| {
-                ui.radio_value(
+                choice(
+                    ui,
+                    i18n,
                     &mut dialog.scope,
                     ScopeChoice::Intent,
-                    wt(i18n, ui, &i18n.tr("dialog-scope-intent")),
+                    &i18n.tr("dialog-scope-intent"),
                 )
                 .on_disabled_hover_text(i18n.tr("dialog-scope-intent-final"));
             });
@@ -118,11 +172,7 @@ fn body_ui(
                 "dialog-scope-tenant",
                 &[("tenant", intent.tenant.as_str().into())],
             );
-            ui.radio_value(
-                &mut dialog.scope,
-                ScopeChoice::Tenant,
-                wt(i18n, ui, &tenant),
-            );
+            choice(ui, i18n, &mut dialog.scope, ScopeChoice::Tenant, &tenant);
             let mut providers = intent.providers.clone();
             if providers.is_empty() && !intent.connector.is_empty() {
                 providers.push(intent.connector.clone());
@@ -130,18 +180,14 @@ fn body_ui(
             for p in providers {
                 let text =
                     i18n.tr_args("dialog-scope-provider", &[("provider", p.as_str().into())]);
-                ui.radio_value(
-                    &mut dialog.scope,
-                    ScopeChoice::Provider(p),
-                    wt(i18n, ui, &text),
-                );
+                choice(ui, i18n, &mut dialog.scope, ScopeChoice::Provider(p), &text);
             }
             if !intent.tool.is_empty() {
                 let text = i18n.tr_args(
                     "dialog-scope-tool",
                     &[("tool", intent.tool.as_str().into())],
                 );
-                ui.radio_value(&mut dialog.scope, ScopeChoice::Tool, wt(i18n, ui, &text));
+                choice(ui, i18n, &mut dialog.scope, ScopeChoice::Tool, &text);
             }
             if let Some(tenants) = who.and_then(|w| w.tenants.as_ref())
                 && dialog.scope != ScopeChoice::Intent
@@ -158,14 +204,7 @@ fn body_ui(
             }
             dry_run_ui(ui, i18n, dialog, detail, who);
             plain_words_ui(ui, i18n, "dialog-pause-will", "dialog-pause-will-not", &[]);
-            text_field(
-                ui,
-                i18n,
-                &i18n.tr("dialog-reason"),
-                &i18n.tr("dialog-reason-hint"),
-                &mut dialog.reason,
-                &mut dialog.reason_edit,
-            );
+            field(ui, i18n, dialog, Field::Reason, true);
         }
         CommandKind::Resume => {
             say_strong(ui, i18n, &i18n.tr("dialog-resume-which"));
@@ -174,7 +213,7 @@ fn body_ui(
                 let who = p.get("created_by").and_then(Value::as_str).unwrap_or("-");
                 let why = p.get("reason").and_then(Value::as_str).unwrap_or("");
                 let text = format!("{scope} ({who}: {why})");
-                ui.radio_value(&mut dialog.pause_index, k, wt(i18n, ui, &text));
+                choice(ui, i18n, &mut dialog.pause_index, k, &text);
             }
             dry_run_ui(ui, i18n, dialog, detail, who);
             plain_words_ui(
@@ -184,14 +223,7 @@ fn body_ui(
                 "dialog-resume-will-not",
                 &[],
             );
-            text_field(
-                ui,
-                i18n,
-                &i18n.tr("dialog-reason-optional"),
-                &i18n.tr("dialog-reason-hint"),
-                &mut dialog.reason,
-                &mut dialog.reason_edit,
-            );
+            field(ui, i18n, dialog, Field::Reason, false);
         }
         CommandKind::Reconcile => {
             plain_words_ui(
@@ -201,92 +233,49 @@ fn body_ui(
                 "dialog-reconcile-will-not",
                 &[("key", intent.action_key.as_str())],
             );
-            text_field(
-                ui,
-                i18n,
-                &i18n.tr("dialog-reason-optional"),
-                &i18n.tr("dialog-reason-hint"),
-                &mut dialog.reason,
-                &mut dialog.reason_edit,
-            );
+            field(ui, i18n, dialog, Field::Reason, false);
         }
         CommandKind::Close => {
             say_strong(ui, i18n, &i18n.tr("dialog-disposition"));
             ui.add_enabled_ui(committable(detail), |ui| {
-                ui.radio_value(
+                choice(
+                    ui,
+                    i18n,
                     &mut dialog.closing,
                     Closing::Committed,
-                    wt(i18n, ui, &i18n.tr("dialog-disposition-committed")),
+                    &i18n.tr("dialog-disposition-committed"),
                 )
                 .on_disabled_hover_text(i18n.tr("dialog-committed-not-now"));
             });
-            ui.radio_value(
-                &mut dialog.closing,
-                Closing::Cancelled,
-                wt(i18n, ui, &i18n.tr("dialog-disposition-cancelled")),
-            );
-            match dialog.closing {
-                Closing::Committed => {
-                    let reference =
-                        CommandDialog::trimmed(&dialog.reference).unwrap_or_else(|| "...".into());
-                    plain_words_ui(
-                        ui,
-                        i18n,
-                        "dialog-close-committed-will",
-                        "dialog-close-will-not",
-                        &[("reference", &reference)],
-                    );
-                    text_field(
-                        ui,
-                        i18n,
-                        &i18n.tr("dialog-reference"),
-                        &i18n.tr("dialog-reference-hint"),
-                        &mut dialog.reference,
-                        &mut dialog.reference_edit,
-                    );
-                    text_field(
-                        ui,
-                        i18n,
-                        &i18n.tr("dialog-note-optional"),
-                        &i18n.tr("dialog-note-hint"),
-                        &mut dialog.note,
-                        &mut dialog.note_edit,
-                    );
-                }
-                Closing::Cancelled => {
-                    plain_words_ui(
-                        ui,
-                        i18n,
-                        "dialog-close-cancelled-will",
-                        "dialog-close-will-not",
-                        &[],
-                    );
-                    text_field(
-                        ui,
-                        i18n,
-                        &i18n.tr("dialog-note"),
-                        &i18n.tr("dialog-note-hint"),
-                        &mut dialog.note,
-                        &mut dialog.note_edit,
-                    );
-                    text_field(
-                        ui,
-                        i18n,
-                        &i18n.tr("dialog-reference-optional"),
-                        &i18n.tr("dialog-reference-hint"),
-                        &mut dialog.reference,
-                        &mut dialog.reference_edit,
-                    );
-                }
-            }
-            text_field(
+            choice(
                 ui,
                 i18n,
-                &i18n.tr("dialog-reason"),
-                &i18n.tr("dialog-reason-hint"),
-                &mut dialog.reason,
-                &mut dialog.reason_edit,
+                &mut dialog.closing,
+                Closing::Cancelled,
+                &i18n.tr("dialog-disposition-cancelled"),
             );
+            // Committed needs the downstream's reference as evidence; cancelled needs a
+            // note saying why. The other of the two stays optional.
+            let reference =
+                CommandDialog::trimmed(&dialog.reference).unwrap_or_else(|| "...".into());
+            let (will, args, required, optional) = match dialog.closing {
+                Closing::Committed => (
+                    "dialog-close-committed-will",
+                    vec![("reference", reference.as_str())],
+                    Field::Reference,
+                    Field::Note,
+                ),
+                Closing::Cancelled => (
+                    "dialog-close-cancelled-will",
+                    vec![],
+                    Field::Note,
+                    Field::Reference,
+                ),
+            };
+            plain_words_ui(ui, i18n, will, "dialog-close-will-not", &args);
+            field(ui, i18n, dialog, required, true);
+            field(ui, i18n, dialog, optional, false);
+            field(ui, i18n, dialog, Field::Reason, true);
         }
     }
 }
@@ -327,15 +316,7 @@ fn dry_run_ui(
                 say(ui, i18n, &i18n.tr("dialog-dry-run-asking"));
             });
         }
-        Some(Err(e)) => {
-            let reason = describe_error(i18n, e);
-            say_colored(
-                ui,
-                i18n,
-                &i18n.tr_args("dialog-dry-run-failed", &[("reason", reason.into())]),
-                theme::REJECTED,
-            );
-        }
+        Some(Err(e)) => say_error(ui, i18n, "dialog-dry-run-failed", e, theme::REJECTED),
         Some(Ok(targets)) => {
             say_strong(
                 ui,
@@ -389,22 +370,10 @@ fn buttons_ui(
                 });
             }
             SendState::Refused(e) => {
-                let reason = describe_error(i18n, e);
-                say_colored(
-                    ui,
-                    i18n,
-                    &i18n.tr_args("dialog-refused", &[("reason", reason.into())]),
-                    theme::REJECTED,
-                );
+                say_error(ui, i18n, "dialog-refused", e, theme::REJECTED);
             }
             SendState::Failed(e) => {
-                let reason = describe_error(i18n, e);
-                say_colored(
-                    ui,
-                    i18n,
-                    &i18n.tr_args("dialog-failed", &[("reason", reason.into())]),
-                    theme::INDETERMINATE,
-                );
+                say_error(ui, i18n, "dialog-failed", e, theme::INDETERMINATE);
             }
             SendState::Applied(_) => {}
         }
