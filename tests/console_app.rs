@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Rig, until};
+use common::console::{Rig, until};
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
 
@@ -15,10 +15,10 @@ const SIZE: egui::Vec2 = egui::vec2(1400.0, 800.0);
 #[test]
 fn filtering_by_tenant_and_provider_changes_the_table() {
     let rig = Rig::start();
-    rig.intent("acme", "a1", Some("openai"));
-    rig.intent("acme", "a2", Some("anthropic"));
-    rig.intent("globex", "g1", Some("openai"));
-    rig.intent("globex", "g2", None);
+    rig.intent("acme", "a1", &["openai"]);
+    rig.intent("acme", "a2", &["anthropic"]);
+    rig.intent("globex", "g1", &["openai"]);
+    rig.intent("globex", "g2", &[]);
     let mut harness = rig.harness(SIZE);
     until(&mut harness, "all four rows", |app| {
         app.table.rows.len() == 4
@@ -58,8 +58,8 @@ fn filtering_by_tenant_and_provider_changes_the_table() {
 #[test]
 fn searching_an_action_key_opens_its_intent() {
     let rig = Rig::start();
-    let wanted = rig.intent("acme", "k1", None);
-    rig.intent("acme", "k2", None);
+    let wanted = rig.intent("acme", "k1", &[]);
+    rig.intent("acme", "k2", &[]);
     let mut harness = rig.harness(SIZE);
     until(&mut harness, "rows", |app| app.table.rows.len() == 2);
     let key = wanted["action_key"].as_str().expect("key");
@@ -83,7 +83,7 @@ fn searching_an_action_key_opens_its_intent() {
 #[test]
 fn clicking_a_row_opens_the_intent() {
     let rig = Rig::start();
-    let wanted = rig.intent("acme", "r1", None);
+    let wanted = rig.intent("acme", "r1", &[]);
     let mut harness = rig.harness(SIZE);
     until(&mut harness, "a row", |app| app.table.rows.len() == 1);
     let id = wanted["id"].as_str().expect("id");
@@ -104,7 +104,7 @@ fn clicking_a_row_opens_the_intent() {
 #[test]
 fn a_lost_coordinator_shows_the_stale_banner_and_recovers() {
     let mut rig = Rig::start();
-    rig.intent("acme", "s1", None);
+    rig.intent("acme", "s1", &[]);
     let mut harness = rig.harness(SIZE);
     until(&mut harness, "live", |app| {
         app.live.connected && app.table.rows.len() == 1
@@ -120,7 +120,7 @@ fn a_lost_coordinator_shows_the_stale_banner_and_recovers() {
     );
 
     rig.start_coordinator(&addr);
-    rig.intent("acme", "s2", None);
+    rig.intent("acme", "s2", &[]);
     until(&mut harness, "live again with the new intent", |app| {
         app.live.connected && app.table.rows.len() == 2
     });
@@ -130,7 +130,7 @@ fn a_lost_coordinator_shows_the_stale_banner_and_recovers() {
 #[test]
 fn the_palette_starts_a_command_on_the_open_intent_only_where_it_may_be_started() {
     let rig = Rig::start();
-    let order = rig.intent("acme", "p1", None);
+    let order = rig.intent("acme", "p1", &[]);
     let id = order["id"].as_str().expect("id").to_string();
     let mut harness = rig.harness(SIZE);
     harness

@@ -7,183 +7,23 @@
 //! of the machine that takes them.
 #![cfg(feature = "console")]
 
-use std::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
+use intentdesk::console::ConsoleApp;
 use intentdesk::console::app::Tab;
 use intentdesk::console::commands::ConsoleCommand;
-use intentdesk::console::{ConsoleApp, ConsoleOptions};
-use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::store::Store;
 use intentdesk::store::bulk::BulkSpec;
 use intentdesk::store::metric_series::{ChartMetric, GroupBy};
-use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-const ADMIN: &str = "dashboard-admin-token";
-/// Guards against a hang; never a stand-in for synchronisation.
-const PATIENCE: Duration = Duration::from_secs(60);
+mod common;
+use common::console::{Rig, RigOptions, until};
+
 /// The generated data set ends here, and the console's clock is fixed here.
 const END_MS: u64 = 1_764_489_600_000;
-
-struct Rig {
-    runtime: tokio::runtime::Runtime,
-    base: String,
-    _dir: tempfile::TempDir,
-    _stop: oneshot::Sender<()>,
-}
-
-impl Rig {
-    /// A coordinator on `db` (prepared by `prepare`); its reconciler does nothing, so the
-    /// data stays as written.
-    fn start(prepare: impl FnOnce(&Path)) -> Rig {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let dir = tempfile::tempdir().expect("temp dir");
-        let db = dir.path().join("c.sqlite");
-        prepare(&db);
-        let text = format!(
-            r#"
-listen = "127.0.0.1:0"
-database = "{db}"
-reconcile_interval_ms = 3600000
-reconcile_batch = 0
-[[tokens]]
-name = "admin"
-token_sha256 = "{admin}"
-role = "admin"
-tenants = ["*"]
-"#,
-            db = db.display(),
-            admin = token_sha256(ADMIN),
-        );
-        let config = Config::parse(&text, "test").expect("config");
-        let (addr, stop): (SocketAddr, _) = runtime.block_on(async {
-            let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-            let addr = listener.local_addr().expect("addr");
-            let (stop, stopped) = oneshot::channel::<()>();
-            tokio::spawn(run(listener, config, async {
-                let _ = stopped.await;
-            }));
-            (addr, stop)
-        });
-        Rig {
-            runtime,
-            base: format!("http://{addr}"),
-            _dir: dir,
-            _stop: stop,
-        }
-    }
-
-    fn get(&self, path: &str, query: &[(&str, &str)]) -> Value {
-        self.runtime.block_on(async {
-            reqwest::Client::new()
-                .get(format!("{}{path}", self.base))
-                .bearer_auth(ADMIN)
-                .query(query)
-                .send()
-                .await
-                .expect("get")
-                .json()
-                .await
-                .expect("json")
-        })
-    }
-
-    /// An intent with inference attempts on `providers`, one after another.
-    fn intent(&self, key: &str, tenant: &str, providers: &[&str]) {
-        self.runtime.block_on(async {
-            let http = reqwest::Client::new();
-            let body = json!({
-                "tenant": tenant, "actor": "agent", "purpose": "compare quotes", "operation": "quote.compare",
-                "tool": "llm.compare", "consequence": "compute", "args": {"item": "paper", "qty": 10},
-                "deadline_secs": 600, "max_attempts": 5, "release_id": "r1", "locale": "en-US", "connector": "erp"
-            });
-            let created: Value = http
-                .post(format!("{}/v1/intents", self.base))
-                .bearer_auth(ADMIN)
-                .header("Idempotency-Key", key)
-                .json(&body)
-                .send()
-                .await
-                .expect("create")
-                .json()
-                .await
-                .expect("json");
-            let id = created["id"].as_str().expect("id").to_string();
-            http.post(format!("{}/v1/intents/{id}/authorize", self.base))
-                .bearer_auth(ADMIN)
-                .json(&json!({"authorization_version": "v1", "approver": "ann"}))
-                .send()
-                .await
-                .expect("authorize");
-            for p in providers {
-                let status = http
-                    .post(format!("{}/v1/intents/{id}/attempts", self.base))
-                    .bearer_auth(ADMIN)
-                    .json(&json!({"kind": "inference", "provider": p}))
-                    .send()
-                    .await
-                    .expect("attempt")
-                    .status();
-                assert!(status.is_success(), "attempt refused: {status}");
-            }
-        });
-    }
-
-    fn harness(&self, fixed_now_ms: Option<u64>, size: egui::Vec2) -> Harness<'static, ConsoleApp> {
-        let options = ConsoleOptions {
-            label: "test".into(),
-            coordinator_url: self.base.clone(),
-            token: ADMIN.into(),
-            offline: false,
-            open: None,
-            cache_path: None,
-            fixed_now_ms,
-            utc: true,
-        };
-        let handle = self.runtime.handle().clone();
-        let mut harness = Harness::builder()
-            .with_size(size)
-            .build_eframe(move |cc| ConsoleApp::new(&cc.egui_ctx, None, options, &handle));
-        harness.run_steps(2);
-        harness
-    }
-}
-
-/// Step the app until `done` holds, or fail after [`PATIENCE`].
-fn until(
-    harness: &mut Harness<'static, ConsoleApp>,
-    what: &str,
-    done: impl Fn(&ConsoleApp) -> bool,
-) {
-    let started = Instant::now();
-    while !done(harness.state()) {
-        if started.elapsed() > PATIENCE {
-            let app = harness.state();
-            let d = &app.dashboard;
-            panic!(
-                "gave up waiting: {what}; dashboard error {:?}, charts {}, tab {:?}, filters {:?}, rows {}",
-                d.error,
-                d.charts.len(),
-                app.state.tab,
-                app.state.filters,
-                app.table.rows.len()
-            );
-        }
-        harness.step();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    harness.run_steps(2);
-}
 
 /// Everything the dashboard asked for has arrived, sliced by `group_by`.
 fn loaded(app: &ConsoleApp, group_by: GroupBy) -> bool {
@@ -197,7 +37,10 @@ fn loaded(app: &ConsoleApp, group_by: GroupBy) -> bool {
 
 /// Twelve intents over three providers (and tenants), a few retried on a second provider.
 fn seeded() -> Rig {
-    let rig = Rig::start(|_| {});
+    let rig = Rig::start_with(RigOptions {
+        reconcile: false,
+        ..RigOptions::default()
+    });
     let plan: [(&str, &[&str]); 12] = [
         ("acme", &["openai"]),
         ("acme", &["openai", "anthropic"]),
@@ -213,7 +56,7 @@ fn seeded() -> Rig {
         ("initech", &["openai", "openai"]),
     ];
     for (n, (tenant, providers)) in plan.iter().enumerate() {
-        rig.intent(&format!("k{n}"), tenant, providers);
+        rig.intent(tenant, &format!("k{n}"), providers);
     }
     rig
 }
@@ -239,14 +82,14 @@ fn show_dashboard_by_provider(harness: &mut Harness<'static, ConsoleApp>) {
 #[test]
 fn slicing_by_provider_shows_one_series_per_provider_with_the_summary_totals() {
     let rig = seeded();
-    let mut harness = rig.harness(None, egui::vec2(1400.0, 1600.0));
+    let mut harness = rig.harness(egui::vec2(1400.0, 1600.0));
     show_dashboard_by_provider(&mut harness);
     let app = harness.state();
 
     let attempts = &app.dashboard.charts[&ChartMetric::Attempts];
     let groups: Vec<&str> = attempts.series.iter().map(|s| s.group.as_str()).collect();
     assert_eq!(groups, ["anthropic", "mistral", "openai"]);
-    let summary = rig.get("/v1/metrics/summary", &[]);
+    let summary = rig.get("/v1/metrics/summary");
     let total: f64 = attempts.series.iter().map(|s| s.total).sum();
     assert_eq!(
         total as u64,
@@ -258,7 +101,7 @@ fn slicing_by_provider_shows_one_series_per_provider_with_the_summary_totals() {
     // Intent-level slices: a provider's intents are the intents the provider filter selects.
     let histogram = app.dashboard.histogram.as_ref().expect("histogram");
     for group in &histogram.groups {
-        let summary = rig.get("/v1/metrics/summary", &[("provider", group.group.as_str())]);
+        let summary = rig.get_query("/v1/metrics/summary", &[("provider", group.group.as_str())]);
         assert_eq!(
             Some(group.intents),
             summary["intents"].as_u64(),
@@ -281,7 +124,7 @@ fn slicing_by_provider_shows_one_series_per_provider_with_the_summary_totals() {
     );
 
     // Live: new attempts reach the charts without the operator asking.
-    rig.intent("k-live", "acme", &["mistral", "mistral"]);
+    rig.intent("acme", "k-live", &["mistral", "mistral"]);
     until(&mut harness, "the new attempts on the chart", |app| {
         let chart = &app.dashboard.charts[&ChartMetric::Attempts];
         chart.series.iter().map(|s| s.total).sum::<f64>() == 19.0
@@ -312,7 +155,7 @@ fn clicking_an_intent_on_the_ageing_board_opens_it() {
 #[test]
 fn clicking_the_largest_bar_filters_the_table() {
     let rig = seeded();
-    let mut harness = rig.harness(None, egui::vec2(1400.0, 1600.0));
+    let mut harness = rig.harness(egui::vec2(1400.0, 1600.0));
     show_dashboard_by_provider(&mut harness);
 
     // The largest segment of the stacked attempts bars, and where it is on screen.
@@ -378,7 +221,7 @@ fn clicking_the_largest_bar_filters_the_table() {
         assert!(row.created_at_ms >= start && row.created_at_ms < start + bucket_ms);
     }
     let (since, until) = (start.to_string(), (start + bucket_ms).to_string());
-    let listed = rig.get(
+    let listed = rig.get_query(
         "/v1/intents",
         &[("provider", &group), ("since", &since), ("until", &until)],
     );
@@ -420,8 +263,12 @@ fn generated(db: &Path) {
 }
 
 fn snapshot_harness() -> (Rig, Harness<'static, ConsoleApp>) {
-    let rig = Rig::start(generated);
-    let mut harness = rig.harness(Some(END_MS), egui::vec2(1400.0, 1500.0));
+    let rig = Rig::start_with(RigOptions {
+        reconcile: false,
+        prepare: Some(generated),
+        ..RigOptions::default()
+    });
+    let mut harness = rig.harness_at(END_MS, egui::vec2(1400.0, 1500.0));
     harness.state_mut().queue(ConsoleCommand::ShowDashboard);
     harness.run_steps(2);
     until(&mut harness, "the dashboard", |app| {

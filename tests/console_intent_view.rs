@@ -9,9 +9,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-use common::{ADMIN, PATIENCE, Rig, RigOptions, SUPERVISOR};
+use common::console::{ADMIN, Rig, RigOptions, SUPERVISOR, until};
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
@@ -32,34 +30,8 @@ fn rig(faults: &'static str) -> Rig {
     Rig::start_with(RigOptions {
         faults,
         reconcile: false,
+        ..RigOptions::default()
     })
-}
-
-/// Step the app until `done` holds, or fail after [`PATIENCE`].
-fn until(
-    harness: &mut Harness<'static, ConsoleApp>,
-    what: &str,
-    done: impl Fn(&ConsoleApp) -> bool,
-) {
-    let started = Instant::now();
-    while !done(harness.state()) {
-        if started.elapsed() > PATIENCE {
-            let app = harness.state();
-            panic!(
-                "gave up waiting: {what}; open {:?}, dialog {:?}, last {:?}",
-                app.open.as_ref().map(|o| (
-                    &o.id,
-                    &o.error,
-                    o.detail.as_ref().map(|d| d.intent.state.wire().to_string())
-                )),
-                app.intent_view.dialog.as_ref().map(|d| &d.sent),
-                app.intent_view.last,
-            );
-        }
-        harness.step();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    harness.run_steps(2);
 }
 
 fn state_of(app: &ConsoleApp) -> Option<String> {
@@ -359,8 +331,8 @@ fn a_supervisor_sees_pause_disabled_and_why() {
 #[test]
 fn a_deep_link_by_action_key_opens_the_intent_and_exports_are_written() {
     let rig = rig("none");
-    let created = rig.intent("acme", "link-1", None);
-    rig.intent("acme", "link-2", None);
+    let created = rig.intent("acme", "link-1", &[]);
+    rig.intent("acme", "link-2", &[]);
     let id = created["id"].as_str().expect("id").to_string();
     let key = created["action_key"].as_str().expect("key").to_string();
     let mut harness = rig.harness_as(ADMIN, Some(key), SIZE);

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Rig, until};
+use common::console::{Rig, until};
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
 use intentdesk::console::commands::ConsoleCommand;

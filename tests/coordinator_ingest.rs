@@ -4,12 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use intentdesk::coordinator::{Config, run, token_sha256};
-use intentdesk::sandbox::{FaultSpec, SandboxState};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+
+mod common;
+use common::deploy::{self, Setup, Token};
 
 const ADMIN: &str = "admin-token";
 const AGENT: &str = "agent-token";
@@ -18,65 +17,26 @@ const VIEWER: &str = "viewer-token";
 struct Running {
     base: String,
     http: reqwest::Client,
-    _stops: Vec<oneshot::Sender<()>>,
+    _coordinator: deploy::Coordinator,
+    _sandbox: deploy::Sandbox,
     _dir: tempfile::TempDir,
 }
 
 async fn start() -> Running {
-    let sandbox_listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind sandbox");
-    let sandbox_addr = sandbox_listener.local_addr().expect("addr");
-    let (stop_sandbox, sandbox_stopped) = oneshot::channel::<()>();
-    let sandbox = SandboxState::new("none".parse::<FaultSpec>().expect("spec"), None);
-    tokio::spawn(intentdesk::sandbox::run(sandbox_listener, sandbox, async {
-        let _ = sandbox_stopped.await;
-    }));
-
+    let sandbox = deploy::sandbox("none", None, None).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = format!(
-        r#"
-listen = "127.0.0.1:0"
-database = "{db}"
-reconcile_interval_ms = 100
-[[tokens]]
-name = "admin"
-token_sha256 = "{admin}"
-role = "admin"
-tenants = ["*"]
-[[tokens]]
-name = "agent"
-token_sha256 = "{agent}"
-role = "agent"
-tenants = ["acme"]
-[[tokens]]
-name = "viewer"
-token_sha256 = "{viewer}"
-role = "viewer"
-tenants = ["*"]
-[[connectors]]
-name = "erp"
-base_url = "http://{sandbox_addr}"
-key_retention_secs = 3600
-timeout_ms = 1000
-operations = {{ "purchase_order.create" = "purchase-orders" }}
-"#,
-        db = dir.path().join("c.sqlite").display(),
-        admin = token_sha256(ADMIN),
-        agent = token_sha256(AGENT),
-        viewer = token_sha256(VIEWER),
-    );
-    let config = Config::parse(&config, "test").expect("config");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(run(listener, config, async {
-        let _ = stopped.await;
-    }));
+    let tokens = vec![
+        Token::all_tenants("admin", ADMIN),
+        Token::acme("agent", AGENT),
+        Token::all_tenants("viewer", VIEWER),
+    ];
+    let setup = Setup::new(dir.path(), &sandbox.url, tokens);
+    let coordinator = deploy::Coordinator::start(&setup).await;
     Running {
-        base,
+        base: coordinator.base.clone(),
         http: reqwest::Client::new(),
-        _stops: vec![stop, stop_sandbox],
+        _coordinator: coordinator,
+        _sandbox: sandbox,
         _dir: dir,
     }
 }

@@ -5,14 +5,14 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use intentdesk::coordinator::{self, Config, entropy, now_ms, token_sha256};
+use intentdesk::coordinator::{entropy, now_ms};
 use intentdesk::domain::CommandId;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+
+mod common;
+use common::deploy::{self, Setup, Token};
 
 /// Guards against a hang; never a stand-in for synchronisation.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -26,12 +26,10 @@ const AGENT: &str = "agent-secret";
 struct Coordinator {
     base: String,
     http: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<anyhow::Result<()>>,
+    running: deploy::Coordinator,
     _dir: tempfile::TempDir,
 }
 
-/// The answer to one request.
 struct Answer {
     status: StatusCode,
     headers: HeaderMap,
@@ -47,42 +45,26 @@ impl Answer {
 async fn start() -> Coordinator {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let dir = tempfile::tempdir().expect("temporary directory");
-    let database = dir.path().join("intentdesk.sqlite");
-    let token = |name: &str, secret: &str, role: &str, tenants: &str| {
-        format!(
-            "[[tokens]]\nname = \"{name}\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\ntenants = {tenants}\n",
-            token_sha256(secret)
-        )
-    };
-    let text = format!(
-        "listen = \"127.0.0.1:0\"\ndatabase = '{}'\n{}{}{}{}{}\
-         [[connectors]]\nname = \"erp\"\nbase_url = \"http://127.0.0.1:9\"\nsupports_lookup = false\ntimeout_ms = 200\n\
-         operations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
-        database.display(),
-        token("ops-admin", ADMIN, "admin", "[\"*\"]"),
-        token("acme-supervisor", SUPERVISOR, "supervisor", "[\"acme\"]"),
-        token("sre", ENGINEER, "engineer", "[\"*\"]"),
-        token("auditor", VIEWER, "viewer", "[\"*\"]"),
-        token("agent", AGENT, "agent", "[\"*\"]"),
-    );
-    let config = Config::parse(&text, "test").expect("test configuration parses");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind port 0");
-    let base = format!("http://{}", listener.local_addr().expect("local addr"));
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let shutdown = async {
-        // A dropped sender (a failed test) stops the coordinator too.
-        let _ = stop_rx.await;
-    };
-    let task = tokio::spawn(coordinator::run(listener, config, shutdown));
+    // No downstream answers here: these tests are about the operator API alone.
+    let tokens = vec![
+        Token::all_tenants("admin", ADMIN),
+        Token::acme("supervisor", SUPERVISOR),
+        Token::all_tenants("engineer", ENGINEER),
+        Token::all_tenants("viewer", VIEWER),
+        Token::all_tenants("agent", AGENT),
+    ];
+    let mut setup = Setup::new(dir.path(), "http://127.0.0.1:9", tokens);
+    setup.supports_lookup = false;
+    setup.timeout_ms = 200;
+    let running = deploy::Coordinator::start(&setup).await;
     let http = reqwest::Client::builder()
         .no_proxy()
         .build()
         .expect("client builds");
     Coordinator {
-        base,
+        base: running.base.clone(),
         http,
-        stop: Some(stop_tx),
-        task,
+        running,
         _dir: dir,
     }
 }
@@ -146,15 +128,10 @@ impl Coordinator {
         answer.body
     }
 
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let result = tokio::time::timeout(PATIENCE, self.task)
+    async fn stop(self) {
+        tokio::time::timeout(PATIENCE, self.running.shut_down())
             .await
-            .expect("the coordinator stops in time");
-        result
-            .expect("the coordinator task ends")
+            .expect("the coordinator stops in time")
             .expect("the coordinator ends cleanly");
     }
 }

@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use intentdesk::coordinator::{Config, run, token_sha256};
-use intentdesk::sandbox::{self, FaultSpec, SandboxState};
+use intentdesk::sandbox::SandboxState;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+
+mod common;
+use common::deploy::{self, Setup, Token};
 
 const ADMIN: &str = "pause-admin-token";
 /// Guards against a hang; never a stand-in for synchronisation.
@@ -18,51 +18,27 @@ struct Rig {
     base: String,
     sandbox: SandboxState,
     http: reqwest::Client,
-    _stops: Vec<oneshot::Sender<()>>,
+    _coordinator: deploy::Coordinator,
+    _sandbox: deploy::Sandbox,
     _dir: tempfile::TempDir,
 }
 
 async fn start(faults: &str) -> Rig {
-    let sandbox_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let sandbox_url = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
-    let sandbox = SandboxState::new(faults.parse::<FaultSpec>().expect("spec"), None);
-    let (stop_sandbox, sandbox_stopped) = oneshot::channel::<()>();
-    tokio::spawn(sandbox::run(sandbox_listener, sandbox.clone(), async {
-        let _ = sandbox_stopped.await;
-    }));
+    let downstream = deploy::sandbox(faults, None, None).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = format!(
-        r#"
-listen = "127.0.0.1:0"
-database = "{db}"
-reconcile_interval_ms = 100
-[[tokens]]
-name = "admin"
-token_sha256 = "{admin}"
-role = "admin"
-tenants = ["*"]
-[[connectors]]
-name = "erp"
-base_url = "{sandbox_url}"
-key_retention_secs = 3600
-timeout_ms = 300
-operations = {{ "purchase_order.create" = "purchase-orders" }}
-"#,
-        db = dir.path().join("c.sqlite").display(),
-        admin = token_sha256(ADMIN),
+    let mut setup = Setup::new(
+        dir.path(),
+        &downstream.url,
+        vec![Token::all_tenants("admin", ADMIN)],
     );
-    let config = Config::parse(&config, "test").expect("config");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(run(listener, config, async {
-        let _ = stopped.await;
-    }));
+    setup.timeout_ms = 300;
+    let coordinator = deploy::Coordinator::start(&setup).await;
     Rig {
-        base,
-        sandbox,
+        base: coordinator.base.clone(),
+        sandbox: downstream.state.clone(),
         http: reqwest::Client::new(),
-        _stops: vec![stop, stop_sandbox],
+        _coordinator: coordinator,
+        _sandbox: downstream,
         _dir: dir,
     }
 }

@@ -12,15 +12,16 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use intentdesk::coordinator::token_sha256;
 use intentdesk::domain::{Jitter, SplitMix64};
-use intentdesk::sandbox::{self, FaultSpec, SandboxOptions, SandboxState, WebhookTarget};
+use intentdesk::sandbox::WebhookTarget;
 use intentdesk::workload::report::{ReportSource, coordinator_report, settle, window_of};
 use intentdesk::workload::{DriverConfig, Mix, drive};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
-use tokio::sync::oneshot;
+
+mod common;
+use common::deploy::{self, Setup, Token};
 
 const ADMIN: &str = "crash-admin-token";
 const AGENT: &str = "crash-agent-token";
@@ -109,35 +110,16 @@ async fn free_port() -> u16 {
 }
 
 fn write_config(dir: &Path, port: u16, sandbox_url: &str) -> PathBuf {
-    let config = format!(
-        r#"
-listen = "127.0.0.1:{port}"
-database = "{db}"
-reconcile_interval_ms = 100
-dispatch_lease_ms = 1500
-[[tokens]]
-name = "admin"
-token_sha256 = "{admin}"
-role = "admin"
-tenants = ["*"]
-[[tokens]]
-name = "agent"
-token_sha256 = "{agent}"
-role = "agent"
-tenants = ["*"]
-[[connectors]]
-name = "erp"
-base_url = "{sandbox_url}"
-key_retention_secs = 86400
-timeout_ms = 500
-operations = {{ "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }}
-"#,
-        db = dir.join("coordinator.sqlite").display(),
-        admin = token_sha256(ADMIN),
-        agent = token_sha256(AGENT),
-    );
+    let tokens = vec![
+        Token::all_tenants("admin", ADMIN),
+        Token::all_tenants("agent", AGENT),
+    ];
+    let mut setup = Setup::new(dir, sandbox_url, tokens);
+    setup.listen = format!("127.0.0.1:{port}");
+    setup.timeout_ms = 500;
+    setup.dispatch_lease_ms = Some(1500);
     let path = dir.join("coordinator.toml");
-    std::fs::write(&path, config).expect("write the config");
+    std::fs::write(&path, setup.toml()).expect("write the config");
     path
 }
 
@@ -147,27 +129,13 @@ async fn crash_run(seed: u64, intents: u64, kills: u32) {
     let port = free_port().await;
     let base = format!("http://127.0.0.1:{port}");
 
-    let sandbox_listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind sandbox");
-    let sandbox_url = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
     let webhook = WebhookTarget {
         url: format!("{base}/v1/receipts/erp").parse().expect("URL"),
         token: Some(AGENT.into()),
     };
-    let faults: FaultSpec = FAULTS.parse().expect("faults parse");
-    let sandbox = SandboxState::with_options(
-        faults,
-        Some(webhook),
-        SandboxOptions {
-            seed: Some(seed),
-            ..Default::default()
-        },
-    );
-    let (_stop_sandbox, sandbox_stopped) = oneshot::channel::<()>();
-    tokio::spawn(sandbox::run(sandbox_listener, sandbox.clone(), async {
-        let _ = sandbox_stopped.await;
-    }));
+    let downstream = deploy::sandbox(FAULTS, Some(webhook), Some(seed)).await;
+    let sandbox_url = downstream.url.clone();
+    let sandbox = downstream.state.clone();
 
     let mut coordinator = Coordinator {
         config: write_config(dir.path(), port, &sandbox_url),

@@ -6,13 +6,14 @@
 
 use std::time::{Duration, Instant};
 
-use intentdesk::coordinator::{Config, run, token_sha256};
-use intentdesk::sandbox::{self, FaultSpec, Resource, SandboxOptions, SandboxState, WebhookTarget};
+use intentdesk::sandbox::{FaultSpec, Resource, SandboxState, WebhookTarget};
 use intentdesk::workload::{DriverConfig, Mix, drive};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+
+mod common;
+use common::deploy::{self, Token};
 
 const ADMIN: &str = "fault-admin-token";
 const AGENT: &str = "fault-agent-token";
@@ -48,79 +49,34 @@ struct Rig {
     sandbox: SandboxState,
     http: reqwest::Client,
     db: std::path::PathBuf,
-    _stops: Vec<oneshot::Sender<()>>,
+    _coordinator: deploy::Coordinator,
+    _sandbox: deploy::Sandbox,
     _dir: tempfile::TempDir,
 }
 
 async fn start(setup: Setup) -> Rig {
-    let coordinator_listener = TcpListener::bind("127.0.0.1:0")
+    // The coordinator's address comes first: the sandbox sends its receipts there.
+    let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind coordinator");
-    let base = format!(
-        "http://{}",
-        coordinator_listener.local_addr().expect("addr")
-    );
-    let sandbox_listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind sandbox");
-    let sandbox_url = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
-
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
     let webhook = setup.webhooks.then(|| WebhookTarget {
         url: format!("{base}/v1/receipts/erp")
             .parse()
             .expect("webhook URL"),
         token: Some(AGENT.to_string()),
     });
-    let faults: FaultSpec = setup.faults.parse().expect("test faults parse");
-    let options = SandboxOptions {
-        seed: Some(11),
-        ..SandboxOptions::default()
-    };
-    let sandbox = SandboxState::with_options(faults, webhook, options);
-    let (stop_sandbox, sandbox_stopped) = oneshot::channel::<()>();
-    tokio::spawn(sandbox::run(sandbox_listener, sandbox.clone(), async {
-        let _ = sandbox_stopped.await;
-    }));
-
+    let downstream = deploy::sandbox(setup.faults, webhook, Some(11)).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("coordinator.sqlite");
-    let config = format!(
-        r#"
-listen = "127.0.0.1:0"
-database = "{db}"
-reconcile_interval_ms = 100
-dispatch_lease_ms = {lease}
-[[tokens]]
-name = "admin"
-token_sha256 = "{admin}"
-role = "admin"
-tenants = ["*"]
-[[tokens]]
-name = "agent"
-token_sha256 = "{agent}"
-role = "agent"
-tenants = ["*"]
-[[connectors]]
-name = "erp"
-base_url = "{sandbox_url}"
-supports_idempotency = true
-supports_lookup = true
-key_retention_secs = {retention}
-timeout_ms = {timeout}
-operations = {{ "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }}
-"#,
-        db = db.display(),
-        lease = setup.dispatch_lease_ms,
-        admin = token_sha256(ADMIN),
-        agent = token_sha256(AGENT),
-        retention = setup.key_retention_secs,
-        timeout = setup.timeout_ms,
-    );
-    let config = Config::parse(&config, "test").expect("config");
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(run(coordinator_listener, config, async {
-        let _ = stopped.await;
-    }));
+    let tokens = vec![
+        Token::all_tenants("admin", ADMIN),
+        Token::all_tenants("agent", AGENT),
+    ];
+    let mut config = deploy::Setup::new(dir.path(), &downstream.url, tokens);
+    config.timeout_ms = setup.timeout_ms;
+    config.key_retention_secs = setup.key_retention_secs;
+    config.dispatch_lease_ms = Some(setup.dispatch_lease_ms);
+    let coordinator = deploy::Coordinator::serve(listener, &config);
     let http = reqwest::Client::builder()
         .no_proxy()
         .timeout(PATIENCE)
@@ -128,11 +84,12 @@ operations = {{ "purchase_order.create" = "purchase-orders", "inventory.reserve"
         .expect("client");
     Rig {
         base,
-        sandbox_url,
-        sandbox,
+        sandbox_url: downstream.url.clone(),
+        sandbox: downstream.state.clone(),
         http,
-        db,
-        _stops: vec![stop, stop_sandbox],
+        db: config.database,
+        _coordinator: coordinator,
+        _sandbox: downstream,
         _dir: dir,
     }
 }

@@ -5,12 +5,13 @@
 
 use std::time::{Duration, Instant};
 
-use intentdesk::coordinator::{Config, run, token_sha256};
-use intentdesk::sandbox::{self, FaultSpec, SandboxOptions, SandboxState};
+use intentdesk::sandbox::SandboxState;
 use intentdesk::workload::naive::{NaiveConfig, run_naive};
 use intentdesk::workload::report::{ReportSource, coordinator_report, settle, window_of};
 use intentdesk::workload::{DriverConfig, Mix, drive};
-use tokio::net::TcpListener;
+
+mod common;
+use common::deploy::{self, Setup, Token};
 use tokio::sync::oneshot;
 
 const ADMIN: &str = "load-admin-token";
@@ -21,63 +22,27 @@ struct Rig {
     base: String,
     sandbox_url: String,
     sandbox: SandboxState,
-    _stops: Vec<oneshot::Sender<()>>,
+    _coordinator: deploy::Coordinator,
+    _sandbox: deploy::Sandbox,
     _dir: tempfile::TempDir,
 }
 
 async fn start(faults: &str) -> Rig {
-    let sandbox_listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind sandbox");
-    let sandbox_url = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
-    let faults: FaultSpec = faults.parse().expect("faults parse");
-    let sandbox = SandboxState::with_options(
-        faults,
-        None,
-        SandboxOptions {
-            seed: Some(5),
-            ..Default::default()
-        },
-    );
-    let (stop_sandbox, sandbox_stopped) = oneshot::channel::<()>();
-    tokio::spawn(sandbox::run(sandbox_listener, sandbox.clone(), async {
-        let _ = sandbox_stopped.await;
-    }));
+    let downstream = deploy::sandbox(faults, None, Some(5)).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = format!(
-        r#"
-listen = "127.0.0.1:0"
-database = "{db}"
-reconcile_interval_ms = 100
-[[tokens]]
-name = "admin"
-token_sha256 = "{admin}"
-role = "admin"
-tenants = ["*"]
-[[connectors]]
-name = "erp"
-base_url = "{sandbox_url}"
-key_retention_secs = 86400
-timeout_ms = 400
-operations = {{ "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }}
-"#,
-        db = dir.path().join("c.sqlite").display(),
-        admin = token_sha256(ADMIN),
+    let mut setup = Setup::new(
+        dir.path(),
+        &downstream.url,
+        vec![Token::all_tenants("admin", ADMIN)],
     );
-    let config = Config::parse(&config, "test").expect("config");
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind coordinator");
-    let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(run(listener, config, async {
-        let _ = stopped.await;
-    }));
+    setup.timeout_ms = 400;
+    let coordinator = deploy::Coordinator::start(&setup).await;
     Rig {
-        base,
-        sandbox_url,
-        sandbox,
-        _stops: vec![stop, stop_sandbox],
+        base: coordinator.base.clone(),
+        sandbox_url: downstream.url.clone(),
+        sandbox: downstream.state.clone(),
+        _coordinator: coordinator,
+        _sandbox: downstream,
         _dir: dir,
     }
 }
