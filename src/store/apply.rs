@@ -161,15 +161,7 @@ pub(crate) fn apply_in(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![seq, transition.from.as_str(), transition.to.as_str(), event.name(), reason, ctx.command_seq, now],
     )?;
-    let (_, intent) = load(tx, id)?;
-    events::append(
-        tx,
-        "intent",
-        Some(&intent.tenant),
-        Some(&intent.id),
-        &intent,
-        ctx.now_ms,
-    )?;
+    let intent = events::announce_intent(tx, id, ctx.now_ms)?;
     Ok(Applied {
         transition,
         intent,

@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use super::apply::apply_in;
-use super::intents::load;
+use super::intents::{Intent, load};
 use super::{ApplyContext, Cached, Store, StoreError, events, to_i64, to_u64};
 use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, Refusal,
@@ -126,6 +126,25 @@ pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Attempt
     })())
 }
 
+/// Read an attempt back as stored and announce it on the change feed.
+fn announce(
+    tx: &Connection,
+    intent: &Intent,
+    attempt_id: &AttemptId,
+    now_ms: u64,
+) -> Result<Attempt, StoreError> {
+    let attempt = load_attempt(tx, attempt_id)?;
+    events::append(
+        tx,
+        "attempt",
+        Some(&intent.tenant),
+        Some(&intent.id),
+        &attempt,
+        now_ms,
+    )?;
+    Ok(attempt)
+}
+
 fn load_attempt(tx: &Connection, id: &AttemptId) -> Result<Attempt, StoreError> {
     let sql = format!(
         "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE a.id = ?1"
@@ -209,15 +228,7 @@ impl Store {
             "INSERT OR IGNORE INTO intent_providers (provider, intent_seq) VALUES (?1, ?2)",
             params![new.provider, seq],
         )?;
-        let attempt = load_attempt(&tx, attempt_id)?;
-        events::append(
-            &tx,
-            "attempt",
-            Some(&intent.tenant),
-            Some(intent_id),
-            &attempt,
-            now_ms,
-        )?;
+        let attempt = announce(&tx, &intent, attempt_id, now_ms)?;
         tx.commit()?;
         Ok(attempt)
     }
@@ -284,15 +295,7 @@ impl Store {
                 params![intent_id.as_str()],
             )?;
         }
-        let attempt = load_attempt(&tx, attempt_id)?;
-        events::append(
-            &tx,
-            "attempt",
-            Some(&intent.tenant),
-            Some(intent_id),
-            &attempt,
-            now_ms,
-        )?;
+        let attempt = announce(&tx, &intent, attempt_id, now_ms)?;
         tx.commit()?;
         Ok(attempt)
     }

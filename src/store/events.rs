@@ -42,6 +42,17 @@ pub(crate) fn append(
     Ok(tx.last_insert_rowid())
 }
 
+/// Read an intent back as stored and announce it on the change feed.
+pub(crate) fn announce_intent(
+    tx: &Connection,
+    id: &IntentId,
+    at_ms: u64,
+) -> Result<super::intents::Intent, StoreError> {
+    let (_, intent) = super::intents::load(tx, id)?;
+    append(tx, "intent", Some(&intent.tenant), Some(id), &intent, at_ms)?;
+    Ok(intent)
+}
+
 impl Store {
     /// Events after `after_seq`, oldest first, at most `limit`.
     pub fn events_after(

@@ -264,15 +264,7 @@ impl Store {
              (?1, NULL, 'new', 'created', ?2), (?1, 'new', 'prepared', 'validated', ?2)",
             params![seq, now],
         )?;
-        let (_, intent) = load(&tx, &new.id)?;
-        events::append(
-            &tx,
-            "intent",
-            Some(&new.tenant),
-            Some(&new.id),
-            &intent,
-            new.created_at_ms,
-        )?;
+        let intent = events::announce_intent(&tx, &new.id, new.created_at_ms)?;
         tx.commit()?;
         Ok(CreateOutcome::Created(intent))
     }
