@@ -14,7 +14,7 @@ use super::filters::{Filters, SavedView, default_views};
 use super::model::IntentDetail;
 use super::table::TableData;
 use super::views;
-use super::worker::{Reply, Request, Worker};
+use super::worker::{OneInFlight, Reply, Request, Worker};
 use crate::domain::Locale;
 use crate::i18n::Localizer;
 
@@ -95,6 +95,8 @@ pub struct OpenIntent {
     pub error: Option<String>,
     pub loading: bool,
     pub from_cache: bool,
+    /// Requests for the detail, one at a time.
+    pub refresh: OneInFlight,
 }
 
 /// Values seen in data, offered as filter choices.
@@ -235,10 +237,7 @@ impl ConsoleApp {
             match command {
                 ConsoleCommand::Refresh => {
                     self.last_query = None;
-                    if let Some(open) = &self.open {
-                        let id = open.id.clone();
-                        self.request_detail(&id);
-                    }
+                    self.request_detail();
                 }
                 ConsoleCommand::TogglePalette => self.palette.toggle(),
                 ConsoleCommand::FocusSearch => self.focus_search = true,
@@ -327,13 +326,23 @@ impl ConsoleApp {
             error: None,
             loading: true,
             from_cache: false,
+            refresh: OneInFlight::default(),
         });
         self.state.open_intent = Some(id.to_string());
-        self.request_detail(id);
+        self.request_detail();
     }
 
-    fn request_detail(&mut self, id: &str) {
-        self.worker.send(Request::Detail { id: id.to_string() });
+    /// Ask for the open intent's detail now, or as soon as the answer on its way lands.
+    fn request_detail(&mut self) {
+        let Some(open) = self.open.as_mut() else {
+            return;
+        };
+        if open.refresh.ask() {
+            let taken = self.worker.send(Request::Detail {
+                id: open.id.clone(),
+            });
+            open.refresh.sent(taken);
+        }
     }
 
     fn load_more(&mut self) {
@@ -423,6 +432,7 @@ impl ConsoleApp {
                 } => {
                     if let Some(open) = self.open.as_mut().filter(|o| o.id == id) {
                         open.loading = false;
+                        open.refresh.landed();
                         open.from_cache = from_cache;
                         match result {
                             Ok(detail) => {
@@ -447,8 +457,8 @@ impl ConsoleApp {
                 }
                 Reply::Command { body, result } => {
                     let refresh = self.intent_view.on_command(&body, result);
-                    if refresh && let Some(id) = self.open.as_ref().map(|o| o.id.clone()) {
-                        self.request_detail(&id);
+                    if refresh {
+                        self.request_detail();
                         self.last_query = None;
                     }
                 }
@@ -462,8 +472,8 @@ impl ConsoleApp {
                     if unseen > 0 && self.head_refresh_due.is_none() {
                         self.head_refresh_due = Some(Instant::now() + HEAD_REFRESH);
                     }
-                    if open_changed && let Some(id) = self.open.as_ref().map(|o| o.id.clone()) {
-                        self.request_detail(&id);
+                    if open_changed {
+                        self.request_detail();
                     }
                 }
                 Reply::Live { connected, error } => {
@@ -481,6 +491,9 @@ impl ConsoleApp {
                     self.live.error = error;
                 }
             }
+        }
+        if self.open.as_ref().is_some_and(|o| o.refresh.owed()) {
+            self.request_detail();
         }
         if self
             .head_refresh_due

@@ -81,6 +81,48 @@ pub enum Reply {
 }
 
 /// The UI's handle on the worker.
+/// Asking for the same thing again and again with at most one request on its way: the
+/// worker answers requests concurrently, so answers to overlapping requests could land out
+/// of order and leave an older answer on screen.
+#[derive(Debug, Clone, Default)]
+pub struct OneInFlight {
+    in_flight: bool,
+    again: bool,
+}
+
+impl OneInFlight {
+    /// Whether to send a request now. If one is on its way, no: another is owed once its
+    /// answer lands.
+    pub fn ask(&mut self) -> bool {
+        if self.in_flight {
+            self.again = true;
+        }
+        !self.in_flight
+    }
+
+    /// Whether the worker took the request ([`Worker::send`]); if its queue was full, the
+    /// request stays owed.
+    pub fn sent(&mut self, taken: bool) {
+        self.in_flight = taken;
+        self.again = !taken;
+    }
+
+    /// The answer landed.
+    pub fn landed(&mut self) {
+        self.in_flight = false;
+    }
+
+    /// A request is owed (asked for meanwhile, or not taken) and none is on its way.
+    pub fn owed(&self) -> bool {
+        self.again && !self.in_flight
+    }
+
+    /// Nothing on its way and nothing owed.
+    pub fn settled(&self) -> bool {
+        !self.in_flight && !self.again
+    }
+}
+
 pub struct Worker {
     requests: mpsc::Sender<Request>,
     replies: mpsc::Receiver<Reply>,
@@ -409,4 +451,39 @@ struct SseEvent {
     id: Option<i64>,
     kind: String,
     data: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OneInFlight;
+
+    #[test]
+    fn one_request_at_a_time_and_one_more_for_everything_asked_meanwhile() {
+        let mut r = OneInFlight::default();
+        assert!(r.ask(), "nothing on its way: send");
+        r.sent(true);
+        assert!(!r.ask(), "one on its way: wait");
+        assert!(!r.ask(), "asked twice meanwhile: still one owed");
+        assert!(!r.owed(), "owed only once the answer lands");
+        r.landed();
+        assert!(r.owed());
+        assert!(r.ask());
+        r.sent(true);
+        assert!(!r.owed());
+        r.landed();
+        assert!(r.settled());
+    }
+
+    #[test]
+    fn a_request_the_full_queue_refused_stays_owed() {
+        let mut r = OneInFlight::default();
+        assert!(r.ask());
+        r.sent(false);
+        assert!(r.owed());
+        assert!(r.ask());
+        r.sent(true);
+        assert!(!r.owed() && !r.settled());
+        r.landed();
+        assert!(r.settled());
+    }
 }
