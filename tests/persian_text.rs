@@ -173,6 +173,38 @@ mod rendering {
     }
 
     #[test]
+    fn widgets_of_mixed_text_are_labelled_in_logical_order() {
+        use egui::accesskit::Role;
+        use egui_kittest::kittest::NodeT;
+        use intentdesk::console::views::format;
+        use intentdesk::domain::Locale;
+        use intentdesk::i18n::Localizer;
+
+        let i18n = Localizer::new(Locale::FaIr);
+        let harness = Harness::builder()
+            .with_context_setup(install_fonts)
+            .build_ui(move |ui| {
+                // What is drawn holds the pieces in visual order, not the sentence.
+                assert_ne!(format::wt(&i18n, ui, ORDER).text(), ORDER);
+                format::button(ui, &i18n, ORDER);
+                format::button_enabled(ui, &i18n, false, ORDER);
+                let mut on = false;
+                let shown = format::wt(&i18n, ui, ORDER);
+                format::said(&i18n, ORDER, ui.checkbox(&mut on, shown));
+                format::label(ui, &i18n, ORDER);
+            });
+        assert_eq!(
+            harness
+                .query_all_by_role_and_label(Role::Button, ORDER)
+                .count(),
+            2
+        );
+        harness.get_by_role_and_label(Role::CheckBox, ORDER);
+        let label = harness.get_by_role(Role::Label);
+        assert_eq!(label.accesskit_node().value().as_deref(), Some(ORDER));
+    }
+
+    #[test]
     fn typing_in_a_persian_field_keeps_logical_order_and_right_moves_back() {
         let mut harness = Harness::builder()
             .with_size(vec2(300.0, 60.0))

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::format;
 use super::intent_widgets::{copyable_ui, instant, say, say_colored, say_strong, wt};
 use crate::console::model::{CommandRow, IntentDetail};
 use crate::console::theme;
@@ -115,15 +116,16 @@ pub fn status_color(status: &str) -> egui::Color32 {
 
 fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &str) {
     super::intent_widgets::row(ui, i18n, |ui| {
-        ui.label(wt(i18n, ui, &instant(i18n, c.created_at_ms)))
-            .on_hover_text(wt(
-                i18n,
+        format::label(ui, i18n, &instant(i18n, c.created_at_ms)).on_hover_ui(|ui| {
+            format::label(
                 ui,
+                i18n,
                 &i18n.date_tooltip(
                     c.created_at_ms,
                     super::charts::time_axis::local_offset_secs(c.created_at_ms),
                 ),
-            ));
+            );
+        });
         ui.label(egui::RichText::new(&c.kind).strong());
         let status = super::intent_widgets::tr_named(i18n, "audit-status", &c.status);
         ui.label(super::intent_widgets::wt_colored(
@@ -196,7 +198,9 @@ pub fn audit_ui(
     show_dry_runs: &mut bool,
 ) {
     say_strong(ui, i18n, &i18n.tr("audit-title"));
-    ui.checkbox(show_dry_runs, wt(i18n, ui, &i18n.tr("audit-show-dry-runs")));
+    let text = i18n.tr("audit-show-dry-runs");
+    let shown = wt(i18n, ui, &text);
+    format::said(i18n, &text, ui.checkbox(show_dry_runs, shown));
     let shown: Vec<&CommandRow> = detail
         .commands
         .iter()

@@ -9,6 +9,7 @@ use super::command_dialog::{
     Closing, CommandDialog, DialogAction, DryRun, ScopeChoice, SendState, Sent, Whoami,
     committable, describe_error, describe_target, resume_target,
 };
+use super::format;
 use super::intent_widgets::{column, row, say, say_colored, say_strong, wt};
 use crate::console::client::ClientError;
 use crate::console::model::IntentDetail;
@@ -51,7 +52,7 @@ fn field(
     } else {
         format!("dialog-{name}-optional")
     };
-    let label = ui.label(wt(i18n, ui, &i18n.tr(&label_key)));
+    let label = format::label(ui, i18n, &i18n.tr(&label_key));
     BidiTextEdit::new(state, text, i18n.direction())
         .hint(&i18n.tr(&format!("dialog-{name}-hint")))
         .id_salt(label.id)
@@ -67,8 +68,8 @@ fn choice<T: PartialEq>(
     value: T,
     text: &str,
 ) -> egui::Response {
-    let text = wt(i18n, ui, text);
-    ui.radio_value(current, value, text)
+    let shown = wt(i18n, ui, text);
+    format::said(i18n, text, ui.radio_value(current, value, shown))
 }
 
 /// An error from the coordinator in a sentence (`key` takes it as `reason`), in `color`.
@@ -395,8 +396,7 @@ fn buttons_ui(
         );
         let confirm = format!("dialog-confirm-{}", dialog.kind.as_str());
         let enabled = missing.is_none() && !sending && !failed;
-        let clicked = ui
-            .add_enabled(enabled, egui::Button::new(wt(i18n, ui, &i18n.tr(&confirm))))
+        let clicked = format::button_enabled(ui, i18n, enabled, &i18n.tr(&confirm))
             .on_disabled_hover_text(missing.clone().unwrap_or_default())
             .clicked();
         if clicked {
@@ -414,9 +414,7 @@ fn buttons_ui(
             state: SendState::Failed(_),
             ..
         }) = &dialog.sent
-            && ui
-                .button(wt(i18n, ui, &i18n.tr("dialog-send-again")))
-                .clicked()
+            && format::button(ui, i18n, &i18n.tr("dialog-send-again")).clicked()
         {
             let body = body.clone();
             if let Some(sent) = dialog.sent.as_mut() {
@@ -424,13 +422,7 @@ fn buttons_ui(
             }
             action = DialogAction::Send(body);
         }
-        if ui
-            .add_enabled(
-                !sending,
-                egui::Button::new(wt(i18n, ui, &i18n.tr("dialog-cancel"))),
-            )
-            .clicked()
-        {
+        if format::button_enabled(ui, i18n, !sending, &i18n.tr("dialog-cancel")).clicked() {
             action = DialogAction::Close;
         }
     });

@@ -20,7 +20,7 @@ use super::charts::Hit;
 pub use super::charts::cells::ChartId;
 use super::charts::cells::{board_cell_ui, chart_cell_ui, notes_ui};
 use super::charts::header::{controls_ui, tiles_ui};
-use super::format::duration_ms;
+use super::format::{self, duration_ms};
 use crate::console::app::{ConsoleApp, Tab};
 use crate::console::client::ClientError;
 use crate::console::commands::ConsoleCommand;
@@ -450,11 +450,9 @@ pub fn threshold_badge_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     let button = egui::Button::new(ui.painter().layout_job(galley)).fill(theme::THRESHOLD);
     if ui
         .add(button)
-        .on_hover_text(super::format::wt(
-            i18n,
-            ui,
-            &i18n.tr("dashboard-badge-hint"),
-        ))
+        .on_hover_ui(|ui| {
+            format::label(ui, i18n, &i18n.tr("dashboard-badge-hint"));
+        })
         .clicked()
     {
         app.queue(ConsoleCommand::ShowDashboard);

@@ -4,6 +4,7 @@
 
 use egui::RichText;
 
+use super::format;
 use super::intent_widgets::{field_row, grid_row, id_row, instant, say_strong, wt};
 use crate::console::model::{AttemptRow, IntentDetail};
 use crate::i18n::Localizer;
@@ -11,11 +12,13 @@ use crate::i18n::Localizer;
 fn time_row(ui: &mut egui::Ui, i18n: &Localizer, name_key: &str, at_ms: Option<u64>) {
     grid_row(ui, i18n, name_key, |ui| match at_ms.filter(|&t| t > 0) {
         Some(t) => {
-            ui.label(wt(i18n, ui, &instant(i18n, t))).on_hover_text(wt(
-                i18n,
-                ui,
-                &i18n.date_tooltip(t, super::charts::time_axis::local_offset_secs(t)),
-            ));
+            format::label(ui, i18n, &instant(i18n, t)).on_hover_ui(|ui| {
+                format::label(
+                    ui,
+                    i18n,
+                    &i18n.date_tooltip(t, super::charts::time_axis::local_offset_secs(t)),
+                );
+            });
         }
         None => {
             ui.label("-");
@@ -110,12 +113,14 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
             time_row(ui, i18n, "envelope-committed-at", i.committed_at_ms);
         });
     if let Some(args) = &i.args {
-        egui::CollapsingHeader::new(wt(i18n, ui, &i18n.tr("envelope-args")))
+        let title = i18n.tr("envelope-args");
+        let shown = egui::CollapsingHeader::new(wt(i18n, ui, &title))
             .id_salt("envelope_args")
             .show(ui, |ui| {
                 let text = serde_json::to_string_pretty(args).unwrap_or_default();
                 ui.label(RichText::new(text).monospace());
             });
+        format::said(i18n, &title, shown.header_response);
     }
 }
 

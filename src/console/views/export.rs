@@ -9,7 +9,8 @@ use std::sync::mpsc;
 
 use serde_json::{Value, json};
 
-use super::intent_widgets::{say, say_colored, wt};
+use super::format;
+use super::intent_widgets::{say, say_colored};
 use super::ledger::Ledger;
 use crate::console::app::ConsoleApp;
 use crate::console::model::{IntentDetail, IntentRow};
@@ -237,7 +238,7 @@ pub fn export_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             ),
         };
         say(ui, i18n, &what);
-        let label = ui.label(wt(i18n, ui, &i18n.tr("export-path")));
+        let label = format::label(ui, i18n, &i18n.tr("export-path"));
         ui.add(egui::TextEdit::singleline(&mut path).desired_width(f32::INFINITY))
             .labelled_by(label.id);
         if busy {
@@ -270,10 +271,8 @@ pub fn export_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         }
         ui.horizontal(|ui| {
             let ok = !busy && !path.trim().is_empty();
-            save = ui
-                .add_enabled(ok, egui::Button::new(wt(i18n, ui, &i18n.tr("export-save"))))
-                .clicked();
-            close = ui.button(wt(i18n, ui, &i18n.tr("export-close"))).clicked();
+            save = format::button_enabled(ui, i18n, ok, &i18n.tr("export-save")).clicked();
+            close = format::button(ui, i18n, &i18n.tr("export-close")).clicked();
         });
     });
     close |= modal.should_close() && !busy;

@@ -2,7 +2,7 @@
 //! tier, locale, operation, tool, release, paused, time range and minimum attempts; every
 //! active filter shows as a removable chip.
 
-use super::format::wt;
+use super::format::{self, wt};
 use crate::console::app::ConsoleApp;
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
@@ -92,24 +92,25 @@ pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             &seen.releases.iter().cloned().collect::<Vec<_>>(),
             &mut filters.releases,
         );
-        ui.menu_button(wt(&app.i18n, ui, &app.i18n.tr("filter-more")), |ui| {
+        let more = app.i18n.tr("filter-more");
+        let shown = ui.menu_button(wt(&app.i18n, ui, &more), |ui| {
             more_ui(app, ui, &mut filters)
         });
+        format::said(&app.i18n, &more, shown.response);
         ui.separator();
         for chip in app.state.filters.chips() {
             let label = format!("{}: {} x", app.i18n.tr(chip_key(chip.field)), chip.value);
-            if ui
-                .button(label)
-                .on_hover_text(wt(&app.i18n, ui, &app.i18n.tr("filter-remove")))
+            if format::button(ui, &app.i18n, &label)
+                .on_hover_ui(|ui| {
+                    format::label(ui, &app.i18n, &app.i18n.tr("filter-remove"));
+                })
                 .clicked()
             {
                 filters.remove(&chip);
             }
         }
         if !app.state.filters.chips().is_empty()
-            && ui
-                .link(wt(&app.i18n, ui, &app.i18n.tr("filter-clear")))
-                .clicked()
+            && link(ui, &app.i18n, &app.i18n.tr("filter-clear")).clicked()
         {
             app.queue(ConsoleCommand::ClearFilters);
         }
@@ -143,10 +144,12 @@ fn labelled_multi_ui(
     } else {
         format!("{title} ({})", selected.len())
     };
-    ui.menu_button(wt(i18n, ui, &shown), |ui| {
+    let title_shown = wt(i18n, ui, &shown);
+    let menu = ui.menu_button(title_shown, |ui| {
         for (value, label) in values {
             let mut on = selected.contains(value);
-            if ui.checkbox(&mut on, wt(i18n, ui, label)).changed() {
+            let text = wt(i18n, ui, label);
+            if format::said(i18n, label, ui.checkbox(&mut on, text)).changed() {
                 Filters::toggle(selected, value);
             }
         }
@@ -159,11 +162,24 @@ fn labelled_multi_ui(
             }
         }
     });
+    format::said(i18n, &shown, menu.response);
+}
+
+/// A link of text that may be Persian.
+fn link(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> egui::Response {
+    let shown = wt(i18n, ui, text);
+    format::said(i18n, text, ui.link(shown))
+}
+
+/// A radio button of text that may be Persian.
+fn radio(ui: &mut egui::Ui, i18n: &Localizer, selected: bool, text: &str) -> egui::Response {
+    let shown = wt(i18n, ui, text);
+    format::said(i18n, text, ui.radio(selected, shown))
 }
 
 fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
     ui.horizontal(|ui| {
-        ui.label(wt(&app.i18n, ui, &app.i18n.tr("filter-min-attempts")));
+        format::label(ui, &app.i18n, &app.i18n.tr("filter-min-attempts"));
         let mut min = filters.min_attempts.unwrap_or(0);
         if ui
             .add(egui::DragValue::new(&mut min).range(0..=50))
@@ -173,24 +189,18 @@ fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
         }
     });
     ui.horizontal(|ui| {
-        ui.label(wt(&app.i18n, ui, &app.i18n.tr("filter-paused")));
+        format::label(ui, &app.i18n, &app.i18n.tr("filter-paused"));
         for (value, key) in [
             (None, "filter-any"),
             (Some(true), "filter-yes"),
             (Some(false), "filter-no"),
         ] {
-            if ui
-                .radio(
-                    filters.paused == value,
-                    wt(&app.i18n, ui, &app.i18n.tr(key)),
-                )
-                .clicked()
-            {
+            if radio(ui, &app.i18n, filters.paused == value, &app.i18n.tr(key)).clicked() {
                 filters.paused = value;
             }
         }
     });
-    ui.label(wt(&app.i18n, ui, &app.i18n.tr("topbar-time-range")));
+    format::label(ui, &app.i18n, &app.i18n.tr("topbar-time-range"));
     let now = app.now_ms();
     for (key, span_ms) in [
         ("range-15m", Some(15 * 60_000)),
@@ -206,10 +216,7 @@ fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
             (Some(span), Some(start)) => now.saturating_sub(start).abs_diff(span) < 120_000,
             _ => false,
         };
-        if ui
-            .radio(selected, wt(&app.i18n, ui, &app.i18n.tr(key)))
-            .clicked()
-        {
+        if radio(ui, &app.i18n, selected, &app.i18n.tr(key)).clicked() {
             filters.since_ms = since;
             filters.until_ms = None;
         }

@@ -73,6 +73,68 @@ pub fn wt_colored(
     }
 }
 
+/// `response` of a widget drawn with [`wt`] text, its accessibility label set back to the
+/// logical `text`: egui labels a widget with its galley's text, which after the bidi layout
+/// holds the pieces in visual order (a screen reader would read a mixed sentence backwards).
+pub fn said(i18n: &Localizer, text: &str, response: egui::Response) -> egui::Response {
+    if needs_bidi(i18n, text) {
+        relabel(&response, text);
+    }
+    response
+}
+
+/// Give `response`'s widget `text` as what a screen reader says of it.
+pub fn relabel(response: &egui::Response, text: &str) {
+    response.ctx.accesskit_node_builder(response.id, |node| {
+        // egui gives a label's text as its value and any other widget's as its label.
+        if node.role() == egui::accesskit::Role::Label {
+            node.set_value(text);
+        } else {
+            node.set_label(text);
+        }
+    });
+}
+
+/// A label of text that may be Persian.
+pub fn label(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> egui::Response {
+    let shown = wt(i18n, ui, text);
+    said(i18n, text, ui.label(shown))
+}
+
+/// A button of text that may be Persian.
+pub fn button(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> egui::Response {
+    let shown = wt(i18n, ui, text);
+    said(i18n, text, ui.button(shown))
+}
+
+/// A small button of text that may be Persian.
+pub fn small_button(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> egui::Response {
+    let shown = wt(i18n, ui, text);
+    said(i18n, text, ui.small_button(shown))
+}
+
+/// A button of text that may be Persian, enabled or not.
+pub fn button_enabled(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    enabled: bool,
+    text: &str,
+) -> egui::Response {
+    let shown = wt(i18n, ui, text);
+    said(
+        i18n,
+        text,
+        ui.add_enabled(enabled, egui::Button::new(shown)),
+    )
+}
+
+/// `response` with a hover text that may be Persian.
+pub fn hover(i18n: &Localizer, response: egui::Response, text: &str) -> egui::Response {
+    response.on_hover_ui(|ui| {
+        label(ui, i18n, text);
+    })
+}
+
 /// A row of widgets that runs from the right in a right-to-left locale.
 pub fn row<R>(rtl: bool, ui: &mut egui::Ui, add: impl FnOnce(&mut egui::Ui) -> R) -> R {
     if rtl {

@@ -12,6 +12,7 @@ use super::command_dialog::{
 };
 use super::envelope::{attempt_fields_ui, envelope_ui};
 use super::export::ExportKind;
+use super::format;
 use super::intent_view::{IntentTab, IntentViewState, WhoState};
 use super::intent_widgets::{column, copyable_ui, row, say, say_colored, wt};
 use super::ledger::ledger_ui;
@@ -81,22 +82,17 @@ fn panel_ui(
         super::intent_widgets::heading(ui, i18n, &title);
         if ui
             .button("x")
-            .on_hover_text(super::format::wt(i18n, ui, &i18n.tr("intent-close-view")))
+            .on_hover_ui(|ui| {
+                format::label(ui, i18n, &i18n.tr("intent-close-view"));
+            })
             .clicked()
         {
             queued.push(ConsoleCommand::CloseIntent);
         }
-        if ui
-            .button(wt(i18n, ui, &i18n.tr("intent-refresh")))
-            .clicked()
-        {
+        if format::button(ui, i18n, &i18n.tr("intent-refresh")).clicked() {
             queued.push(ConsoleCommand::Refresh);
         }
-        if ui
-            .add_enabled(
-                open.detail.is_some(),
-                egui::Button::new(wt(i18n, ui, &i18n.tr("intent-export"))),
-            )
+        if format::button_enabled(ui, i18n, open.detail.is_some(), &i18n.tr("intent-export"))
             .clicked()
         {
             view.export.open(ExportKind::Intent, Some(&open.id), now);
@@ -128,7 +124,9 @@ fn panel_ui(
             (IntentTab::Ledger, "intent-tab-ledger"),
             (IntentTab::Audit, "intent-tab-audit"),
         ] {
-            ui.selectable_value(&mut view.tab, tab, wt(i18n, ui, &i18n.tr(key)));
+            let text = i18n.tr(key);
+            let shown = wt(i18n, ui, &text);
+            format::said(i18n, &text, ui.selectable_value(&mut view.tab, tab, shown));
         }
     });
     ui.separator();
@@ -181,7 +179,7 @@ fn state_line_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                 ("max", intent.max_attempts.into()),
             ],
         );
-        ui.label(wt(i18n, ui, &attempts));
+        format::label(ui, i18n, &attempts);
     });
     if let Some(reason) = &intent.state_reason {
         say(ui, i18n, reason);
@@ -227,8 +225,8 @@ fn commands_ui(
     row(ui, i18n, |ui| {
         for (kind, key) in COMMANDS {
             let allowed = availability(i18n, kind, detail, who.as_ref());
-            let button = egui::Button::new(wt(i18n, ui, &i18n.tr(key)));
-            let response = ui.add_enabled(allowed.is_ok() && view.dialog.is_none(), button);
+            let enabled = allowed.is_ok() && view.dialog.is_none();
+            let response = format::button_enabled(ui, i18n, enabled, &i18n.tr(key));
             if let Err(why) = allowed {
                 response.on_disabled_hover_text(&why);
                 // Pause and resume share a reason; it is said once.
@@ -304,15 +302,13 @@ fn timeline_tab_ui(
     let height = wanted.min((ui.available_height() - 120.0).max(220.0));
     let (model, timeline) = view.timeline_parts(detail, now);
     row(ui, i18n, |ui| {
-        if ui
-            .small_button(wt(i18n, ui, &i18n.tr("timeline-fit-activity")))
+        if format::small_button(ui, i18n, &i18n.tr("timeline-fit-activity"))
             .on_hover_text("Home")
             .clicked()
         {
             timeline.fit(model);
         }
-        if ui
-            .small_button(wt(i18n, ui, &i18n.tr("timeline-fit-span")))
+        if format::small_button(ui, i18n, &i18n.tr("timeline-fit-span"))
             .on_hover_text("End")
             .clicked()
         {
@@ -320,9 +316,11 @@ fn timeline_tab_ui(
         }
     });
     timeline_ui(ui, i18n, detail, model, timeline, height);
-    egui::CollapsingHeader::new(wt(i18n, ui, &i18n.tr("timeline-legend")))
+    let legend = i18n.tr("timeline-legend");
+    let shown = egui::CollapsingHeader::new(wt(i18n, ui, &legend))
         .id_salt("timeline_legend")
         .show(ui, |ui| legend_ui(ui, i18n));
+    format::said(i18n, &legend, shown.header_response);
     ui.separator();
     match view.timeline.selected.and_then(|i| detail.attempts.get(i)) {
         Some(attempt) => {

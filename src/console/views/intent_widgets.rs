@@ -4,6 +4,7 @@
 
 use egui::{Color32, Response, RichText};
 
+use super::format;
 pub use super::format::{needs_bidi, wt, wt_colored};
 use crate::console::text::BidiLabel;
 use crate::i18n::Localizer;
@@ -53,8 +54,7 @@ pub fn copyable_ui(ui: &mut egui::Ui, i18n: &Localizer, value: &str) {
         ui.add(egui::Label::new(RichText::new(value).monospace()).truncate())
             .on_hover_text(value);
         if !value.is_empty()
-            && ui
-                .small_button(wt(i18n, ui, &i18n.tr("text-copy")))
+            && format::small_button(ui, i18n, &i18n.tr("text-copy"))
                 .on_hover_text(value)
                 .clicked()
         {
@@ -93,12 +93,12 @@ pub fn grid_row(
     name_key: &str,
     value: impl FnOnce(&mut egui::Ui),
 ) {
-    let name = wt(i18n, ui, &i18n.tr(name_key));
+    let name = i18n.tr(name_key);
     if i18n.is_rtl() {
         value(ui);
-        ui.label(name);
+        format::label(ui, i18n, &name);
     } else {
-        ui.label(name);
+        format::label(ui, i18n, &name);
         value(ui);
     }
     ui.end_row();
@@ -107,7 +107,8 @@ pub fn grid_row(
 /// One row of a two-column grid: a localized name and a plain value.
 pub fn field_row(ui: &mut egui::Ui, i18n: &Localizer, name_key: &str, value: &str) {
     grid_row(ui, i18n, name_key, |ui| {
-        ui.add(egui::Label::new(wt(i18n, ui, value)).wrap());
+        let shown = wt(i18n, ui, value);
+        format::said(i18n, value, ui.add(egui::Label::new(shown).wrap()));
     });
 }
 

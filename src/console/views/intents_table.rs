@@ -6,7 +6,7 @@
 use egui::{RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
-use super::format::{wt, wt_colored};
+use super::format::{self, wt, wt_colored};
 use crate::console::app::ConsoleApp;
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
@@ -93,30 +93,47 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     } else {
         (0..COLUMNS.len()).collect()
     };
-    for &c in &order {
-        builder = builder.column(
-            Column::initial(widths[c])
-                .at_least(40.0)
-                .resizable(true)
-                .clip(true),
-        );
+    for (n, &c) in order.iter().enumerate() {
+        // In Persian the table hugs the right edge: its leftmost column takes whatever width
+        // the others leave, as the space after the last column does in English.
+        let column = if rtl && n == 0 {
+            Column::remainder()
+        } else {
+            Column::initial(widths[c]).resizable(true)
+        };
+        builder = builder.column(column.at_least(40.0).clip(true));
     }
     builder
         .header(ROW_HEIGHT, |mut header| {
             for &c in &order {
                 let (key, sort) = COLUMNS[c];
                 header.col(|ui| {
-                    let mut title = app.i18n.tr(key);
+                    let title = app.i18n.tr(key);
                     if let Some(sort) = sort {
-                        if current_sort == sort {
-                            title.push_str(" ^");
+                        let ascending = if current_sort == sort {
+                            Some(true)
                         } else if current_sort.strip_prefix('-') == Some(sort) {
-                            title.push_str(" v");
-                        }
-                        if ui
-                            .add(egui::Button::new(wt(&app.i18n, ui, &title)).frame(false))
-                            .clicked()
-                        {
+                            Some(false)
+                        } else {
+                            None
+                        };
+                        let shown = egui::Button::new(wt(&app.i18n, ui, &title)).frame(false);
+                        let response = ui.add(shown);
+                        // What a screen reader says: the column, and how it is sorted.
+                        let said = match ascending {
+                            Some(up) => {
+                                sort_arrow(ui, up);
+                                let key = if up {
+                                    "table-sorted-ascending"
+                                } else {
+                                    "table-sorted-descending"
+                                };
+                                app.i18n.tr_args(key, &[("column", title.as_str().into())])
+                            }
+                            None => title.clone(),
+                        };
+                        format::relabel(&response, &said);
+                        if response.clicked() {
                             let descending = format!("-{sort}");
                             sort_to = Some(if current_sort == descending {
                                 sort.to_string()
@@ -125,7 +142,7 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                             });
                         }
                     } else {
-                        ui.label(wt(&app.i18n, ui, &title));
+                        format::label(ui, &app.i18n, &title);
                     }
                 });
             }
@@ -170,13 +187,34 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     }
 }
 
+/// A small triangle after a column's title: pointing up for ascending, down for descending.
+/// Painted, not a character: neither Vazirmatn nor egui's default font has arrows, and a
+/// Latin "v" reads as the Persian digit seven.
+fn sort_arrow(ui: &mut egui::Ui, ascending: bool) {
+    let (rect, _) = ui.allocate_exact_size(egui::vec2(8.0, 8.0), Sense::hover());
+    let c = rect.center();
+    let h = 3.5;
+    let (tip, base) = if ascending { (-h, h) } else { (h, -h) };
+    let points = vec![
+        egui::pos2(c.x, c.y + tip),
+        egui::pos2(c.x + h, c.y + base),
+        egui::pos2(c.x - h, c.y + base),
+    ];
+    let color = ui.visuals().strong_text_color();
+    ui.painter().add(egui::Shape::convex_polygon(
+        points,
+        color,
+        egui::Stroke::NONE,
+    ));
+}
+
 fn header_line_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
-    ui.horizontal(|ui| {
+    super::intent_widgets::row(ui, &app.i18n, |ui| {
         let shown = app.i18n.int(app.table.rows.len() as i64);
         let total = app.i18n.int(app.table.total as i64);
         let plus = if app.table.total_exact { "" } else { "+" };
         let line = format!("{} {shown} / {total}{plus}", app.i18n.tr("table-showing"));
-        ui.label(wt(&app.i18n, ui, &line));
+        format::label(ui, &app.i18n, &line);
         if app.table.loading {
             ui.spinner();
         }
@@ -189,7 +227,7 @@ fn header_line_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
             ));
         }
         if let Some(error) = &app.table.error {
-            ui.colored_label(theme::REJECTED, error);
+            ui.label(wt_colored(&app.i18n, ui, error, theme::REJECTED));
         }
     });
 }
@@ -202,27 +240,19 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
                 .label(RichText::new(intent.short_id()).monospace())
                 .on_hover_text(&intent.id);
             response.context_menu(|ui| {
-                if ui
-                    .button(wt(i18n, ui, &i18n.tr("action-copy-id")))
-                    .clicked()
-                {
+                if format::button(ui, i18n, &i18n.tr("action-copy-id")).clicked() {
                     ui.ctx().copy_text(intent.id.clone());
                     ui.close();
                 }
-                if ui
-                    .button(wt(i18n, ui, &i18n.tr("action-copy-key")))
-                    .clicked()
-                {
+                if format::button(ui, i18n, &i18n.tr("action-copy-key")).clicked() {
                     ui.ctx().copy_text(intent.action_key.clone());
                     ui.close();
                 }
             });
             if intent.paused {
-                ui.colored_label(theme::PAUSED, "II").on_hover_text(wt(
-                    i18n,
-                    ui,
-                    &i18n.tr("state-paused"),
-                ));
+                ui.colored_label(theme::PAUSED, "II").on_hover_ui(|ui| {
+                    format::label(ui, i18n, &i18n.tr("state-paused"));
+                });
             }
         }
         1 => {
@@ -262,7 +292,7 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
             let age = super::format::duration_ms(i18n, now as i64 - intent.created_at_ms as i64);
             // On hover, when it was created: in the locale's calendar (Solar Hijri in
             // Persian), then the Gregorian date.
-            ui.label(wt(i18n, ui, &age)).on_hover_ui(|ui| {
+            format::label(ui, i18n, &age).on_hover_ui(|ui| {
                 let created = intent.created_at_ms;
                 let text = format!(
                     "{}\n{}",
@@ -272,7 +302,7 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
                         super::charts::time_axis::local_offset_secs(created)
                     )
                 );
-                ui.label(wt(i18n, ui, &text));
+                format::label(ui, i18n, &text);
             });
         }
         6 => {
@@ -281,7 +311,7 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
                 ui.label("—");
             } else {
                 let left = super::format::duration_ms(i18n, left);
-                ui.label(wt(i18n, ui, &left));
+                format::label(ui, i18n, &left);
             }
         }
         7 => {

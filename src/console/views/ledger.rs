@@ -6,7 +6,8 @@
 
 use egui::RichText;
 
-use super::intent_widgets::{copyable_ui, instant, say, say_colored, say_strong, wt};
+use super::format;
+use super::intent_widgets::{copyable_ui, instant, say, say_colored, say_strong};
 use crate::console::model::{AttemptRow, IntentDetail};
 use crate::console::theme;
 use crate::domain::retry::RetryPolicy;
@@ -246,7 +247,7 @@ pub fn ledger_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, led
         .show_rows(ui, row_h, detail.receipts.len(), |ui, range| {
             for r in &detail.receipts[range] {
                 super::intent_widgets::row(ui, i18n, |ui| {
-                    ui.label(wt(i18n, ui, &instant(i18n, r.received_at_ms)));
+                    format::label(ui, i18n, &instant(i18n, r.received_at_ms));
                     copyable_ui(ui, i18n, &r.downstream_id);
                     ui.label(&r.source);
                     let key = if r.authoritative {
@@ -254,7 +255,7 @@ pub fn ledger_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, led
                     } else {
                         "ledger-receipt-duplicate"
                     };
-                    ui.label(wt(i18n, ui, &i18n.tr(key)));
+                    format::label(ui, i18n, &i18n.tr(key));
                 });
             }
         });
@@ -265,7 +266,7 @@ pub fn ledger_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, led
 fn use_row_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, row: &LedgerRow) {
     let a = &detail.attempts[row.attempt];
     super::intent_widgets::row(ui, i18n, |ui| {
-        ui.label(wt(i18n, ui, &instant(i18n, a.started_at_ms)));
+        format::label(ui, i18n, &instant(i18n, a.started_at_ms));
         let color = match row.use_ {
             KeyUse::Fresh | KeyUse::Replay | KeyUse::Lookup { found: true } => theme::COMMITTED,
             KeyUse::Mismatch => theme::REJECTED,

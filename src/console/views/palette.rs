@@ -3,7 +3,7 @@
 //! language); Enter runs the first match.
 
 use super::command_dialog::availability;
-use super::format::wt;
+use super::format::{self, wt};
 use crate::console::app::ConsoleApp;
 use crate::console::commands::ConsoleCommand;
 use crate::console::text::{BidiEditState, BidiTextEdit, Direction};
@@ -68,7 +68,7 @@ pub fn palette_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                 .filter(|(_, label)| label.to_lowercase().contains(&needle))
                 .collect();
             for (command, label) in &matches {
-                if ui.button(wt(&app.i18n, ui, label)).clicked() {
+                if format::button(ui, &app.i18n, label).clicked() {
                     chosen = Some(command.clone());
                 }
             }

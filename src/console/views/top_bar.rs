@@ -3,7 +3,7 @@
 
 use egui::RichText;
 
-use super::format::{wt, wt_colored};
+use super::format::{self, wt, wt_colored};
 use crate::console::app::{ConsoleApp, Tab};
 use crate::console::commands::ConsoleCommand;
 use crate::console::text::{BidiTextEdit, Direction};
@@ -27,10 +27,10 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                 ConsoleCommand::ShowDashboard,
             ),
         ] {
-            if ui
-                .selectable_label(app.state.tab == tab, wt(&app.i18n, ui, &app.i18n.tr(key)))
-                .clicked()
-            {
+            let text = app.i18n.tr(key);
+            let shown = wt(&app.i18n, ui, &text);
+            let selected = app.state.tab == tab;
+            if format::said(&app.i18n, &text, ui.selectable_label(selected, shown)).clicked() {
                 app.queue(command);
             }
         }
@@ -38,36 +38,39 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         search_ui(app, ui);
         ui.separator();
         let views = app.state.views.clone();
-        ui.menu_button(wt(&app.i18n, ui, &app.i18n.tr("views-menu")), |ui| {
+        let views_title = app.i18n.tr("views-menu");
+        let menu = ui.menu_button(wt(&app.i18n, ui, &views_title), |ui| {
             for view in views {
-                if ui.button(wt(&app.i18n, ui, &view.name)).clicked() {
+                if format::button(ui, &app.i18n, &view.name).clicked() {
                     app.queue(ConsoleCommand::ApplyView(view.filters.clone()));
                     ui.close();
                 }
             }
             ui.separator();
-            if ui
-                .button(wt(&app.i18n, ui, &app.i18n.tr("command-save-view")))
-                .clicked()
-            {
+            if format::button(ui, &app.i18n, &app.i18n.tr("command-save-view")).clicked() {
                 app.queue(ConsoleCommand::SaveCurrentView);
                 ui.close();
             }
         });
+        format::said(&app.i18n, &views_title, menu.response);
         let other = match app.state.locale {
             Locale::EnUs => "فارسی",
             Locale::FaIr => "English",
         };
         if ui
             .button(other)
-            .on_hover_text(wt(&app.i18n, ui, &app.i18n.tr("command-switch-locale")))
+            .on_hover_ui(|ui| {
+                format::label(ui, &app.i18n, &app.i18n.tr("command-switch-locale"));
+            })
             .clicked()
         {
             app.queue(ConsoleCommand::SwitchLocale);
         }
         if ui
             .button("Ctrl+K")
-            .on_hover_text(wt(&app.i18n, ui, &app.i18n.tr("command-palette")))
+            .on_hover_ui(|ui| {
+                format::label(ui, &app.i18n, &app.i18n.tr("command-palette"));
+            })
             .clicked()
         {
             app.queue(ConsoleCommand::TogglePalette);
@@ -99,11 +102,13 @@ fn status_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
         (theme::QUIET, app.i18n.tr("topbar-status-connecting"))
     };
     ui.label(wt_colored(&app.i18n, ui, &text, color))
-        .on_hover_text(wt(
-            &app.i18n,
-            ui,
-            &format!("{} {since}", app.i18n.tr("topbar-status-since")),
-        ));
+        .on_hover_ui(|ui| {
+            format::label(
+                ui,
+                &app.i18n,
+                &format!("{} {since}", app.i18n.tr("topbar-status-since")),
+            );
+        });
 }
 
 fn stale_banner_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
@@ -141,11 +146,7 @@ fn search_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         app.focus_search = false;
     }
     let submitted = app.search_edit.take_submitted();
-    if submitted
-        || ui
-            .button(wt(&app.i18n, ui, &app.i18n.tr("topbar-search")))
-            .clicked()
-    {
+    if submitted || format::button(ui, &app.i18n, &app.i18n.tr("topbar-search")).clicked() {
         let text = app.search_text.trim().to_string();
         let mut filters = app.state.filters.clone();
         filters.q = text.clone();

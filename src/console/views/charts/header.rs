@@ -3,7 +3,7 @@
 
 use super::cells::percent;
 use crate::console::app::ConsoleApp;
-use crate::console::views::format::duration_ms;
+use crate::console::views::format::{self, duration_ms};
 use crate::console::{text, theme};
 use crate::i18n::Localizer;
 use crate::store::metric_series::GroupBy;
@@ -42,14 +42,7 @@ pub(crate) fn controls_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         ui.add(egui::DragValue::new(&mut settings.oldest_indeterminate_max_mins).range(1..=10_000))
             .labelled_by(label.id);
         ui.separator();
-        if ui
-            .button(crate::console::views::format::wt(
-                i18n,
-                ui,
-                &i18n.tr("command-refresh"),
-            ))
-            .clicked()
-        {
+        if format::button(ui, i18n, &i18n.tr("command-refresh")).clicked() {
             app.dashboard.refresh_now();
         }
         if app.dashboard.loading() {
