@@ -93,10 +93,13 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     } else {
         (0..COLUMNS.len()).collect()
     };
+    // In Persian a table narrower than the panel hugs the right edge: its leftmost column
+    // takes whatever width the others leave, as the space after the last column does in
+    // English. Only while it fits: a filling column in a table that scrolls sideways kept
+    // the scroll from reaching the right end.
+    let fill = rtl && app.table.sideways_end <= 0.0;
     for (n, &c) in order.iter().enumerate() {
-        // In Persian the table hugs the right edge: its leftmost column takes whatever width
-        // the others leave, as the space after the last column does in English.
-        let column = if rtl && n == 0 {
+        let column = if fill && n == 0 {
             Column::remainder()
         } else {
             Column::initial(widths[c]).resizable(true)
