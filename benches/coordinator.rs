@@ -183,6 +183,8 @@ fn main() {
                 "tenant=acme&sort=deadline&limit=100",
                 "tenant=initech&provider=openai&state=indeterminate&sort=indeterminate_since&limit=100",
                 "tenant=umbrella&operation=payment.initiate&sort=-attempts&limit=100",
+                // A release with no intents yet (just deployed, or mistyped).
+                "release=r9&limit=100",
             ];
             let mut times = Vec::new();
             let mut per_mix: Vec<Vec<f64>> = vec![Vec::new(); queries.len()];

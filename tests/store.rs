@@ -405,7 +405,7 @@ fn paging_across_the_window_matches_plain_sql_order() {
         })
         .expect("generate");
     let plain = rusqlite::Connection::open(&path).expect("plain connection");
-    let filters: [(&str, IntentFilter, &str); 3] = [
+    let filters: [(&str, IntentFilter, &str); 4] = [
         (
             "tenant",
             IntentFilter {
@@ -431,6 +431,14 @@ fn paging_across_the_window_matches_plain_sql_order() {
                 ..Default::default()
             },
             "tier = 'financial' AND operation IN ('payment.initiate', 'no.such')",
+        ),
+        (
+            "a release alone, and one with no intents",
+            IntentFilter {
+                releases: vec!["r2".into(), "r9".into()],
+                ..Default::default()
+            },
+            "release_id IN ('r2', 'r9')",
         ),
     ];
     let sorts = [

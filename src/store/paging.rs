@@ -28,7 +28,11 @@ pub(crate) struct Order {
 
 /// Whether the filter names a column SQLite can look rows up by.
 pub(crate) fn indexed_filter(f: &IntentFilter) -> bool {
-    !(f.tenants.is_empty() && f.states.is_empty() && f.operations.is_empty() && f.tools.is_empty())
+    !(f.tenants.is_empty()
+        && f.states.is_empty()
+        && f.operations.is_empty()
+        && f.tools.is_empty()
+        && f.releases.is_empty())
 }
 
 impl Order {

@@ -226,6 +226,12 @@ CREATE INDEX intents_updated ON intents (updated_at_ms, seq);
 CREATE INDEX intents_indeterminate_order
     ON intents (coalesce(indeterminate_since_ms, 9223372036854775807), seq);
 "#,
+    // 4: a release is filtered on alone in an incident (the one just deployed), and a new
+    // release matches few intents or none; without an index that read the whole table
+    // (0.75 s at a million intents). Set at creation only, so it costs only at insert.
+    r#"
+CREATE INDEX intents_release ON intents (release_id, seq);
+"#,
 ];
 
 /// Bring the database up to the newest schema.
