@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::State;
 use axum::routing::get;
-use axum::{Extension, Json, Router};
+use axum::{Json, Router};
 
 use super::auth::Principal;
 use super::error::ApiError;
@@ -38,15 +38,38 @@ const STEPS_SECS: &[u64] = &[
     86_400, 172_800, 604_800,
 ];
 
-type Shared = Arc<Mutex<MetricIndex>>;
+pub type Shared = Arc<Mutex<MetricIndex>>;
 
 pub fn routes() -> Router<AppState> {
-    let index: Shared = Arc::default();
     Router::new()
         .route("/v1/metrics/chart", get(chart))
         .route("/v1/metrics/histogram", get(histogram))
         .route("/v1/metrics/overview", get(overview))
-        .layer(Extension(index))
+}
+
+/// Load the metric index in the background as the coordinator starts, on a connection of
+/// its own, so the first dashboard does not wait for it (seconds at millions of attempts)
+/// and no read connection is held meanwhile. A dashboard asking first waits for the index
+/// lock, as it would have waited to load the index itself.
+pub fn warm_up(state: &AppState) {
+    let database = state.config.database.clone();
+    let index = state.metrics.clone();
+    tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
+        let loaded = Store::open(&database).and_then(|mut store| {
+            let mut index = index.lock().map_err(|_| {
+                StoreError::Unavailable("the metric index lock was poisoned".into())
+            })?;
+            store.refresh_metric_index(&mut index)
+        });
+        match loaded {
+            Ok(()) => tracing::info!(
+                ms = started.elapsed().as_millis() as u64,
+                "metric index loaded"
+            ),
+            Err(e) => tracing::warn!(error = %e, "the metric index was not loaded ahead"),
+        }
+    });
 }
 
 /// The smallest round bucket that splits `span_ms` into at most `buckets`.
@@ -62,9 +85,9 @@ pub fn bucket_for(span_ms: u64, buckets: u64) -> u64 {
 /// Run `f` with the index brought up to date on a read connection.
 async fn with_index<T: Send + 'static>(
     state: &AppState,
-    index: Shared,
     f: impl FnOnce(&mut Store, &MetricIndex) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
+    let index = state.metrics.clone();
     Ok(state
         .db
         .read(move |store| {
@@ -93,7 +116,6 @@ fn group_by(p: &mut Params) -> GroupBy {
 
 async fn chart(
     State(state): State<AppState>,
-    Extension(index): Extension<Shared>,
     principal: Principal,
     query: RawQuery,
 ) -> Result<Json<Chart>, ApiError> {
@@ -141,7 +163,7 @@ async fn chart(
         return Err(ApiError::bad_request("no metric"));
     };
     let now = now_ms();
-    let chart = with_index(&state, index, move |store, index| {
+    let chart = with_index(&state, move |store, index| {
         let to_ms = to.or(filter.until_ms).unwrap_or(now);
         let from_ms = match from.or(filter.since_ms) {
             Some(f) => f,
@@ -174,7 +196,6 @@ async fn chart(
 
 async fn histogram(
     State(state): State<AppState>,
-    Extension(index): Extension<Shared>,
     principal: Principal,
     query: RawQuery,
 ) -> Result<Json<AttemptsHistogram>, ApiError> {
@@ -185,7 +206,7 @@ async fn histogram(
     let from = p.number("from", 0u64, u64::MAX).unwrap_or(0);
     let to = p.number("to", 0u64, u64::MAX).unwrap_or(u64::MAX);
     p.finish()?;
-    let h = with_index(&state, index, move |store, index| {
+    let h = with_index(&state, move |store, index| {
         store.attempts_histogram(index, group_by, &filter, from, to)
     })
     .await?;
@@ -194,7 +215,6 @@ async fn histogram(
 
 async fn overview(
     State(state): State<AppState>,
-    Extension(index): Extension<Shared>,
     principal: Principal,
     query: RawQuery,
 ) -> Result<Json<Overview>, ApiError> {
@@ -203,7 +223,7 @@ async fn overview(
     let filter = p.filter(&principal);
     let at = p.number("at", 0u64, u64::MAX).unwrap_or_else(now_ms);
     p.finish()?;
-    let o = with_index(&state, index, move |store, index| {
+    let o = with_index(&state, move |store, index| {
         store.overview(index, &filter, at)
     })
     .await?;

@@ -52,6 +52,8 @@ pub struct AppState {
     pub stopping: watch::Receiver<bool>,
     /// A name for this process, for outbox claims.
     pub worker: Arc<str>,
+    /// The dashboard's in-memory metric index (`charts`).
+    pub metrics: charts::Shared,
 }
 
 impl AppState {
@@ -80,6 +82,7 @@ impl AppState {
                 std::process::id(),
                 entropy() as u32
             )),
+            metrics: charts::Shared::default(),
         })
     }
 }
@@ -109,6 +112,7 @@ pub async fn run(
     let state = AppState::new(config, stop_rx)?;
     let dispatcher = tokio::spawn(dispatcher::run(state.clone()));
     let reconciler = tokio::spawn(reconciler::run(state.clone()));
+    charts::warm_up(&state);
     tracing::info!(addr = %listener.local_addr()?, "coordinator listening");
     let app = router(state.clone());
     let mut stopping = state.stopping.clone();
