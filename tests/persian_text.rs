@@ -192,6 +192,7 @@ mod rendering {
                 let shown = format::wt(&i18n, ui, ORDER);
                 format::said(&i18n, ORDER, ui.checkbox(&mut on, shown));
                 format::label(ui, &i18n, ORDER);
+                format::label_colored(ui, &i18n, ORDER, egui::Color32::RED);
             });
         assert_eq!(
             harness
@@ -200,8 +201,11 @@ mod rendering {
             2
         );
         harness.get_by_role_and_label(Role::CheckBox, ORDER);
-        let label = harness.get_by_role(Role::Label);
-        assert_eq!(label.accesskit_node().value().as_deref(), Some(ORDER));
+        let labels: Vec<_> = harness
+            .query_all_by_role(Role::Label)
+            .map(|l| l.accesskit_node().value())
+            .collect();
+        assert_eq!(labels, vec![Some(ORDER.to_string()); 2]);
     }
 
     #[test]

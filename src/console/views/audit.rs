@@ -128,12 +128,7 @@ fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &s
         });
         ui.label(egui::RichText::new(&c.kind).strong());
         let status = super::intent_widgets::tr_named(i18n, "audit-status", &c.status);
-        ui.label(super::intent_widgets::wt_colored(
-            i18n,
-            ui,
-            &status,
-            status_color(&c.status),
-        ));
+        format::label_colored(ui, i18n, &status, status_color(&c.status));
     });
     say(
         ui,

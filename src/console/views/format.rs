@@ -101,6 +101,17 @@ pub fn label(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> egui::Response 
     said(i18n, text, ui.label(shown))
 }
 
+/// A label of text that may be Persian, in `color`.
+pub fn label_colored(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    text: &str,
+    color: egui::Color32,
+) -> egui::Response {
+    let shown = wt_colored(i18n, ui, text, color);
+    said(i18n, text, ui.label(shown))
+}
+
 /// A button of text that may be Persian.
 pub fn button(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> egui::Response {
     let shown = wt(i18n, ui, text);

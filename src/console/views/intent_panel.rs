@@ -157,19 +157,9 @@ fn state_line_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
             StateName::Known(s) => i18n.tr(&format!("state-{}", s.as_str())),
             StateName::Unknown(raw) => format!("{raw} ({})", i18n.tr("state-unknown")),
         };
-        ui.label(super::intent_widgets::wt_colored(
-            i18n,
-            ui,
-            &state,
-            theme::state_color(&intent.state),
-        ));
+        format::label_colored(ui, i18n, &state, theme::state_color(&intent.state));
         if intent.paused || !detail.pauses.is_empty() {
-            ui.label(super::intent_widgets::wt_colored(
-                i18n,
-                ui,
-                &i18n.tr("state-paused"),
-                theme::PAUSED,
-            ));
+            format::label_colored(ui, i18n, &i18n.tr("state-paused"), theme::PAUSED);
         }
         ui.label(format!("{} · {}", intent.tenant, intent.operation));
         let attempts = i18n.tr_args(

@@ -6,7 +6,7 @@
 use egui::{RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
-use super::format::{self, wt, wt_colored};
+use super::format::{self, wt};
 use crate::console::app::ConsoleApp;
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
@@ -222,15 +222,15 @@ fn header_line_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
             ui.spinner();
         }
         if app.table.from_cache {
-            ui.label(wt_colored(
-                &app.i18n,
+            format::label_colored(
                 ui,
+                &app.i18n,
                 &app.i18n.tr("table-from-cache"),
                 theme::QUIET,
-            ));
+            );
         }
         if let Some(error) = &app.table.error {
-            ui.label(wt_colored(&app.i18n, ui, error, theme::REJECTED));
+            format::label_colored(ui, &app.i18n, error, theme::REJECTED);
         }
     });
 }
@@ -269,12 +269,7 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
                 StateName::Known(s) => i18n.tr(&format!("state-{}", s.as_str())),
                 StateName::Unknown(raw) => format!("{raw} ({})", i18n.tr("state-unknown")),
             };
-            ui.label(wt_colored(
-                i18n,
-                ui,
-                &label,
-                theme::state_color(&intent.state),
-            ));
+            format::label_colored(ui, i18n, &label, theme::state_color(&intent.state));
         }
         4 => {
             let text = i18n.tr_args(
@@ -289,7 +284,7 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
             } else {
                 ui.visuals().text_color()
             };
-            ui.label(wt_colored(i18n, ui, &text, color));
+            format::label_colored(ui, i18n, &text, color);
         }
         5 => {
             let age = super::format::duration_ms(i18n, now as i64 - intent.created_at_ms as i64);

@@ -274,17 +274,12 @@ fn use_row_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, row: &
             _ => ui.visuals().text_color(),
         };
         let words = i18n.tr(row.use_.label_key());
-        ui.label(super::intent_widgets::wt_colored(i18n, ui, &words, color));
+        format::label_colored(ui, i18n, &words, color);
         ui.label(RichText::new(&a.id).monospace())
             .on_hover_text(super::timeline_model::lane_label(a));
         if row.after_forget {
             let late = i18n.tr("ledger-after-forget");
-            ui.label(super::intent_widgets::wt_colored(
-                i18n,
-                ui,
-                &late,
-                theme::INDETERMINATE,
-            ));
+            format::label_colored(ui, i18n, &late, theme::INDETERMINATE);
         }
     });
 }

@@ -3,6 +3,7 @@
 
 use egui::{CornerRadius, Rect, Sense, Ui, vec2};
 
+use super::format;
 use super::intent_widgets::instant;
 use super::timeline::Hit;
 use super::timeline_model::{Cluster, Mark, MarkKind, Outcome, TimelineModel};
@@ -57,12 +58,7 @@ pub(super) fn hover_ui(
                     StateName::Known(s) => i18n.tr(&format!("state-{}", s.as_str())),
                     StateName::Unknown(raw) => raw.clone(),
                 };
-                ui.label(super::format::wt_colored(
-                    i18n,
-                    ui,
-                    &state,
-                    theme::state_color(&b.state),
-                ));
+                format::label_colored(ui, i18n, &state, theme::state_color(&b.state));
                 say(ui, &at(b.from_ms));
             }
             if let Some(c) = mark {

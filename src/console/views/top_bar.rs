@@ -3,7 +3,7 @@
 
 use egui::RichText;
 
-use super::format::{self, wt, wt_colored};
+use super::format::{self, wt};
 use crate::console::app::{ConsoleApp, Tab};
 use crate::console::commands::ConsoleCommand;
 use crate::console::text::{BidiTextEdit, Direction};
@@ -81,7 +81,7 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     }
     if let Some(notice) = app.notice.clone() {
         ui.horizontal(|ui| {
-            ui.colored_label(theme::REJECTED, notice);
+            format::label_colored(ui, &app.i18n, &notice, theme::REJECTED);
             if ui.small_button("x").clicked() {
                 app.notice = None;
             }
@@ -101,14 +101,13 @@ fn status_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
     } else {
         (theme::QUIET, app.i18n.tr("topbar-status-connecting"))
     };
-    ui.label(wt_colored(&app.i18n, ui, &text, color))
-        .on_hover_ui(|ui| {
-            format::label(
-                ui,
-                &app.i18n,
-                &format!("{} {since}", app.i18n.tr("topbar-status-since")),
-            );
-        });
+    format::label_colored(ui, &app.i18n, &text, color).on_hover_ui(|ui| {
+        format::label(
+            ui,
+            &app.i18n,
+            &format!("{} {since}", app.i18n.tr("topbar-status-since")),
+        );
+    });
 }
 
 fn stale_banner_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
@@ -119,14 +118,14 @@ fn stale_banner_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
         .inner_margin(6.0)
         .show(ui, |ui| {
             ui.horizontal(|ui| {
-                ui.label(wt_colored(
-                    &app.i18n,
+                format::label_colored(
                     ui,
+                    &app.i18n,
                     &format!("{} ({since})", app.i18n.tr("stale-banner")),
                     egui::Color32::WHITE,
-                ));
+                );
                 if let Some(error) = &app.live.error {
-                    ui.colored_label(egui::Color32::LIGHT_GRAY, error);
+                    format::label_colored(ui, &app.i18n, error, egui::Color32::LIGHT_GRAY);
                 }
             });
         });

@@ -49,7 +49,7 @@ pub(crate) fn controls_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             ui.spinner();
         }
         if let Some(e) = &app.dashboard.error {
-            ui.colored_label(theme::REJECTED, e);
+            format::label_colored(ui, i18n, e, theme::REJECTED);
         }
     });
     if settings != app.state.dashboard {
