@@ -160,14 +160,14 @@ fn body_ui(
             say_strong(ui, i18n, &i18n.tr("dialog-scope"));
             let terminal = intent.state.known().is_some_and(|s| s.is_terminal());
             ui.add_enabled_ui(!terminal, |ui| {
-                choice(
+                let intent = choice(
                     ui,
                     i18n,
                     &mut dialog.scope,
                     ScopeChoice::Intent,
                     &i18n.tr("dialog-scope-intent"),
-                )
-                .on_disabled_hover_text(i18n.tr("dialog-scope-intent-final"));
+                );
+                format::disabled_hover(i18n, intent, &i18n.tr("dialog-scope-intent-final"));
             });
             let tenant = i18n.tr_args(
                 "dialog-scope-tenant",
@@ -239,14 +239,14 @@ fn body_ui(
         CommandKind::Close => {
             say_strong(ui, i18n, &i18n.tr("dialog-disposition"));
             ui.add_enabled_ui(committable(detail), |ui| {
-                choice(
+                let committed = choice(
                     ui,
                     i18n,
                     &mut dialog.closing,
                     Closing::Committed,
                     &i18n.tr("dialog-disposition-committed"),
-                )
-                .on_disabled_hover_text(i18n.tr("dialog-committed-not-now"));
+                );
+                format::disabled_hover(i18n, committed, &i18n.tr("dialog-committed-not-now"));
             });
             choice(
                 ui,
@@ -396,9 +396,9 @@ fn buttons_ui(
         );
         let confirm = format!("dialog-confirm-{}", dialog.kind.as_str());
         let enabled = missing.is_none() && !sending && !failed;
-        let clicked = format::button_enabled(ui, i18n, enabled, &i18n.tr(&confirm))
-            .on_disabled_hover_text(missing.clone().unwrap_or_default())
-            .clicked();
+        let confirm = format::button_enabled(ui, i18n, enabled, &i18n.tr(&confirm));
+        let why = missing.clone().unwrap_or_default();
+        let clicked = format::disabled_hover(i18n, confirm, &why).clicked();
         if clicked {
             // The command id is made now, once; every retry of this body reuses it.
             let body = dialog.body(detail, who, now_ms, false);

@@ -139,6 +139,13 @@ pub fn button_enabled(
     )
 }
 
+/// `response` with a text that may be Persian, shown on hover while it is disabled.
+pub fn disabled_hover(i18n: &Localizer, response: egui::Response, text: &str) -> egui::Response {
+    response.on_disabled_hover_ui(|ui| {
+        label(ui, i18n, text);
+    })
+}
+
 /// `response` with a hover text that may be Persian.
 pub fn hover(i18n: &Localizer, response: egui::Response, text: &str) -> egui::Response {
     response.on_hover_ui(|ui| {

@@ -218,7 +218,7 @@ fn commands_ui(
             let enabled = allowed.is_ok() && view.dialog.is_none();
             let response = format::button_enabled(ui, i18n, enabled, &i18n.tr(key));
             if let Err(why) = allowed {
-                response.on_disabled_hover_text(&why);
+                format::disabled_hover(i18n, response, &why);
                 // Pause and resume share a reason; it is said once.
                 if !reasons.contains(&why) {
                     reasons.push(why);
