@@ -212,9 +212,13 @@ fn the_open_intent_follows_a_burst_of_changes_to_its_newest_detail() {
         harness.step();
     }
     until(&mut harness, "every attempt of the burst is shown", |app| {
-        app.open.as_ref().is_some_and(|o| {
-            o.refresh.settled() && o.detail.as_ref().map(|d| d.attempts.len()) == Some(BURST)
-        })
+        app.detail_refresh.settled()
+            && app
+                .open
+                .as_ref()
+                .and_then(|o| o.detail.as_ref())
+                .map(|d| d.attempts.len())
+                == Some(BURST)
     });
     assert_eq!(
         harness.state().open.as_ref().map(|o| o.id.as_str()),

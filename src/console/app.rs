@@ -95,8 +95,6 @@ pub struct OpenIntent {
     pub error: Option<String>,
     pub loading: bool,
     pub from_cache: bool,
-    /// Requests for the detail, one at a time.
-    pub refresh: OneInFlight,
 }
 
 /// Values seen in data, offered as filter choices.
@@ -117,6 +115,8 @@ pub struct ConsoleApp {
     pub live: Live,
     pub table: TableData,
     pub open: Option<OpenIntent>,
+    /// Requests for the open intent's detail, one at a time.
+    pub detail_refresh: OneInFlight,
     pub seen: Seen,
     pub palette: views::palette::PaletteState,
     /// The intent view's own state (timeline, commands); see `views/intent_view.rs`.
@@ -197,6 +197,7 @@ impl ConsoleApp {
             },
             table: TableData::default(),
             open: None,
+            detail_refresh: OneInFlight::default(),
             seen: Seen::default(),
             palette: Default::default(),
             intent_view: Default::default(),
@@ -326,22 +327,23 @@ impl ConsoleApp {
             error: None,
             loading: true,
             from_cache: false,
-            refresh: OneInFlight::default(),
         });
+        self.detail_refresh.restart();
         self.state.open_intent = Some(id.to_string());
         self.request_detail();
     }
 
     /// Ask for the open intent's detail now, or as soon as the answer on its way lands.
     fn request_detail(&mut self) {
-        let Some(open) = self.open.as_mut() else {
+        let Some(open) = self.open.as_ref() else {
             return;
         };
-        if open.refresh.ask() {
+        if let Some(ticket) = self.detail_refresh.ask() {
             let taken = self.worker.send(Request::Detail {
                 id: open.id.clone(),
+                ticket,
             });
-            open.refresh.sent(taken);
+            self.detail_refresh.sent(ticket, taken);
         }
     }
 
@@ -427,12 +429,15 @@ impl ConsoleApp {
                 },
                 Reply::Detail {
                     id,
+                    ticket,
                     result,
                     from_cache,
                 } => {
-                    if let Some(open) = self.open.as_mut().filter(|o| o.id == id) {
+                    // An answer to a request made before the intent was opened again (or
+                    // another one was) is stale.
+                    let current = self.detail_refresh.landed(ticket);
+                    if let Some(open) = self.open.as_mut().filter(|o| current && o.id == id) {
                         open.loading = false;
-                        open.refresh.landed();
                         open.from_cache = from_cache;
                         match result {
                             Ok(detail) => {
@@ -457,7 +462,7 @@ impl ConsoleApp {
                 }
                 Reply::Command { body, result } => {
                     let refresh = self.intent_view.on_command(&body, result);
-                    if refresh {
+                    if refresh && self.open.is_some() {
                         self.request_detail();
                         self.last_query = None;
                     }
@@ -492,7 +497,7 @@ impl ConsoleApp {
                 }
             }
         }
-        if self.open.as_ref().is_some_and(|o| o.refresh.owed()) {
+        if self.open.is_some() && self.detail_refresh.owed() {
             self.request_detail();
         }
         if self

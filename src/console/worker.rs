@@ -28,8 +28,8 @@ pub enum Request {
         query: Vec<(String, String)>,
         cursor: Option<String>,
     },
-    /// One intent with everything attached.
-    Detail { id: String },
+    /// One intent with everything attached; `ticket` comes back with the answer.
+    Detail { id: String, ticket: u64 },
     /// Open an intent by id or action key.
     Resolve { needle: String },
     /// A JSON read (metrics, pauses, audit); `tag` routes the answer.
@@ -53,6 +53,7 @@ pub enum Reply {
     },
     Detail {
         id: String,
+        ticket: u64,
         result: Result<Box<IntentDetail>, ClientError>,
         from_cache: bool,
     },
@@ -80,49 +81,66 @@ pub enum Reply {
     },
 }
 
-/// The UI's handle on the worker.
 /// Asking for the same thing again and again with at most one request on its way: the
 /// worker answers requests concurrently, so answers to overlapping requests could land out
-/// of order and leave an older answer on screen.
+/// of order and leave an older answer on screen. Each request carries a ticket; only the
+/// answer to the ticket on its way is taken, so an answer to a request made before the
+/// tracker was restarted (the intent opened again) is recognised as stale.
 #[derive(Debug, Clone, Default)]
 pub struct OneInFlight {
-    in_flight: bool,
+    on_its_way: Option<u64>,
     again: bool,
+    last_ticket: u64,
 }
 
 impl OneInFlight {
-    /// Whether to send a request now. If one is on its way, no: another is owed once its
-    /// answer lands.
-    pub fn ask(&mut self) -> bool {
-        if self.in_flight {
+    /// The ticket for a request to send now, or `None` while one is on its way: another is
+    /// then owed once its answer lands.
+    pub fn ask(&mut self) -> Option<u64> {
+        if self.on_its_way.is_some() {
             self.again = true;
+            return None;
         }
-        !self.in_flight
+        self.last_ticket += 1;
+        Some(self.last_ticket)
     }
 
-    /// Whether the worker took the request ([`Worker::send`]); if its queue was full, the
-    /// request stays owed.
-    pub fn sent(&mut self, taken: bool) {
-        self.in_flight = taken;
+    /// Whether the worker took the request with `ticket` ([`Worker::send`]); if its queue
+    /// was full, the request stays owed.
+    pub fn sent(&mut self, ticket: u64, taken: bool) {
+        self.on_its_way = taken.then_some(ticket);
         self.again = !taken;
     }
 
-    /// The answer landed.
-    pub fn landed(&mut self) {
-        self.in_flight = false;
+    /// The answer to `ticket` landed: whether it answers the request on its way (if not,
+    /// it is stale and must not be shown).
+    pub fn landed(&mut self, ticket: u64) -> bool {
+        let current = self.on_its_way == Some(ticket);
+        if current {
+            self.on_its_way = None;
+        }
+        current
+    }
+
+    /// Forget what is on its way and owed (another subject); tickets keep counting, so
+    /// answers to earlier requests stay stale.
+    pub fn restart(&mut self) {
+        self.on_its_way = None;
+        self.again = false;
     }
 
     /// A request is owed (asked for meanwhile, or not taken) and none is on its way.
     pub fn owed(&self) -> bool {
-        self.again && !self.in_flight
+        self.again && self.on_its_way.is_none()
     }
 
     /// Nothing on its way and nothing owed.
     pub fn settled(&self) -> bool {
-        !self.in_flight && !self.again
+        self.on_its_way.is_none() && !self.again
     }
 }
 
+/// The UI's handle on the worker.
 pub struct Worker {
     requests: mpsc::Sender<Request>,
     replies: mpsc::Receiver<Reply>,
@@ -224,7 +242,7 @@ async fn serve(client: Option<&ApiClient>, cache: Option<&Cache>, request: Reque
             });
             out
         }
-        Request::Detail { id } => {
+        Request::Detail { id, ticket } => {
             let Some(client) = client else {
                 let cached = match cache {
                     Some(c) => c.detail(&id).await,
@@ -232,6 +250,7 @@ async fn serve(client: Option<&ApiClient>, cache: Option<&Cache>, request: Reque
                 };
                 return vec![Reply::Detail {
                     id,
+                    ticket,
                     result: cached.map(Box::new).ok_or_else(offline),
                     from_cache: true,
                 }];
@@ -242,6 +261,7 @@ async fn serve(client: Option<&ApiClient>, cache: Option<&Cache>, request: Reque
             }
             vec![Reply::Detail {
                 id,
+                ticket,
                 result: result.map(Box::new),
                 from_cache: false,
             }]
@@ -460,30 +480,45 @@ mod tests {
     #[test]
     fn one_request_at_a_time_and_one_more_for_everything_asked_meanwhile() {
         let mut r = OneInFlight::default();
-        assert!(r.ask(), "nothing on its way: send");
-        r.sent(true);
-        assert!(!r.ask(), "one on its way: wait");
-        assert!(!r.ask(), "asked twice meanwhile: still one owed");
+        let first = r.ask().expect("nothing on its way: send");
+        r.sent(first, true);
+        assert_eq!(r.ask(), None, "one on its way: wait");
+        assert_eq!(r.ask(), None, "asked twice meanwhile: still one owed");
         assert!(!r.owed(), "owed only once the answer lands");
-        r.landed();
+        assert!(r.landed(first));
         assert!(r.owed());
-        assert!(r.ask());
-        r.sent(true);
+        let second = r.ask().expect("the owed request");
+        assert_ne!(first, second);
+        r.sent(second, true);
         assert!(!r.owed());
-        r.landed();
+        assert!(r.landed(second));
         assert!(r.settled());
     }
 
     #[test]
     fn a_request_the_full_queue_refused_stays_owed() {
         let mut r = OneInFlight::default();
-        assert!(r.ask());
-        r.sent(false);
+        let ticket = r.ask().expect("send");
+        r.sent(ticket, false);
         assert!(r.owed());
-        assert!(r.ask());
-        r.sent(true);
+        let again = r.ask().expect("send again");
+        r.sent(again, true);
         assert!(!r.owed() && !r.settled());
-        r.landed();
+        assert!(r.landed(again));
+        assert!(r.settled());
+    }
+
+    #[test]
+    fn an_answer_from_before_a_restart_is_stale() {
+        let mut r = OneInFlight::default();
+        let old = r.ask().expect("send");
+        r.sent(old, true);
+        r.restart();
+        let new = r.ask().expect("a fresh request after the restart");
+        r.sent(new, true);
+        assert!(!r.landed(old), "the old answer is not taken");
+        assert!(!r.settled(), "and the new request is still on its way");
+        assert!(r.landed(new));
         assert!(r.settled());
     }
 }
