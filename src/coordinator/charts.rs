@@ -48,13 +48,17 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// Load the metric index in the background as the coordinator starts, on a connection of
-/// its own, so the first dashboard does not wait for it (seconds at millions of attempts)
-/// and no read connection is held meanwhile. A dashboard asking first waits for the index
-/// lock, as it would have waited to load the index itself.
+/// its own, so the first dashboard does not wait for it (seconds at millions of attempts).
+/// A dashboard asking meanwhile waits until it is loaded before it takes a read connection,
+/// so lists and details are not held up behind it.
 pub fn warm_up(state: &AppState) {
     let database = state.config.database.clone();
     let index = state.metrics.clone();
+    state.metrics_ready.send_replace(false);
+    // Loaded, failed or panicked: requests go on, and load what is missing themselves.
+    let ready = ReadyWhenDropped(state.metrics_ready.clone());
     tokio::task::spawn_blocking(move || {
+        let _ready = ready;
         let started = std::time::Instant::now();
         let loaded = Store::open(&database).and_then(|mut store| {
             let mut index = index.lock().map_err(|_| {
@@ -82,11 +86,25 @@ pub fn bucket_for(span_ms: u64, buckets: u64) -> u64 {
         .unwrap_or_else(|| wanted.div_ceil(86_400) * 86_400)
 }
 
+/// Marks the metric index ready when the warm-up ends, however it ends.
+struct ReadyWhenDropped(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Drop for ReadyWhenDropped {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
+    }
+}
+
 /// Run `f` with the index brought up to date on a read connection.
 async fn with_index<T: Send + 'static>(
     state: &AppState,
     f: impl FnOnce(&mut Store, &MetricIndex) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
+    let _ = state
+        .metrics_ready
+        .subscribe()
+        .wait_for(|ready| *ready)
+        .await;
     let index = state.metrics.clone();
     Ok(state
         .db

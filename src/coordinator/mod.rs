@@ -54,6 +54,9 @@ pub struct AppState {
     pub worker: Arc<str>,
     /// The dashboard's in-memory metric index (`charts`).
     pub metrics: charts::Shared,
+    /// False while the index loads at start; requests wait for it before taking a read
+    /// connection.
+    pub metrics_ready: Arc<watch::Sender<bool>>,
 }
 
 impl AppState {
@@ -83,6 +86,7 @@ impl AppState {
                 entropy() as u32
             )),
             metrics: charts::Shared::default(),
+            metrics_ready: Arc::new(watch::Sender::new(true)),
         })
     }
 }
