@@ -495,3 +495,43 @@ fn paging_across_the_window_matches_plain_sql_order() {
         }
     }
 }
+
+#[test]
+fn a_new_index_of_an_analysed_database_gets_its_figures() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("analysed.sqlite");
+    // Generated data sets are analysed; take one back to before migration 4.
+    Store::open(&path)
+        .expect("open")
+        .generate_bulk(&intentdesk::store::bulk::BulkSpec {
+            intents: 500,
+            mean_attempts: 2.0,
+            span_ms: 3_600_000,
+            end_ms: T0,
+            seed: 3,
+        })
+        .expect("generate");
+    let figures = |conn: &rusqlite::Connection| -> i64 {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_stat1 WHERE idx = 'intents_release'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count")
+    };
+    let plain = rusqlite::Connection::open(&path).expect("plain connection");
+    assert_eq!(figures(&plain), 1, "the generator analysed the index");
+    plain
+        .execute_batch(
+            "DROP INDEX intents_release; DELETE FROM sqlite_stat1 WHERE idx = 'intents_release'; \
+             PRAGMA user_version = 3;",
+        )
+        .expect("back to schema 3");
+    assert_eq!(figures(&plain), 0);
+    Store::open(&path).expect("migrate to the newest schema");
+    assert_eq!(
+        figures(&plain),
+        1,
+        "the index made by the migration has figures"
+    );
+}
