@@ -18,7 +18,7 @@ pub const ADMIN: &str = "common-admin-token";
 /// A supervisor of every tenant: reads, and may reconcile and close, but not pause.
 pub const SUPERVISOR: &str = "common-supervisor-token";
 /// Guards against a hang; never a stand-in for synchronisation.
-pub const PATIENCE: Duration = Duration::from_secs(40);
+pub const PATIENCE: Duration = Duration::from_secs(60);
 
 pub struct Rig {
     pub runtime: tokio::runtime::Runtime,

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::format;
+use super::format::{self, BidiHover};
 use super::intent_widgets::{copyable_ui, instant, say, say_colored, say_strong, wt};
 use crate::console::model::{CommandRow, IntentDetail};
 use crate::console::theme;
@@ -116,16 +116,13 @@ pub fn status_color(status: &str) -> egui::Color32 {
 
 fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &str) {
     super::intent_widgets::row(ui, i18n, |ui| {
-        format::label(ui, i18n, &instant(i18n, c.created_at_ms)).on_hover_ui(|ui| {
-            format::label(
-                ui,
-                i18n,
-                &i18n.date_tooltip(
-                    c.created_at_ms,
-                    super::charts::time_axis::local_offset_secs(c.created_at_ms),
-                ),
-            );
-        });
+        format::label(ui, i18n, &instant(i18n, c.created_at_ms)).bidi_hover(
+            i18n,
+            &i18n.date_tooltip(
+                c.created_at_ms,
+                super::charts::time_axis::local_offset_secs(c.created_at_ms),
+            ),
+        );
         ui.label(egui::RichText::new(&c.kind).strong());
         let status = super::intent_widgets::tr_named(i18n, "audit-status", &c.status);
         format::label_colored(ui, i18n, &status, status_color(&c.status));

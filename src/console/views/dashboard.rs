@@ -20,7 +20,7 @@ use super::charts::Hit;
 pub use super::charts::cells::ChartId;
 use super::charts::cells::{board_cell_ui, chart_cell_ui, notes_ui};
 use super::charts::header::{controls_ui, tiles_ui};
-use super::format::{self, duration_ms};
+use super::format::{self, BidiHover, duration_ms};
 use crate::console::app::{ConsoleApp, Tab};
 use crate::console::client::ClientError;
 use crate::console::commands::ConsoleCommand;
@@ -448,11 +448,9 @@ pub fn threshold_badge_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         egui::Color32::WHITE,
     );
     let button = egui::Button::new(ui.painter().layout_job(galley)).fill(theme::THRESHOLD);
-    if ui
-        .add(button)
-        .on_hover_ui(|ui| {
-            format::label(ui, i18n, &i18n.tr("dashboard-badge-hint"));
-        })
+    let badge = format::said(i18n, &label, ui.add(button));
+    if badge
+        .bidi_hover(i18n, &i18n.tr("dashboard-badge-hint"))
         .clicked()
     {
         app.queue(ConsoleCommand::ShowDashboard);

@@ -4,7 +4,7 @@
 
 use egui::RichText;
 
-use super::format;
+use super::format::{self, BidiHover};
 use super::intent_widgets::{field_row, grid_row, id_row, instant, say_strong, wt};
 use crate::console::model::{AttemptRow, IntentDetail};
 use crate::i18n::Localizer;
@@ -12,13 +12,10 @@ use crate::i18n::Localizer;
 fn time_row(ui: &mut egui::Ui, i18n: &Localizer, name_key: &str, at_ms: Option<u64>) {
     grid_row(ui, i18n, name_key, |ui| match at_ms.filter(|&t| t > 0) {
         Some(t) => {
-            format::label(ui, i18n, &instant(i18n, t)).on_hover_ui(|ui| {
-                format::label(
-                    ui,
-                    i18n,
-                    &i18n.date_tooltip(t, super::charts::time_axis::local_offset_secs(t)),
-                );
-            });
+            format::label(ui, i18n, &instant(i18n, t)).bidi_hover(
+                i18n,
+                &i18n.date_tooltip(t, super::charts::time_axis::local_offset_secs(t)),
+            );
         }
         None => {
             ui.label("-");

@@ -2,7 +2,7 @@
 //! tier, locale, operation, tool, release, paused, time range and minimum attempts; every
 //! active filter shows as a removable chip.
 
-use super::format::{self, wt};
+use super::format::{self, BidiHover, wt};
 use crate::console::app::ConsoleApp;
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
@@ -101,9 +101,7 @@ pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         for chip in app.state.filters.chips() {
             let label = format!("{}: {} x", app.i18n.tr(chip_key(chip.field)), chip.value);
             if format::button(ui, &app.i18n, &label)
-                .on_hover_ui(|ui| {
-                    format::label(ui, &app.i18n, &app.i18n.tr("filter-remove"));
-                })
+                .bidi_hover(&app.i18n, &app.i18n.tr("filter-remove"))
                 .clicked()
             {
                 filters.remove(&chip);

@@ -146,11 +146,17 @@ pub fn disabled_hover(i18n: &Localizer, response: egui::Response, text: &str) ->
     })
 }
 
-/// `response` with a hover text that may be Persian.
-pub fn hover(i18n: &Localizer, response: egui::Response, text: &str) -> egui::Response {
-    response.on_hover_ui(|ui| {
-        label(ui, i18n, text);
-    })
+/// Hover texts that may be Persian, chained as egui's own `on_hover_text`.
+pub trait BidiHover {
+    fn bidi_hover(self, i18n: &Localizer, text: &str) -> egui::Response;
+}
+
+impl BidiHover for egui::Response {
+    fn bidi_hover(self, i18n: &Localizer, text: &str) -> egui::Response {
+        self.on_hover_ui(|ui| {
+            label(ui, i18n, text);
+        })
+    }
 }
 
 /// A row of widgets that runs from the right in a right-to-left locale.

@@ -12,7 +12,7 @@ use super::command_dialog::{
 };
 use super::envelope::{attempt_fields_ui, envelope_ui};
 use super::export::ExportKind;
-use super::format;
+use super::format::{self, BidiHover};
 use super::intent_view::{IntentTab, IntentViewState, WhoState};
 use super::intent_widgets::{column, copyable_ui, row, say, say_colored, wt};
 use super::ledger::ledger_ui;
@@ -82,9 +82,7 @@ fn panel_ui(
         super::intent_widgets::heading(ui, i18n, &title);
         if ui
             .button("x")
-            .on_hover_ui(|ui| {
-                format::label(ui, i18n, &i18n.tr("intent-close-view"));
-            })
+            .bidi_hover(i18n, &i18n.tr("intent-close-view"))
             .clicked()
         {
             queued.push(ConsoleCommand::CloseIntent);

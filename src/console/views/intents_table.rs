@@ -6,7 +6,7 @@
 use egui::{RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
-use super::format::{self, wt};
+use super::format::{self, BidiHover, wt};
 use crate::console::app::ConsoleApp;
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
@@ -253,9 +253,8 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
                 }
             });
             if intent.paused {
-                ui.colored_label(theme::PAUSED, "II").on_hover_ui(|ui| {
-                    format::label(ui, i18n, &i18n.tr("state-paused"));
-                });
+                ui.colored_label(theme::PAUSED, "II")
+                    .bidi_hover(i18n, &i18n.tr("state-paused"));
             }
         }
         1 => {

@@ -3,7 +3,7 @@
 
 use egui::RichText;
 
-use super::format::{self, wt};
+use super::format::{self, BidiHover, wt};
 use crate::console::app::{ConsoleApp, Tab};
 use crate::console::commands::ConsoleCommand;
 use crate::console::text::{BidiTextEdit, Direction};
@@ -57,20 +57,16 @@ pub fn top_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             Locale::EnUs => "فارسی",
             Locale::FaIr => "English",
         };
-        if ui
-            .button(other)
-            .on_hover_ui(|ui| {
-                format::label(ui, &app.i18n, &app.i18n.tr("command-switch-locale"));
-            })
+        let switch = format::button(ui, &app.i18n, other);
+        if switch
+            .bidi_hover(&app.i18n, &app.i18n.tr("command-switch-locale"))
             .clicked()
         {
             app.queue(ConsoleCommand::SwitchLocale);
         }
         if ui
             .button("Ctrl+K")
-            .on_hover_ui(|ui| {
-                format::label(ui, &app.i18n, &app.i18n.tr("command-palette"));
-            })
+            .bidi_hover(&app.i18n, &app.i18n.tr("command-palette"))
             .clicked()
         {
             app.queue(ConsoleCommand::TogglePalette);
@@ -101,13 +97,10 @@ fn status_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
     } else {
         (theme::QUIET, app.i18n.tr("topbar-status-connecting"))
     };
-    format::label_colored(ui, &app.i18n, &text, color).on_hover_ui(|ui| {
-        format::label(
-            ui,
-            &app.i18n,
-            &format!("{} {since}", app.i18n.tr("topbar-status-since")),
-        );
-    });
+    format::label_colored(ui, &app.i18n, &text, color).bidi_hover(
+        &app.i18n,
+        &format!("{} {since}", app.i18n.tr("topbar-status-since")),
+    );
 }
 
 fn stale_banner_ui(app: &ConsoleApp, ui: &mut egui::Ui) {

@@ -354,10 +354,10 @@ fn placeholder_ui<T>(ui: &mut egui::Ui, i18n: &Localizer, loading: bool) -> Opti
     } else {
         "dashboard-empty"
     };
-    ui.put(
-        rect,
-        egui::Label::new(text::widget_text(ui, &i18n.tr(key), i18n.direction())),
-    );
+    let words = i18n.tr(key);
+    let shown = text::widget_text(ui, &words, i18n.direction());
+    let label = ui.put(rect, egui::Label::new(shown));
+    crate::console::views::format::said(i18n, &words, label);
     None
 }
 

@@ -21,11 +21,15 @@ pub(crate) fn controls_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     let size = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
     ui.allocate_ui_with_layout(size, layout, |ui| {
         let label = text::rtl_label(ui, &i18n.tr("dashboard-slice"), dir);
+        let chosen = group_label(i18n, settings.group_by);
         egui::ComboBox::from_id_salt("dashboard-group-by")
-            .selected_text(group_label(i18n, settings.group_by))
+            .selected_text(format::wt(i18n, ui, &chosen))
             .show_ui(ui, |ui| {
                 for g in GroupBy::ALL {
-                    ui.selectable_value(&mut settings.group_by, *g, group_label(i18n, *g));
+                    let name = group_label(i18n, *g);
+                    let shown = format::wt(i18n, ui, &name);
+                    let choice = ui.selectable_value(&mut settings.group_by, *g, shown);
+                    format::said(i18n, &name, choice);
                 }
             })
             .response
