@@ -396,9 +396,11 @@ fn buttons_ui(
         );
         let confirm = format!("dialog-confirm-{}", dialog.kind.as_str());
         let enabled = missing.is_none() && !sending && !failed;
-        let confirm = format::button_enabled(ui, i18n, enabled, &i18n.tr(&confirm));
-        let why = missing.clone().unwrap_or_default();
-        let clicked = format::disabled_hover(i18n, confirm, &why).clicked();
+        let mut confirm = format::button_enabled(ui, i18n, enabled, &i18n.tr(&confirm));
+        if let Some(why) = &missing {
+            confirm = format::disabled_hover(i18n, confirm, why);
+        }
+        let clicked = confirm.clicked();
         if clicked {
             // The command id is made now, once; every retry of this body reuses it.
             let body = dialog.body(detail, who, now_ms, false);
