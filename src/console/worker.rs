@@ -4,7 +4,7 @@
 //! Events are coalesced: changed intents are sent at most a few times per second.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -88,16 +88,28 @@ pub enum Reply {
 /// tracker was restarted (the intent opened again) is recognised as stale.
 #[derive(Debug, Clone, Default)]
 pub struct OneInFlight {
-    on_its_way: Option<u64>,
+    /// The ticket on its way, and when it left.
+    on_its_way: Option<(u64, Instant)>,
     again: bool,
     last_ticket: u64,
 }
+
+/// A request unanswered this long is taken as lost (the client gives up after 15 s, so only
+/// a failed worker task leaves one unanswered); the next ask sends again.
+const LOST_AFTER: Duration = Duration::from_secs(30);
 
 impl OneInFlight {
     /// The ticket for a request to send now, or `None` while one is on its way: another is
     /// then owed once its answer lands.
     pub fn ask(&mut self) -> Option<u64> {
-        if self.on_its_way.is_some() {
+        self.ask_at(Instant::now())
+    }
+
+    fn ask_at(&mut self, now: Instant) -> Option<u64> {
+        if self
+            .on_its_way
+            .is_some_and(|(_, left)| now.duration_since(left) < LOST_AFTER)
+        {
             self.again = true;
             return None;
         }
@@ -108,14 +120,14 @@ impl OneInFlight {
     /// Whether the worker took the request with `ticket` ([`Worker::send`]); if its queue
     /// was full, the request stays owed.
     pub fn sent(&mut self, ticket: u64, taken: bool) {
-        self.on_its_way = taken.then_some(ticket);
+        self.on_its_way = taken.then_some((ticket, Instant::now()));
         self.again = !taken;
     }
 
     /// The answer to `ticket` landed: whether it answers the request on its way (if not,
     /// it is stale and must not be shown).
     pub fn landed(&mut self, ticket: u64) -> bool {
-        let current = self.on_its_way == Some(ticket);
+        let current = self.on_its_way.is_some_and(|(t, _)| t == ticket);
         if current {
             self.on_its_way = None;
         }
@@ -506,6 +518,23 @@ mod tests {
         assert!(!r.owed() && !r.settled());
         assert!(r.landed(again));
         assert!(r.settled());
+    }
+
+    #[test]
+    fn a_request_never_answered_is_sent_again_after_a_while() {
+        let mut r = OneInFlight::default();
+        let lost = r.ask().expect("send");
+        r.sent(lost, true);
+        let now = std::time::Instant::now();
+        assert_eq!(r.ask_at(now), None, "on its way");
+        let later = now + super::LOST_AFTER + std::time::Duration::from_secs(1);
+        let again = r.ask_at(later).expect("taken as lost: send again");
+        r.sent(again, true);
+        assert!(
+            !r.landed(lost),
+            "a late answer to the lost request is stale"
+        );
+        assert!(r.landed(again));
     }
 
     #[test]
