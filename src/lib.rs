@@ -17,3 +17,9 @@ pub mod i18n;
 pub mod sandbox;
 pub mod store;
 pub mod workload;
+
+/// mimalloc instead of the system allocator: the coordinator's request path allocates and
+/// frees small objects at a high rate (JSON, canonical arguments, rows), and glibc's malloc
+/// took about a sixth of its CPU time under load (see BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
