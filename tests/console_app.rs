@@ -9,6 +9,20 @@ use common::console::{Rig, until};
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
 
+/// Open the palette with Ctrl+K, type `text` into its field (which has the focus) and
+/// press Enter.
+fn choose_in_palette(
+    harness: &mut egui_kittest::Harness<'static, intentdesk::console::ConsoleApp>,
+    text: &str,
+) {
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::K);
+    harness.run_steps(2);
+    harness.event(egui::Event::Text(text.into()));
+    harness.run_steps(2);
+    harness.key_press(egui::Key::Enter);
+    harness.run_steps(2);
+}
+
 /// The main screen's size in these tests.
 const SIZE: egui::Vec2 = egui::vec2(1400.0, 800.0);
 
@@ -152,13 +166,7 @@ fn the_palette_starts_a_command_on_the_open_intent_only_where_it_may_be_started(
     );
 
     // A committed order cannot be closed: the palette does not offer it, Enter does nothing.
-    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::K);
-    harness.run_steps(2);
-    // The palette's field has the focus: typing goes there.
-    harness.event(egui::Event::Text("Close".into()));
-    harness.run_steps(2);
-    harness.key_press(egui::Key::Enter);
-    harness.run_steps(2);
+    choose_in_palette(&mut harness, "Close");
     assert!(
         harness.state().intent_view.dialog.is_none(),
         "no dialog for a final intent"
@@ -166,12 +174,7 @@ fn the_palette_starts_a_command_on_the_open_intent_only_where_it_may_be_started(
 
     // Pause may always be started by an admin: its dialog opens from the palette.
     harness.state_mut().palette.open = false;
-    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::K);
-    harness.run_steps(2);
-    harness.event(egui::Event::Text("Pause".into()));
-    harness.run_steps(2);
-    harness.key_press(egui::Key::Enter);
-    harness.run_steps(2);
+    choose_in_palette(&mut harness, "Pause");
     assert!(
         harness.state().intent_view.dialog.is_some(),
         "the pause dialog is open"

@@ -23,6 +23,24 @@ fn ledger_sentence(locale: Locale, replays: u32) -> String {
     )
 }
 
+/// The ledger's sentence for one replay, in `locale`, and the action key are on screen.
+fn assert_ledger_shown(
+    harness: &egui_kittest::Harness<'static, intentdesk::console::ConsoleApp>,
+    locale: Locale,
+    action_key: &str,
+) {
+    assert!(
+        harness
+            .query_by_label(&ledger_sentence(locale, 1))
+            .is_some(),
+        "the ledger sentence in {locale:?}"
+    );
+    assert!(
+        harness.query_all_by_label(action_key).next().is_some(),
+        "the action key {action_key}"
+    );
+}
+
 #[test]
 fn an_order_in_persian_and_its_english_replay_are_one_intent_in_both_languages() {
     let rig = Rig::start();
@@ -80,16 +98,8 @@ fn an_order_in_persian_and_its_english_replay_are_one_intent_in_both_languages()
     });
     harness.state_mut().intent_view.tab = IntentTab::Ledger;
     harness.run_steps(3);
-    assert!(
-        harness
-            .query_by_label(&ledger_sentence(Locale::EnUs, 1))
-            .is_some(),
-        "the ledger says the caller key was replayed once"
-    );
-    assert!(
-        harness.query_all_by_label(&action_key).next().is_some(),
-        "the action key is shown"
-    );
+    // The ledger says the caller key was replayed once, beside the action key.
+    assert_ledger_shown(&harness, Locale::EnUs, &action_key);
 
     // Switch to Persian with the intent open, from the top bar's button.
     harness.get_by_label("فارسی").click();
@@ -99,16 +109,8 @@ fn an_order_in_persian_and_its_english_replay_are_one_intent_in_both_languages()
     assert_eq!(app.open.as_ref().map(|o| o.id.as_str()), Some(id.as_str()));
     assert_eq!(app.state.filters.q, "۱۲۰۰", "the search is kept as typed");
     assert_eq!(app.table.rows.len(), 1);
-    assert!(
-        harness
-            .query_by_label(&ledger_sentence(Locale::FaIr, 1))
-            .is_some(),
-        "the same ledger, in Persian"
-    );
-    assert!(
-        harness.query_all_by_label(&action_key).next().is_some(),
-        "the same action key, in Latin digits"
-    );
+    // The same ledger in Persian, the same action key in Latin digits.
+    assert_ledger_shown(&harness, Locale::FaIr, &action_key);
 
     // And back: nothing was lost on the way.
     harness.state_mut().queue(ConsoleCommand::SwitchLocale);
