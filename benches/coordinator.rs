@@ -25,8 +25,18 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 async fn coordinator(db: &Path, sandbox: &str, reconcile_interval_ms: u64) -> String {
+    coordinator_with(db, sandbox, reconcile_interval_ms, "power_loss").await
+}
+
+async fn coordinator_with(
+    db: &Path,
+    sandbox: &str,
+    reconcile_interval_ms: u64,
+    durability: &str,
+) -> String {
     let config = format!(
-        "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\nreconcile_interval_ms = {reconcile_interval_ms}\nreconcile_batch = 1\n\
+        "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\ndurability = \"{durability}\"\n\
+         reconcile_interval_ms = {reconcile_interval_ms}\nreconcile_batch = 1\n\
          [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
          [[connectors]]\nname = \"erp\"\nbase_url = \"{sandbox}\"\nkey_retention_secs = 3600\ntimeout_ms = 2000\n\
          operations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
@@ -94,6 +104,152 @@ async fn committed(http: &reqwest::Client, url: &str) -> u64 {
     summary["committed"].as_u64().unwrap_or(0)
 }
 
+/// Whole orders with 64 agents in parallel: orders per second until all are committed.
+async fn whole_orders(http: &reqwest::Client, url: &str, orders: u64) -> (f64, f64) {
+    let permits = Arc::new(Semaphore::new(64));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for n in 0..orders {
+        let permit = permits.clone().acquire_owned().await.expect("permit");
+        let (http, url) = (http.clone(), url.to_string());
+        tasks.push(tokio::spawn(async move {
+            whole_order(&http, &url, n).await;
+            drop(permit);
+        }));
+    }
+    for t in tasks {
+        t.await.expect("order");
+    }
+    let sent = started.elapsed();
+    while committed(http, url).await < orders {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "orders never all committed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (sent.as_secs_f64(), started.elapsed().as_secs_f64())
+}
+
+/// Create latencies (ms, sorted) at a steady `per_sec` for `count` creates.
+async fn steady_creates(
+    http: &reqwest::Client,
+    url: &str,
+    per_sec: u64,
+    count: u64,
+    tag: &str,
+) -> Vec<f64> {
+    let mut ticker = tokio::time::interval(Duration::from_micros(1_000_000 / per_sec));
+    let mut tasks = Vec::new();
+    for n in 0..count {
+        ticker.tick().await;
+        let (http, url, tag) = (http.clone(), url.to_string(), tag.to_string());
+        tasks.push(tokio::spawn(async move {
+            let t = Instant::now();
+            create(&http, &url, n, &tag).await;
+            t.elapsed().as_secs_f64() * 1000.0
+        }));
+    }
+    let mut latencies = Vec::new();
+    for t in tasks {
+        latencies.push(t.await.expect("create"));
+    }
+    latencies.sort_by(f64::total_cmp);
+    latencies
+}
+
+/// Creates from `callers` in a closed loop for `secs`: the latencies (ms, sorted).
+async fn closed_loop_creates(
+    http: &reqwest::Client,
+    url: &str,
+    callers: u64,
+    secs: u64,
+) -> Vec<f64> {
+    let until = Instant::now() + Duration::from_secs(secs);
+    let mut tasks = Vec::new();
+    for caller in 0..callers {
+        let (http, url) = (http.clone(), url.to_string());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut n = 0u64;
+            while Instant::now() < until {
+                let t = Instant::now();
+                create(&http, &url, n, &format!("loop{caller}")).await;
+                latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                n += 1;
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Vec::new();
+    for t in tasks {
+        latencies.extend(t.await.expect("caller"));
+    }
+    latencies.sort_by(f64::total_cmp);
+    latencies
+}
+
+/// `-- durability`: whole orders and create latency with `power_loss` and with
+/// `process_crash`, alternating on fresh databases, so the cost of syncing every group
+/// commit is a ratio from one run.
+async fn durability_cost(http: &reqwest::Client, sandbox: &str) {
+    let rounds = 3;
+    let mut results: Vec<(&str, f64, f64, f64, f64, f64, f64)> = Vec::new();
+    for round in 0..rounds {
+        for durability in ["power_loss", "process_crash"] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let url =
+                coordinator_with(&dir.path().join("bench.sqlite"), sandbox, 1_000, durability)
+                    .await;
+            let (_, all) = whole_orders(http, &url, 6_000).await;
+            let steady = steady_creates(http, &url, 500, 5_000, "lat").await;
+            let closed = closed_loop_creates(http, &url, 32, 10).await;
+            let rate = 6_000.0 / all;
+            println!(
+                "round {round} {durability}: whole orders {rate:.0}/s; creates at 500/s p50 {:.2} ms p99 {:.2} ms; \
+                 32 callers closed loop {:.0}/s p50 {:.2} ms p99 {:.2} ms",
+                percentile(&steady, 50.0),
+                percentile(&steady, 99.0),
+                closed.len() as f64 / 10.0,
+                percentile(&closed, 50.0),
+                percentile(&closed, 99.0)
+            );
+            results.push((
+                durability,
+                rate,
+                percentile(&steady, 50.0),
+                percentile(&steady, 99.0),
+                closed.len() as f64 / 10.0,
+                percentile(&closed, 50.0),
+                percentile(&closed, 99.0),
+            ));
+        }
+    }
+    let median = |d: &str, f: fn(&(&str, f64, f64, f64, f64, f64, f64)) -> f64| {
+        let mut v: Vec<f64> = results.iter().filter(|r| r.0 == d).map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (pl, pc) = (
+        median("power_loss", |r| r.1),
+        median("process_crash", |r| r.1),
+    );
+    println!(
+        "median whole orders: power_loss {pl:.0}/s, process_crash {pc:.0}/s => power_loss keeps {:.0} %",
+        100.0 * pl / pc
+    );
+    for d in ["power_loss", "process_crash"] {
+        println!(
+            "median {d}: creates at 500/s p50 {:.2} ms p99 {:.2} ms; closed loop {:.0}/s p50 {:.2} ms p99 {:.2} ms",
+            median(d, |r| r.2),
+            median(d, |r| r.3),
+            median(d, |r| r.4),
+            median(d, |r| r.5),
+            median(d, |r| r.6)
+        );
+    }
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -108,57 +264,26 @@ fn main() {
         let url = coordinator(&dir.path().join("bench.sqlite"), &sandbox, 1_000).await;
         let http = reqwest::Client::builder().pool_max_idle_per_host(256).build().expect("client");
 
-        // `cargo bench --bench coordinator -- list` measures only the list pages.
+        // `cargo bench --bench coordinator -- list` measures only the list pages;
+        // `-- durability` only the cost of syncing every commit.
         let only_list = std::env::args().any(|a| a == "list");
+        if std::env::args().any(|a| a == "durability") {
+            durability_cost(&http, &sandbox).await;
+            return;
+        }
 
         if !only_list {
         // 1. Throughput of whole orders with 64 agents in parallel.
         let orders: u64 = 6_000;
-        let permits = Arc::new(Semaphore::new(64));
-        let started = Instant::now();
-        let mut tasks = Vec::new();
-        for n in 0..orders {
-            let permit = permits.clone().acquire_owned().await.expect("permit");
-            let (http, url) = (http.clone(), url.clone());
-            tasks.push(tokio::spawn(async move {
-                whole_order(&http, &url, n).await;
-                drop(permit);
-            }));
-        }
-        for t in tasks {
-            t.await.expect("order");
-        }
-        let sent = started.elapsed();
-        while committed(&http, &url).await < orders {
-            assert!(started.elapsed() < Duration::from_secs(300), "orders never all committed");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let all = started.elapsed();
+        let (sent, all) = whole_orders(&http, &url, orders).await;
         println!(
-            "whole orders: {orders} created, authorized and dispatched in {:.2} s; all committed after {:.2} s \
+            "whole orders: {orders} created, authorized and dispatched in {sent:.2} s; all committed after {all:.2} s \
              => {:.0} orders/s end to end",
-            sent.as_secs_f64(),
-            all.as_secs_f64(),
-            orders as f64 / all.as_secs_f64()
+            orders as f64 / all
         );
 
         // 2. Create latency at a steady 500 per second for 10 seconds.
-        let mut latencies = Vec::new();
-        let mut ticker = tokio::time::interval(Duration::from_millis(2));
-        let mut tasks = Vec::new();
-        for n in 0..5_000u64 {
-            ticker.tick().await;
-            let (http, url) = (http.clone(), url.clone());
-            tasks.push(tokio::spawn(async move {
-                let t = Instant::now();
-                create(&http, &url, n, "lat").await;
-                t.elapsed().as_secs_f64() * 1000.0
-            }));
-        }
-        for t in tasks {
-            latencies.push(t.await.expect("create"));
-        }
-        latencies.sort_by(f64::total_cmp);
+        let latencies = steady_creates(&http, &url, 500, 5_000, "lat").await;
         println!(
             "create latency at 500/s: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} creates)",
             percentile(&latencies, 50.0),
@@ -166,7 +291,6 @@ fn main() {
             latencies[latencies.len() - 1],
             latencies.len()
         );
-
         }
 
         // 3. List pages on a million intents.

@@ -128,6 +128,7 @@ fn write_one(
         id: id.clone(),
         tenant: "acme".parse().expect("tenant"),
         caller_key: format!("bench-{n}"),
+        principal: "agent".into(),
         actor: "agent".into(),
         purpose: "bench".into(),
         operation: "purchase_order.create".into(),

@@ -230,7 +230,7 @@ fn coordinator_with(
             ..NewAttempt::default()
         };
         store
-            .record_attempt(&intent, &attempt, &new, at)
+            .record_attempt(&intent, &attempt, &new, Some("agent"), at)
             .expect("attempt");
         let finish = AttemptFinish {
             outcome: Some(if i % 4 == 0 {

@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::coordinator::config::{ConnectorConfig, TokenConfig};
+use crate::coordinator::config::{ConnectorConfig, Durability, TokenConfig};
 use crate::coordinator::{Config, token_sha256};
 use crate::domain::Role;
 use crate::sandbox::{FaultSpec, SandboxState, WebhookTarget};
@@ -65,9 +65,12 @@ impl Embedded {
         let sandbox_url = format!("http://{}", sandbox_listener.local_addr()?);
 
         let faults: FaultSpec = DEMO_FAULTS.parse()?;
+        // The sandbox speaks for the `erp` connector with a token of its own, which may
+        // deliver receipts and nothing else.
+        let connector_token = fresh_token();
         let webhook = WebhookTarget {
             url: format!("{coordinator_url}/v1/receipts/erp").parse()?,
-            token: Some(token.clone()),
+            token: Some(connector_token.clone()),
         };
         let sandbox = SandboxState::new(faults, Some(webhook));
         let mut tasks = Vec::new();
@@ -82,12 +85,23 @@ impl Embedded {
         let config = Config {
             listen: coordinator_url.clone(),
             database: database.clone(),
-            tokens: vec![TokenConfig {
-                name: "embedded-admin".into(),
-                token_sha256: token_sha256(&token),
-                role: Role::Admin,
-                tenants: vec!["*".into()],
-            }],
+            durability: Durability::PowerLoss,
+            tokens: vec![
+                TokenConfig {
+                    name: "embedded-admin".into(),
+                    token_sha256: token_sha256(&token),
+                    role: Role::Admin,
+                    tenants: vec!["*".into()],
+                    connectors: Vec::new(),
+                },
+                TokenConfig {
+                    name: "embedded-erp-webhooks".into(),
+                    token_sha256: token_sha256(&connector_token),
+                    role: Role::Connector,
+                    tenants: vec!["*".into()],
+                    connectors: vec!["erp".into()],
+                },
+            ],
             connectors: vec![ConnectorConfig {
                 name: "erp".into(),
                 base_url: sandbox_url.clone(),
@@ -95,6 +109,7 @@ impl Embedded {
                 key_retention_secs: 600,
                 supports_lookup: true,
                 timeout_ms: 1_000,
+                overload_means_not_applied: false,
                 operations: [
                     ("purchase_order.create", "purchase-orders"),
                     ("inventory.reserve", "inventory-reservations"),

@@ -637,7 +637,7 @@ async fn a_malformed_command_names_the_field() {
     let c = start().await;
     let cases = [
         (
-            json!({ "command_id": "cmd_nope", "kind": "pause", "target": { "scope": {} }, "reason": "r" }),
+            json!({ "command_id": "cmd nope", "kind": "pause", "target": { "scope": {} }, "reason": "r" }),
             "command_id",
         ),
         (

@@ -25,6 +25,7 @@ use common::deploy::{self, Setup, Token};
 
 const ADMIN: &str = "crash-admin-token";
 const AGENT: &str = "crash-agent-token";
+const ERP: &str = "crash-erp-connector-token";
 const FAULTS: &str =
     "drop_after_commit=0.05,delay_ms=1500@0.03,overload=0.05,retry_after_secs=1,redeliver=2";
 /// Guards against a hang; never a stand-in for synchronisation.
@@ -113,11 +114,14 @@ fn write_config(dir: &Path, port: u16, sandbox_url: &str) -> PathBuf {
     let tokens = vec![
         Token::all_tenants("admin", ADMIN),
         Token::all_tenants("agent", AGENT),
+        Token::erp_connector(ERP),
     ];
     let mut setup = Setup::new(dir, sandbox_url, tokens);
     setup.listen = format!("127.0.0.1:{port}");
+    // Every answered write is synced before it is answered; SIGKILL must lose none of them.
+    setup.top_level = "durability = \"power_loss\"\n".into();
     setup.timeout_ms = 500;
-    setup.dispatch_lease_ms = Some(1500);
+    setup.dispatch_lease_ms = Some(2000);
     let path = dir.join("coordinator.toml");
     std::fs::write(&path, setup.toml()).expect("write the config");
     path
@@ -131,7 +135,7 @@ async fn crash_run(seed: u64, intents: u64, kills: u32) {
 
     let webhook = WebhookTarget {
         url: format!("{base}/v1/receipts/erp").parse().expect("URL"),
-        token: Some(AGENT.into()),
+        token: Some(ERP.into()),
     };
     let downstream = deploy::sandbox(FAULTS, Some(webhook), Some(seed)).await;
     let sandbox_url = downstream.url.clone();

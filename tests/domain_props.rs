@@ -33,9 +33,10 @@ fn any_facts() -> impl Strategy<Value = IntentFacts> {
         0u64..30_000,
         any::<bool>(),
         prop::bool::weighted(0.9),
+        prop::bool::weighted(0.1),
     )
         .prop_map(
-            |(state, paused, used, max, deadline, now, crossed, auth)| IntentFacts {
+            |(state, paused, used, max, deadline, now, crossed, auth, in_flight)| IntentFacts {
                 state,
                 paused,
                 attempts_used: used.min(max),
@@ -44,6 +45,7 @@ fn any_facts() -> impl Strategy<Value = IntentFacts> {
                 now_ms: now,
                 may_have_crossed_boundary: crossed,
                 authorization_valid: auth,
+                dispatch_in_flight: in_flight,
             },
         )
 }

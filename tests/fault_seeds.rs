@@ -6,7 +6,9 @@
 
 use std::time::{Duration, Instant};
 
+use intentdesk::domain::{AttemptId, Event, IntentId, KeyContract};
 use intentdesk::sandbox::{FaultSpec, Resource, SandboxState, WebhookTarget};
+use intentdesk::store::{ApplyContext, ClaimedRow, DispatchPlan};
 use intentdesk::workload::{DriverConfig, Mix, drive};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -17,6 +19,8 @@ use common::deploy::{self, Token};
 
 const ADMIN: &str = "fault-admin-token";
 const AGENT: &str = "fault-agent-token";
+/// What the sandbox presents with its receipts.
+const ERP: &str = "fault-erp-connector-token";
 /// Guards against a hang; never a stand-in for synchronisation.
 const PATIENCE: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(25);
@@ -64,13 +68,14 @@ async fn start(setup: Setup) -> Rig {
         url: format!("{base}/v1/receipts/erp")
             .parse()
             .expect("webhook URL"),
-        token: Some(AGENT.to_string()),
+        token: Some(ERP.to_string()),
     });
     let downstream = deploy::sandbox(setup.faults, webhook, Some(11)).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let tokens = vec![
         Token::all_tenants("admin", ADMIN),
         Token::all_tenants("agent", AGENT),
+        Token::erp_connector(ERP),
     ];
     let mut config = deploy::Setup::new(dir.path(), &downstream.url, tokens);
     config.timeout_ms = setup.timeout_ms;
@@ -288,6 +293,40 @@ impl Rig {
         }
     }
 
+    /// Dispatch as a coordinator does, claiming the outbox message with a short lease, in
+    /// one transaction on the coordinator's database, as a coordinator that then dies
+    /// leaves it: the claim it holds.
+    fn dispatch_as_a_coordinator_that_dies(&self, id: &str) -> ClaimedRow {
+        let mut store = intentdesk::store::Store::open(&self.db).expect("open the database");
+        let id: IntentId = id.parse().expect("an intent id");
+        let now = intentdesk::coordinator::now_ms();
+        let contract = |_: &str, _: &str| {
+            Ok(KeyContract {
+                supports_idempotency: true,
+                retention_ms: 86_400_000,
+                timeout_ms: 300,
+            })
+        };
+        store
+            .batch(|s| {
+                let ctx = ApplyContext {
+                    now_ms: now,
+                    dispatch: Some(DispatchPlan {
+                        attempt_id: AttemptId::generate(now, 77),
+                        available_at_ms: now,
+                    }),
+                    ..ApplyContext::default()
+                };
+                s.apply(&id, &Event::Dispatch, &ctx)?;
+                s.claim_outbox("a coordinator that dies", now, 300, 1, &contract)
+            })
+            .expect("the transaction commits")
+            .expect("the dispatch is claimed")
+            .rows
+            .pop()
+            .expect("one claimed message")
+    }
+
     /// A raw query on the coordinator's database, for what the API does not show.
     fn query_u64(&self, sql: &str, id: &str) -> u64 {
         let mut store = intentdesk::store::Store::open(&self.db).expect("open the database");
@@ -369,21 +408,30 @@ async fn a_first_attempt_held_until_after_the_retry_lands_as_a_replay_with_one_e
 
 #[tokio::test]
 async fn a_redelivered_queue_message_and_webhook_give_one_effect_and_one_receipt() {
-    // A lease shorter than the downstream's answer makes the dispatcher claim the same
-    // outbox message again while it is in flight; the webhook comes three times.
+    // A coordinator claimed the outbox message, sent it and died before recording anything;
+    // the queue delivers the message again to a live dispatcher once the dead one's lease
+    // runs out, while the send is still held downstream. The webhook comes three times.
     let setup = Setup {
         faults: "delay_ms=400,redeliver=3",
         webhooks: true,
-        timeout_ms: 2_000,
-        dispatch_lease_ms: 100,
         ..Setup::default()
     };
     let rig = start(setup).await;
     let (id, key) = rig
         .authorized("redeliver-1", &purchase_order("4500"), None)
         .await;
-    assert!(rig.dispatch(&id).await);
+    let claimed = rig.dispatch_as_a_coordinator_that_dies(&id);
+    let send = rig
+        .http
+        .post(format!("{}/purchase-orders", rig.sandbox_url))
+        .header("Idempotency-Key", claimed.action_key.as_str())
+        .header("Content-Type", "application/json")
+        .body(claimed.payload_json.clone())
+        .send();
+    // The dying coordinator's send is on its way; it dies before the answer.
+    let in_flight = tokio::spawn(send);
     rig.wait_for_state(&id, "committed").await;
+    let _ = in_flight.await;
 
     let deliveries =
         "SELECT coalesce(max(deliveries), 0) FROM webhook_events WHERE action_key = ?1";
@@ -395,12 +443,17 @@ async fn a_redelivered_queue_message_and_webhook_give_one_effect_and_one_receipt
         );
         tokio::time::sleep(POLL).await;
     }
-    let claims =
-        "SELECT max(o.claims) FROM outbox o JOIN intents i ON i.seq = o.intent_seq WHERE i.id = ?1";
-    assert!(
-        rig.query_u64(claims, &id) >= 2,
-        "the queue message was delivered again"
-    );
+    // The queue delivers the message again once the dead coordinator's lease runs out, and
+    // the live dispatcher records it as possibly sent without sending it.
+    let handled_again = "SELECT count(*) FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
+         WHERE i.id = ?1 AND o.claims >= 2 AND o.status = 'done'";
+    while rig.query_u64(handled_again, &id) < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the queue message was never delivered again"
+        );
+        tokio::time::sleep(POLL).await;
+    }
     let detail = rig.detail(&id).await;
     assert_eq!(rig.effects(&key), 1, "one effect");
     assert_eq!(
@@ -411,7 +464,7 @@ async fn a_redelivered_queue_message_and_webhook_give_one_effect_and_one_receipt
     assert_eq!(
         attempts_of(&detail, "dispatch").len(),
         1,
-        "the reclaimed message was not resent"
+        "the redelivered message was not resent"
     );
 }
 

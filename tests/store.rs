@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use intentdesk::domain::canonical::canonicalize;
 use intentdesk::domain::{
-    AttemptId, ConsequenceTier, Event, IntentId, IntentState, Locale, ReceiptId,
+    AttemptId, AttemptOutcome, ConsequenceTier, Disposition, Event, Evidence, IntentId,
+    IntentState, KeyContract, Locale, ReceiptId,
 };
 use intentdesk::store::{
-    ApplyContext, CreateOutcome, DispatchPlan, IntentFilter, NewIntent, ReceiptObservation,
-    ReceiptSource, SortKey, Store, WebhookOutcome, search_form,
+    ApplyContext, CreateOutcome, DispatchPlan, Durability, IntentFilter, NewIntent,
+    ReceiptObservation, ReceiptSource, SortKey, Store, StoreError, WebhookOutcome, search_form,
 };
 use serde_json::json;
 
@@ -23,6 +24,7 @@ fn new_intent(n: u64, tenant: &str, caller_key: &str, args: serde_json::Value) -
         id: IntentId::generate(T0 + n, u128::from(n) * 7919),
         tenant: tenant.parse().expect("valid tenant"),
         caller_key: caller_key.to_string(),
+        principal: "agent".into(),
         actor: "agent-7".into(),
         purpose: "restock paper".into(),
         operation: "purchase_order.create".into(),
@@ -40,6 +42,15 @@ fn new_intent(n: u64, tenant: &str, caller_key: &str, args: serde_json::Value) -
         deadline_at_ms: T0 + n + 60_000,
         key_retention_secs: Some(86_400),
     }
+}
+
+/// The erp connector's key contract, as a claim asks for it.
+fn erp(_connector: &str, _operation: &str) -> Result<KeyContract, String> {
+    Ok(KeyContract {
+        supports_idempotency: true,
+        retention_ms: 86_400_000,
+        timeout_ms: 100,
+    })
 }
 
 fn open() -> (tempfile::TempDir, Store) {
@@ -126,7 +137,10 @@ fn a_dispatch_writes_its_attempt_and_outbox_row_together() {
     let id = dispatched(&mut store, 1);
     let intent = store.intent(&id).expect("intent");
     assert_eq!((intent.state, intent.attempts), (IntentState::Executing, 1));
-    let claimed = store.claim_outbox("w1", T0 + 10, 1_000, 10).expect("claim");
+    let claimed = store
+        .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
+        .expect("claim")
+        .rows;
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].action_key, intent.action_key);
     assert!(!claimed[0].reclaimed);
@@ -138,23 +152,146 @@ fn a_row_whose_dispatcher_died_is_reclaimed_as_possibly_sent() {
     dispatched(&mut store, 1);
     assert_eq!(
         store
-            .claim_outbox("dead", T0 + 10, 1_000, 10)
+            .claim_outbox("dead", T0 + 10, 1_000, 10, &erp)
             .expect("claim")
+            .rows
             .len(),
         1
     );
     assert!(
         store
-            .claim_outbox("w2", T0 + 500, 1_000, 10)
+            .claim_outbox("w2", T0 + 500, 1_000, 10, &erp)
             .expect("claim")
+            .rows
             .is_empty(),
         "the lease still holds"
     );
     let again = store
-        .claim_outbox("w2", T0 + 1_011, 1_000, 10)
-        .expect("claim after the lease");
+        .claim_outbox("w2", T0 + 1_011, 1_000, 10, &erp)
+        .expect("claim after the lease")
+        .rows;
     assert_eq!(again.len(), 1);
     assert!(again[0].reclaimed);
+}
+
+#[test]
+fn a_claimant_whose_claim_was_taken_over_records_nothing() {
+    let (_dir, mut store) = open();
+    dispatched(&mut store, 1);
+    let slow = store
+        .claim_outbox("slow", T0 + 10, 1_000, 10, &erp)
+        .expect("claim")
+        .rows;
+    let taken = store
+        .claim_outbox("w2", T0 + 1_011, 1_000, 10, &erp)
+        .expect("claim after the lease")
+        .rows;
+    assert_eq!((slow[0].fence, taken[0].fence), (1, 2));
+    assert!(matches!(
+        store.finish_claim(slow[0].outbox_seq, slow[0].fence, T0 + 1_100),
+        Err(StoreError::Fenced { .. })
+    ));
+    store
+        .finish_claim(taken[0].outbox_seq, taken[0].fence, T0 + 1_100)
+        .expect("the current claimant records");
+    assert!(matches!(
+        store.finish_claim(taken[0].outbox_seq, taken[0].fence, T0 + 1_200),
+        Err(StoreError::Fenced { .. })
+    ));
+}
+
+#[test]
+fn a_final_state_withdraws_the_planned_send_in_the_same_transaction() {
+    let (_dir, mut store) = open();
+    let id = dispatched(&mut store, 1);
+    let close = Event::OperatorClose {
+        disposition: Disposition::Cancelled,
+        evidence: Evidence {
+            reference: None,
+            note: Some("nothing applied".into()),
+        },
+    };
+    let ctx = ApplyContext {
+        now_ms: T0 + 5,
+        ..Default::default()
+    };
+    store.apply(&id, &close, &ctx).expect("close");
+    let claim = store
+        .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
+        .expect("claim");
+    assert_eq!((claim.rows.len(), claim.held.len()), (0, 0), "{claim:?}");
+    let attempt = &store.attempts_of(&id).expect("attempts")[0];
+    assert_eq!(
+        (attempt.outcome, attempt.sent),
+        (AttemptOutcome::Abandoned, false)
+    );
+    assert!(!store.intent(&id).expect("intent").may_have_crossed_boundary);
+}
+
+#[test]
+fn a_claimed_send_blocks_a_close_as_cancelled_until_its_outcome_is_known() {
+    let (_dir, mut store) = open();
+    let id = dispatched(&mut store, 1);
+    store
+        .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
+        .expect("claim");
+    let close = Event::OperatorClose {
+        disposition: Disposition::Cancelled,
+        evidence: Evidence {
+            reference: None,
+            note: Some("nothing applied".into()),
+        },
+    };
+    let ctx = ApplyContext {
+        now_ms: T0 + 20,
+        ..Default::default()
+    };
+    assert!(matches!(
+        store.apply(&id, &close, &ctx),
+        Err(StoreError::Refused(
+            intentdesk::domain::Refusal::DispatchInFlight
+        ))
+    ));
+}
+
+#[test]
+fn a_send_due_after_the_deadline_is_not_claimed_and_the_intent_expires() {
+    let (_dir, mut store) = open();
+    let id = dispatched(&mut store, 1);
+    let after_deadline = T0 + 1 + 60_000;
+    let claim = store
+        .claim_outbox("w1", after_deadline, 1_000, 10, &erp)
+        .expect("claim");
+    assert!(claim.rows.is_empty());
+    assert_eq!(claim.held.len(), 1);
+    assert_eq!(
+        store.intent(&id).expect("intent").state,
+        IntentState::Expired
+    );
+    let unsendable = |_: &str, _: &str| Err::<KeyContract, _>("no such connector".to_string());
+    let other = dispatched(&mut store, 2);
+    let claim = store
+        .claim_outbox("w1", T0 + 10, 1_000, 10, &unsendable)
+        .expect("claim");
+    assert_eq!(claim.held[0].why, "no such connector");
+    assert_eq!(
+        store.intent(&other).expect("intent").state,
+        IntentState::Rejected
+    );
+}
+
+#[test]
+fn power_loss_durability_syncs_every_commit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("t.sqlite");
+    for (durability, synchronous) in [(Durability::PowerLoss, 2), (Durability::ProcessCrash, 1)] {
+        let mut store = Store::open_with(&path, durability).expect("store opens");
+        let found: i64 = store
+            .connection()
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .expect("pragma");
+        assert_eq!(found, synchronous, "{durability:?}");
+    }
 }
 
 #[test]
@@ -199,12 +336,12 @@ fn a_redelivered_webhook_changes_nothing() {
         event_id: Some("evt-1".into()),
     };
     let first = store
-        .record_webhook("erp", &key, &source, T0 + 5)
+        .record_webhook("erp", &key, None, &source, T0 + 5)
         .expect("first");
     assert_eq!(first, WebhookOutcome::Recorded { committed: true });
     for n in 2..=3 {
         let again = store
-            .record_webhook("erp", &key, &source, T0 + 6)
+            .record_webhook("erp", &key, None, &source, T0 + 6)
             .expect("again");
         assert_eq!(again, WebhookOutcome::Duplicate { deliveries: n });
     }
@@ -523,7 +660,9 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     assert_eq!(figures(&plain), 1, "the generator analysed the index");
     plain
         .execute_batch(
-            "DROP INDEX intents_release; DELETE FROM sqlite_stat1 WHERE idx = 'intents_release'; \
+            "DROP INDEX ingest_keys_principal; ALTER TABLE ingest_keys DROP COLUMN principal; \
+             ALTER TABLE attempts DROP COLUMN reported_by; \
+             DROP INDEX intents_release; DELETE FROM sqlite_stat1 WHERE idx = 'intents_release'; \
              PRAGMA user_version = 3;",
         )
         .expect("back to schema 3");

@@ -17,6 +17,8 @@ pub struct Principal {
     pub role: Role,
     /// `None` for every tenant (`"*"`).
     pub tenants: Option<Vec<String>>,
+    /// The connectors a `connector` token speaks for; empty for every other role.
+    pub connectors: Vec<String>,
 }
 
 impl Principal {
@@ -32,6 +34,11 @@ impl Principal {
         self.tenants
             .as_ref()
             .is_none_or(|list| list.iter().any(|t| t == tenant))
+    }
+
+    /// Whether the caller may deliver receipts of `connector`.
+    pub fn speaks_for(&self, connector: &str) -> bool {
+        self.role.may(Permission::Receipt) && self.connectors.iter().any(|c| c == connector)
     }
 
     /// 404 unless the caller may see `tenant`.
@@ -84,6 +91,7 @@ impl FromRequestParts<AppState> for Principal {
             name: token.name.clone(),
             role: token.role,
             tenants,
+            connectors: token.connectors.clone(),
         })
     }
 }

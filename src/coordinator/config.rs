@@ -8,17 +8,23 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::domain::Role;
+use crate::domain::{BareOverload, KeyContract, Role};
+pub use crate::store::Durability;
 
 /// A commented example configuration.
 pub const EXAMPLE_CONFIG: &str = r#"# intentdesk coordinator configuration
 listen = "127.0.0.1:7410"          # address the HTTP API listens on
 database = "intentdesk.sqlite"     # SQLite file (created if missing); relative to this file
+# "power_loss" (default): an answered write survives a power loss (one sync per group commit).
+# "process_crash": it survives a crash of the process only; faster on slow disks.
+durability = "power_loss"
 
 # How often the reconciler looks indeterminate intents up, and how many lookups one pass may do.
 reconcile_interval_ms = 2000
 reconcile_batch = 200
-# How long a dispatcher holds a claimed outbox row before another may take it over.
+# How long a dispatcher holds a claimed outbox row before another may take it over. It must be
+# at least twice the longest connector timeout plus a second, so a send always ends (or is
+# not begun) inside its lease.
 dispatch_lease_ms = 30000
 # How many dispatches may be in flight at once.
 dispatch_concurrency = 64
@@ -30,8 +36,17 @@ max_body_bytes = 262144
 [[tokens]]
 name = "ops-admin"
 token_sha256 = "<hex sha256 of the bearer token>"
-role = "admin"                 # agent | viewer | supervisor | engineer | admin
+role = "admin"                 # agent | connector | viewer | supervisor | engineer | admin
 tenants = ["*"]                # or a list of tenant names
+
+# The token a downstream presents with its receipt webhooks (POST /v1/receipts/erp): a
+# connector token names the connectors it speaks for, and may do nothing else.
+[[tokens]]
+name = "erp-webhooks"
+token_sha256 = "<hex sha256 of the connector's token>"
+role = "connector"
+tenants = ["*"]
+connectors = ["erp"]
 
 [[connectors]]
 name = "erp"
@@ -40,6 +55,10 @@ supports_idempotency = true    # the downstream deduplicates creates by Idempote
 key_retention_secs = 86400     # ... for this long after the first request
 supports_lookup = true         # GET <resource>?external_ref=<action key> finds a record
 timeout_ms = 2000
+# A 503 or 429 without Retry-After on a create is looked up before anything else, since a proxy
+# may answer so after the request went through. Set true only if this downstream's overload
+# answers always mean "not applied"; such a create is then retried like an explicit refusal.
+overload_means_not_applied = false
 # which downstream resource each operation creates
 operations = { "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }
 "#;
@@ -66,6 +85,9 @@ pub struct TokenConfig {
     pub token_sha256: String,
     pub role: Role,
     pub tenants: Vec<String>,
+    /// For a `connector` token: the connectors whose receipts it may deliver.
+    #[serde(default)]
+    pub connectors: Vec<String>,
 }
 
 /// One downstream system.
@@ -83,7 +105,29 @@ pub struct ConnectorConfig {
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: u64,
     #[serde(default)]
+    pub overload_means_not_applied: bool,
+    #[serde(default)]
     pub operations: BTreeMap<String, String>,
+}
+
+impl ConnectorConfig {
+    /// What the connector promises about keys, for the send gate and the reconciler.
+    pub fn key_contract(&self) -> KeyContract {
+        KeyContract {
+            supports_idempotency: self.supports_idempotency,
+            retention_ms: self.key_retention_secs.saturating_mul(1000),
+            timeout_ms: self.timeout_ms,
+        }
+    }
+
+    /// What a 503 or 429 without `Retry-After` from this downstream means.
+    pub fn bare_overload(&self) -> BareOverload {
+        if self.overload_means_not_applied {
+            BareOverload::NotApplied
+        } else {
+            BareOverload::Unproven
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -99,6 +143,8 @@ fn default_timeout_ms() -> u64 {
 pub struct Config {
     pub listen: String,
     pub database: PathBuf,
+    #[serde(default)]
+    pub durability: Durability,
     #[serde(default)]
     pub tokens: Vec<TokenConfig>,
     #[serde(default)]
@@ -176,6 +222,31 @@ impl Config {
                     t.name
                 )));
             }
+            match (t.role, t.connectors.is_empty()) {
+                (Role::Connector, true) => {
+                    return Err(invalid(format!(
+                        "token `{}`: a connector token must list the connectors it speaks for \
+                         (connectors = [\"erp\"])",
+                        t.name
+                    )));
+                }
+                (Role::Connector, false) => {
+                    if let Some(unknown) = t.connectors.iter().find(|c| self.connector(c).is_none())
+                    {
+                        return Err(invalid(format!(
+                            "token `{}`: names connector `{unknown}`, which is not configured",
+                            t.name
+                        )));
+                    }
+                }
+                (_, false) => {
+                    return Err(invalid(format!(
+                        "token `{}`: only a connector token lists connectors",
+                        t.name
+                    )));
+                }
+                (_, true) => {}
+            }
         }
         for c in &self.connectors {
             if !(c.base_url.starts_with("http://") || c.base_url.starts_with("https://")) {
@@ -190,6 +261,14 @@ impl Config {
                     c.name
                 )));
             }
+            let least = min_lease_ms(c.timeout_ms);
+            if self.dispatch_lease_ms < least {
+                return Err(invalid(format!(
+                    "dispatch_lease_ms ({}) must be at least {least}: twice connector `{}`'s \
+                     timeout_ms ({}) and a second, so a send ends inside its lease",
+                    self.dispatch_lease_ms, c.name, c.timeout_ms
+                )));
+            }
         }
         if self.dispatch_concurrency == 0 {
             return Err(invalid("dispatch_concurrency must be positive".to_string()));
@@ -200,6 +279,13 @@ impl Config {
     pub fn connector(&self, name: &str) -> Option<&ConnectorConfig> {
         self.connectors.iter().find(|c| c.name == name)
     }
+}
+
+/// The shortest dispatch lease a connector with `timeout_ms` allows: a claimed send waits at
+/// most one timeout for its answer, and the lease leaves as much again, and a second, for
+/// recording it.
+pub fn min_lease_ms(timeout_ms: u64) -> u64 {
+    timeout_ms.saturating_mul(2).saturating_add(1000)
 }
 
 /// The hex SHA-256 of a bearer token, as the configuration stores it.
@@ -213,8 +299,12 @@ mod tests {
 
     #[test]
     fn the_example_parses_once_its_hash_is_filled_in() {
-        let text =
-            EXAMPLE_CONFIG.replace("<hex sha256 of the bearer token>", &token_sha256("secret"));
+        let text = EXAMPLE_CONFIG
+            .replace("<hex sha256 of the bearer token>", &token_sha256("secret"))
+            .replace(
+                "<hex sha256 of the connector's token>",
+                &token_sha256("hook"),
+            );
         let config = Config::parse(&text, "example").expect("the example is valid");
         assert_eq!(config.tokens[0].role, Role::Admin);
         assert_eq!(
@@ -231,6 +321,71 @@ mod tests {
         )
         .expect_err("unknown key");
         assert!(err.to_string().contains("listen_port"), "{err}");
+    }
+
+    #[test]
+    fn a_lease_not_comfortably_longer_than_a_timeout_is_refused() {
+        let base = "listen = \"x\"\ndatabase = \"d\"\n";
+        let connector =
+            "[[connectors]]\nname = \"erp\"\nbase_url = \"http://h\"\ntimeout_ms = 500\n";
+        let err = Config::parse(
+            &format!("{base}dispatch_lease_ms = 1999\n{connector}"),
+            "c.toml",
+        )
+        .expect_err("too short");
+        assert!(err.to_string().contains("dispatch_lease_ms"), "{err}");
+        assert!(err.to_string().contains("2000"), "{err}");
+        Config::parse(
+            &format!("{base}dispatch_lease_ms = 2000\n{connector}"),
+            "c.toml",
+        )
+        .expect("long enough");
+    }
+
+    #[test]
+    fn connector_tokens_name_configured_connectors_and_others_none() {
+        let head = "listen = \"x\"\ndatabase = \"d\"\n";
+        let erp = "[[connectors]]\nname = \"erp\"\nbase_url = \"http://h\"\n";
+        let token = |role: &str, connectors: &str| {
+            format!(
+                "{head}[[tokens]]\nname = \"t\"\ntoken_sha256 = \"{}\"\nrole = \"{role}\"\n\
+                 tenants = [\"*\"]\n{connectors}{erp}",
+                token_sha256("s")
+            )
+        };
+        let config = Config::parse(&token("connector", "connectors = [\"erp\"]\n"), "c")
+            .expect("a connector token");
+        assert_eq!(config.tokens[0].connectors, vec!["erp".to_string()]);
+        for (role, connectors, said) in [
+            ("connector", "", "must list the connectors"),
+            ("connector", "connectors = [\"bank\"]\n", "`bank`"),
+            (
+                "agent",
+                "connectors = [\"erp\"]\n",
+                "only a connector token",
+            ),
+        ] {
+            let err = Config::parse(&token(role, connectors), "c").expect_err(said);
+            assert!(err.to_string().contains(said), "{err}");
+        }
+    }
+
+    #[test]
+    fn durability_defaults_to_power_loss() {
+        let config = Config::parse("listen = \"x\"\ndatabase = \"d\"\n", "c").expect("valid");
+        assert_eq!(config.durability, Durability::PowerLoss);
+        let config = Config::parse(
+            "listen = \"x\"\ndatabase = \"d\"\ndurability = \"process_crash\"\n",
+            "c",
+        )
+        .expect("valid");
+        assert_eq!(config.durability, Durability::ProcessCrash);
+        let err = Config::parse(
+            "listen = \"x\"\ndatabase = \"d\"\ndurability = \"fast\"\n",
+            "c",
+        )
+        .expect_err("unknown");
+        assert!(err.to_string().contains("power_loss"), "{err}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use tokio::sync::oneshot;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Durability, Store, StoreError};
 
 /// How many read connections to keep.
 const READERS: usize = 4;
@@ -32,12 +32,14 @@ pub struct Db {
 }
 
 impl Db {
-    /// Open the database; the writer thread ends when the last handle is dropped.
-    pub fn open(path: &Path) -> Result<Db, StoreError> {
-        let mut writer = Store::open(path)?;
+    /// Open the database; the writer thread ends when the last handle is dropped. With
+    /// [`Durability::PowerLoss`] each group commit is synced before any of its writes is
+    /// answered: one sync per batch, however many writes it holds.
+    pub fn open(path: &Path, durability: Durability) -> Result<Db, StoreError> {
+        let mut writer = Store::open_with(path, durability)?;
         writer.stable_plans()?;
         let readers = (0..READERS)
-            .map(|_| Store::open(path).map(Mutex::new))
+            .map(|_| Store::open_with(path, durability).map(Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new()

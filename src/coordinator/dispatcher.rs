@@ -3,25 +3,49 @@
 //! allows, with the same key, inside budget and deadline, honouring `Retry-After`; an
 //! outcome it cannot prove makes the intent indeterminate. A row claimed by a dispatcher
 //! that died is never resent: its outcome is reconciled by lookup.
+//!
+//! It claims only as many rows as it has free send slots, so a claim never waits out its
+//! lease in a queue; the claim's transaction puts each send to the send gate
+//! (`crate::domain::send`); a send begins only if it can end inside its lease; and its
+//! outcome is recorded only under the claim's fencing token, so a claimant whose claim was
+//! taken over records nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
+use super::config::Config;
 use super::connector::{self, Call};
 use super::{AppState, entropy, now_ms};
-use crate::domain::decision::{ErrorClass, NextMove, classify, next_move};
+use crate::domain::decision::{
+    BareOverload, ErrorClass, NextMove, Observation, classify_with, next_move,
+};
 use crate::domain::retry::{BudgetView, GiveUpReason, RetryPolicy, SplitMix64};
-use crate::domain::{AttemptId, AttemptOutcome, Event, IntentState, ReceiptId, Refusal};
+use crate::domain::{
+    AttemptId, AttemptOutcome, Event, IntentState, KeyContract, ReceiptId, Refusal,
+};
 use crate::store::{
     ApplyContext, AttemptFinish, ClaimedRow, DispatchPlan, ReceiptSource, Store, StoreError,
 };
 
-/// Rows claimed per round trip to the store.
+/// Rows claimed per round trip to the store, at most.
 const CLAIM_BATCH: u32 = 64;
 /// The longest the dispatcher sleeps without looking at the outbox.
 const IDLE_POLL: Duration = Duration::from_millis(500);
+
+/// The key contract of `connector` for a send of `operation`, as the claim's gate needs it.
+fn contract_of(config: &Config, connector: &str, operation: &str) -> Result<KeyContract, String> {
+    let c = config
+        .connector(connector)
+        .ok_or_else(|| format!("connector `{connector}` is not configured"))?;
+    if !c.operations.contains_key(operation) {
+        return Err(format!(
+            "connector `{connector}` has no resource for `{operation}`"
+        ));
+    }
+    Ok(c.key_contract())
+}
 
 /// Run until the coordinator stops; in-flight dispatches finish first.
 pub async fn run(state: AppState) {
@@ -32,15 +56,37 @@ pub async fn run(state: AppState) {
         if *stopping.borrow() {
             break;
         }
+        // Claim only what can be sent at once: a claimed row never waits for a slot.
+        let free = semaphore.available_permits().min(CLAIM_BATCH as usize) as u32;
+        if free == 0 {
+            tokio::select! {
+                permit = semaphore.clone().acquire_owned() => drop(permit),
+                _ = stopping.changed() => {}
+            }
+            continue;
+        }
         let worker = state.worker.clone();
         let lease = state.config.dispatch_lease_ms;
+        let config = state.config.clone();
         let claimed = state
             .db
-            .write(move |s| s.claim_outbox(&worker, now_ms(), lease, CLAIM_BATCH))
+            .write(move |s| {
+                let contract = |c: &str, o: &str| contract_of(&config, c, o);
+                s.claim_outbox(&worker, now_ms(), lease, free, &contract)
+            })
             .await;
         match claimed {
-            Ok(rows) if !rows.is_empty() => {
-                for row in rows {
+            Ok(claim) if !claim.rows.is_empty() || !claim.held.is_empty() => {
+                for held in &claim.held {
+                    tracing::info!(intent = %held.intent_id, why = %held.why, "dispatch not sent");
+                }
+                if claim.held.iter().any(|h| h.indeterminate) {
+                    state.reconcile_wake.notify_one();
+                }
+                if !claim.held.is_empty() {
+                    state.events_wake.notify_waiters();
+                }
+                for row in claim.rows {
                     let Ok(permit) = semaphore.clone().acquire_owned().await else {
                         break;
                     };
@@ -82,18 +128,8 @@ async fn handle(state: &AppState, row: ClaimedRow) {
         .as_ref()
         .and_then(|c| c.operations.get(&row.operation).cloned());
     let (Some(connector), Some(resource)) = (connector, resource) else {
-        let reason = format!(
-            "connector `{}` has no resource for `{}`",
-            row.connector, row.operation
-        );
-        tracing::error!(%reason, "dispatch cannot be sent");
-        let finish = AttemptFinish {
-            outcome: Some(AttemptOutcome::Failed),
-            sent: Some(false),
-            detail: Some(reason.clone()),
-            ..AttemptFinish::default()
-        };
-        record(state, row, finish, Decision::Refuse(reason)).await;
+        // The claim's gate checked the configuration, which does not change while running.
+        tracing::error!("a claimed dispatch has no connector resource");
         return;
     };
 
@@ -114,34 +150,12 @@ async fn handle(state: &AppState, row: ClaimedRow) {
         return;
     }
 
-    // A planned retry waits in the outbox; by the time it is due the authorisation may have
-    // lapsed or a pause may cover the intent. Either stops it before it crosses the boundary.
-    let id = row.intent_id.clone();
-    if let Ok(intent) = state.db.read(move |s| s.intent(&id)).await {
-        let lapsed = intent
-            .authorization_expires_at_ms
-            .is_some_and(|at| now_ms() >= at);
-        if lapsed || intent.paused {
-            let why = if lapsed {
-                "the authorisation is no longer valid"
-            } else {
-                "the intent is paused"
-            };
-            tracing::info!(%why, "dispatch not sent");
-            let finish = AttemptFinish {
-                outcome: Some(AttemptOutcome::Abandoned),
-                sent: Some(false),
-                detail: Some(format!("not sent: {why}")),
-                ..AttemptFinish::default()
-            };
-            let decision = if lapsed {
-                Decision::Refuse(format!("no retry: {why}"))
-            } else {
-                Decision::Hold
-            };
-            record(state, row, finish, decision).await;
-            return;
-        }
+    // A send must end inside its lease, or a claimant that took the row over could act while
+    // this request is still on its way. One that cannot is not begun: the lease runs out and
+    // the row is reconciled, as after a crash.
+    if now_ms().saturating_add(connector.timeout_ms) >= row.lease_expires_at_ms {
+        tracing::warn!("the claim's lease would run out during the send; not sending");
+        return;
     }
 
     let call = connector::create(
@@ -189,7 +203,10 @@ async fn handle(state: &AppState, row: ClaimedRow) {
                     .map(str::to_string),
                 ..AttemptFinish::default()
             };
-            (finish, Decision::Classify(observation))
+            (
+                finish,
+                Decision::Classify(observation, connector.bare_overload()),
+            )
         }
         Call::Failed {
             observation,
@@ -199,7 +216,7 @@ async fn handle(state: &AppState, row: ClaimedRow) {
                 detail: Some(detail),
                 ..AttemptFinish::default()
             },
-            Decision::Classify(observation),
+            Decision::Classify(observation, connector.bare_overload()),
         ),
     };
     record(state, row, finish, decision).await;
@@ -209,11 +226,8 @@ async fn handle(state: &AppState, row: ClaimedRow) {
 enum Decision {
     Receipt(String),
     Unknown,
-    Refuse(String),
-    /// Not sent, nothing to decide: the intent stays executing (a pause holds it; the
-    /// reconciler re-plans it after resume).
-    Hold,
-    Classify(crate::domain::decision::Observation),
+    /// Classify what was observed, with the connector's word on bare overload answers.
+    Classify(Observation, BareOverload),
 }
 
 async fn record(state: &AppState, row: ClaimedRow, finish: AttemptFinish, decision: Decision) {
@@ -227,6 +241,12 @@ async fn record(state: &AppState, row: ClaimedRow, finish: AttemptFinish, decisi
         Ok(Follow::Reconcile) => state.reconcile_wake.notify_one(),
         Ok(Follow::Dispatch) => state.dispatch_wake.notify_one(),
         Ok(Follow::Nothing) => {}
+        Err(StoreError::Fenced { .. }) => {
+            tracing::warn!(
+                outbox = outbox_seq,
+                "the claim was taken over while the send was on its way; its outcome is left to the reconciler"
+            )
+        }
         Err(e) => {
             tracing::error!(error = %e, outbox = outbox_seq, "recording a dispatch outcome failed")
         }
@@ -247,6 +267,9 @@ fn decide_and_record(
     decision: Decision,
     now: u64,
 ) -> Result<Follow, StoreError> {
+    // Under the claim's fencing token first: a claimant whose claim was taken over writes
+    // nothing at all (the whole record is rolled back).
+    s.finish_claim(row.outbox_seq, row.fence, now)?;
     let intent = s.intent(&row.intent_id)?;
     let mut follow = Follow::Nothing;
     let (event, plan) = match decision {
@@ -259,23 +282,25 @@ fn decide_and_record(
                 event_id: None,
             };
             s.observe_receipt(&row.intent_id, &source, now)?;
-            s.complete_outbox(row.outbox_seq, now)?;
             return Ok(Follow::Nothing);
         }
         Decision::Unknown => (Some(Event::OutcomeUnknown), None),
-        Decision::Hold => (None, None),
-        Decision::Refuse(reason) => (Some(Event::Refused { reason }), None),
-        Decision::Classify(observation) => {
-            let class =
-                classify(&observation, intent.consequence).unwrap_or(ErrorClass::Indeterminate);
+        Decision::Classify(observation, bare_overload) => {
+            let class = classify_with(&observation, intent.consequence, bare_overload)
+                .unwrap_or(ErrorClass::Indeterminate);
             let not_sent = matches!(
                 class,
                 ErrorClass::PreDispatch | ErrorClass::Overloaded { .. }
             ) || (matches!(class, ErrorClass::Permanent | ErrorClass::PolicyStop));
             finish.sent = Some(!not_sent);
             finish.error_class = Some(class.as_str().to_string());
-            finish.outcome = Some(match class {
-                ErrorClass::Indeterminate => AttemptOutcome::TimedOut,
+            finish.outcome = Some(match (class, observation) {
+                (ErrorClass::Indeterminate, Observation::TimeoutAfterSend) => {
+                    AttemptOutcome::TimedOut
+                }
+                (ErrorClass::Indeterminate, Observation::ConnectionLostAfterSend) => {
+                    AttemptOutcome::Lost
+                }
                 _ => AttemptOutcome::Failed,
             });
             let budget = BudgetView {
@@ -358,6 +383,5 @@ fn decide_and_record(
             Err(e) => return Err(e),
         }
     }
-    s.complete_outbox(row.outbox_seq, now)?;
     Ok(follow)
 }

@@ -101,6 +101,12 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(message) => {
                 ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
             }
+            StoreError::Forbidden(message) => {
+                ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+            }
+            e @ StoreError::AlreadyEnded { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "attempt_ended", e.to_string())
+            }
             StoreError::Unavailable(message) => {
                 tracing::error!(%message, "store unavailable");
                 ApiError::new(
@@ -126,6 +132,7 @@ impl From<Refusal> for ApiError {
             Refusal::Paused => "paused",
             Refusal::AuthorizationInvalid => "authorization_invalid",
             Refusal::MissingEvidence(_) => "missing_evidence",
+            Refusal::DispatchInFlight => "dispatch_in_flight",
         };
         let status = match r {
             Refusal::MissingEvidence(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -16,11 +16,12 @@ use super::error::ApiError;
 use super::{AppState, entropy, now_ms};
 use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
 use crate::domain::{
-    ActionKey, AttemptId, ConsequenceTier, Event, IntentId, Locale, Permission, ReceiptId, Tenant,
+    ActionKey, AttemptId, AttemptKind, AttemptOutcome, ConsequenceTier, ErrorClass, Event,
+    IntentId, Locale, Permission, ReceiptId, Tenant,
 };
 use crate::store::{
-    ApplyContext, AttemptFinish, CreateOutcome, DispatchPlan, NewAttempt, NewIntent, ReceiptSource,
-    search_form,
+    ApplyContext, AttemptFinish, AttemptReport, CreateOutcome, DispatchPlan, NewAttempt, NewIntent,
+    ReceiptSource, ReportedFinish, StoreError, search_form,
 };
 
 /// The longest caller key accepted.
@@ -225,23 +226,15 @@ async fn create_intent(
         )));
     }
 
-    let guard_key = (tenant.to_string(), caller_key.clone());
-    let inserted = state
-        .inflight
-        .lock()
-        .map(|mut set| set.insert(guard_key.clone()))
-        .unwrap_or(false);
-    if !inserted {
-        return Err(ApiError::conflict(
-            "request_in_progress",
-            "the first request with this Idempotency-Key is still being processed; retry shortly",
-        ));
-    }
+    // No in-flight guard: the store's key decides. The single writer (a unique index under
+    // PostgreSQL) orders concurrent first requests with one key, so the first creates and
+    // every other answers its result, and nothing can stick when a client hangs up.
     let now = now_ms();
     let new = NewIntent {
         id: IntentId::generate(now, entropy()),
         tenant: tenant.clone(),
         caller_key,
+        principal: principal.name.clone(),
         actor: req.actor.trim().to_string(),
         purpose: req.purpose.trim().to_string(),
         operation: req.operation.trim().to_string(),
@@ -260,9 +253,6 @@ async fn create_intent(
         key_retention_secs: connector.map(|c| c.key_retention_secs),
     };
     let outcome = state.db.write(move |s| s.create_or_replay(&new)).await;
-    if let Ok(mut set) = state.inflight.lock() {
-        set.remove(&guard_key);
-    }
     state.events_wake.notify_waiters();
     match outcome? {
         CreateOutcome::Created(intent) => {
@@ -275,11 +265,11 @@ async fn create_intent(
             Json(intent),
         )
             .into_response()),
-        CreateOutcome::Mismatch { intent_id, .. } => Err(ApiError::new(
+        CreateOutcome::Mismatch { intent_id, differs } => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "idempotency_key_mismatch",
             format!(
-                "this Idempotency-Key already names intent {intent_id} with different arguments; \
+                "this Idempotency-Key already names intent {intent_id} with a different {differs}; \
                  a changed order needs a new key"
             ),
         )),
@@ -351,6 +341,103 @@ async fn authorize(
     Ok(Json(applied.intent).into_response())
 }
 
+/// The longest provider, region, model, release, worker and hedge group names.
+const MAX_NAME_CHARS: usize = 100;
+/// The longest provider request id and proposal hash.
+const MAX_REF_CHARS: usize = 200;
+/// The longest attempt detail.
+const MAX_DETAIL_CHARS: usize = 2000;
+
+/// Check optional text the way [`check_text`] checks required text.
+fn check_optional(
+    fields: &mut BTreeMap<String, String>,
+    name: &str,
+    value: Option<&str>,
+    max: usize,
+) {
+    if let Some(value) = value {
+        check_text(fields, name, value, max);
+    }
+}
+
+fn check_new_attempt(req: &NewAttempt) -> Result<(), ApiError> {
+    let mut fields = BTreeMap::new();
+    check_text(&mut fields, "provider", &req.provider, MAX_NAME_CHARS);
+    for (name, value) in [
+        ("region", &req.region),
+        ("model", &req.model),
+        ("release_id", &req.release_id),
+        ("worker", &req.worker),
+        ("hedge_group", &req.hedge_group),
+    ] {
+        check_optional(&mut fields, name, value.as_deref(), MAX_NAME_CHARS);
+    }
+    for (name, value) in [
+        ("provider_request_id", &req.provider_request_id),
+        ("proposal_hash", &req.proposal_hash),
+    ] {
+        check_optional(&mut fields, name, value.as_deref(), MAX_REF_CHARS);
+    }
+    match req.kind {
+        Some(AttemptKind::Dispatch) => {
+            fields.insert(
+                "kind".into(),
+                "mutating work is never reported; POST /v1/intents/{id}/dispatch".into(),
+            );
+        }
+        Some(AttemptKind::Lookup) => {
+            fields.insert(
+                "kind".into(),
+                "lookups are the coordinator's own; report retrieval, inference or proposal".into(),
+            );
+        }
+        _ => {}
+    }
+    if fields.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::fields(fields))
+    }
+}
+
+fn check_report(req: &AttemptReport) -> Result<(), ApiError> {
+    let mut fields = BTreeMap::new();
+    if req.outcome == Some(AttemptOutcome::Pending) {
+        fields.insert(
+            "outcome".into(),
+            "a finished attempt has an outcome other than pending".into(),
+        );
+    }
+    if let Some(class) = &req.error_class
+        && !ErrorClass::NAMES.contains(&class.as_str())
+    {
+        fields.insert(
+            "error_class".into(),
+            format!("expected one of: {}", ErrorClass::NAMES.join(", ")),
+        );
+    }
+    if req.http_status.is_some_and(|s| !(100..600).contains(&s)) {
+        fields.insert("http_status".into(), "must be between 100 and 599".into());
+    }
+    for (name, value) in [
+        ("provider_request_id", &req.provider_request_id),
+        ("proposal_hash", &req.proposal_hash),
+    ] {
+        check_optional(&mut fields, name, value.as_deref(), MAX_REF_CHARS);
+    }
+    check_optional(
+        &mut fields,
+        "detail",
+        req.detail.as_deref(),
+        MAX_DETAIL_CHARS,
+    );
+    if fields.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::fields(fields))
+    }
+}
+
 async fn report_attempt(
     State(state): State<AppState>,
     principal: Principal,
@@ -359,23 +446,14 @@ async fn report_attempt(
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Ingest, "report attempts")?;
     let req: NewAttempt = parse_body(&body)?;
-    let mut fields = BTreeMap::new();
-    check_text(&mut fields, "provider", &req.provider, 100);
-    if req.kind.is_some_and(|k| k.is_mutating()) {
-        fields.insert(
-            "kind".into(),
-            "mutating work is never reported; POST /v1/intents/{id}/dispatch".into(),
-        );
-    }
-    if !fields.is_empty() {
-        return Err(ApiError::fields(fields));
-    }
+    check_new_attempt(&req)?;
     let id = visible_intent(&state, &principal, &raw_id).await?;
     let now = now_ms();
     let attempt_id = AttemptId::generate(now, entropy());
+    let reporter = principal.name.clone();
     let attempt = state
         .db
-        .write(move |s| s.record_attempt(&id, &attempt_id, &req, now))
+        .write(move |s| s.record_attempt(&id, &attempt_id, &req, Some(&reporter), now))
         .await?;
     state.events_wake.notify_waiters();
     Ok((StatusCode::CREATED, Json(attempt)).into_response())
@@ -388,20 +466,28 @@ async fn finish_attempt(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Ingest, "report attempts")?;
-    let req: AttemptFinish = parse_body(&body)?;
+    let req: AttemptReport = parse_body(&body)?;
+    check_report(&req)?;
     let id = visible_intent(&state, &principal, &raw_id).await?;
     let attempt_id: AttemptId = raw_attempt
         .parse()
         .map_err(|_| ApiError::not_found("attempt", &raw_attempt))?;
     let now = now_ms();
+    let reporter = principal.name.clone();
     let result = state
         .db
         .write(move |s| {
-            let attempt = s.finish_attempt(&id, &attempt_id, &req, now)?;
+            let finish = AttemptFinish::from(req);
+            let attempt =
+                match s.finish_reported_attempt(&id, &attempt_id, &finish, &reporter, now)? {
+                    ReportedFinish::Finished(attempt) => attempt,
+                    // A retry of the same finish: it changed nothing the first time did not.
+                    ReportedFinish::AlreadyEnded(attempt) => return Ok(attempt),
+                };
             // For work that changes nothing outside, the first successful attempt is the
             // intent's one result; later ones (losing hedges) are late, not results.
             let intent = s.intent(&id)?;
-            let succeeded = attempt.outcome == crate::domain::AttemptOutcome::Succeeded;
+            let succeeded = attempt.outcome == AttemptOutcome::Succeeded;
             if succeeded && !intent.consequence.is_mutating() && !intent.state.is_terminal() {
                 let receipt = ReceiptSource {
                     receipt_id: ReceiptId::generate(now, entropy()),
@@ -414,7 +500,7 @@ async fn finish_attempt(
                 };
                 s.observe_receipt(&id, &receipt, now)?;
             } else if !succeeded
-                && attempt.outcome != crate::domain::AttemptOutcome::Pending
+                && attempt.outcome != AttemptOutcome::Pending
                 && !intent.consequence.is_mutating()
                 && intent.state == crate::domain::IntentState::Executing
                 && intent.attempts >= intent.max_attempts
@@ -422,10 +508,10 @@ async fn finish_attempt(
                 // The last attempt the budget allowed failed and none is still running:
                 // nothing more may be tried, so the intent stops, as the dispatcher stops a
                 // mutating intent whose budget is spent.
-                let running = s.attempts_of(&id)?.iter().any(|a| {
-                    a.kind != crate::domain::AttemptKind::Lookup
-                        && a.outcome == crate::domain::AttemptOutcome::Pending
-                });
+                let running = s
+                    .attempts_of(&id)?
+                    .iter()
+                    .any(|a| a.kind != AttemptKind::Lookup && a.outcome == AttemptOutcome::Pending);
                 if !running {
                     let reason = crate::domain::GiveUpReason::BudgetSpent.to_string();
                     let ctx = ApplyContext {
@@ -466,7 +552,7 @@ async fn dispatch(
             let dispatched_before = s
                 .attempts_of(&id)?
                 .iter()
-                .any(|a| a.kind == crate::domain::AttemptKind::Dispatch);
+                .any(|a| a.kind == AttemptKind::Dispatch);
             let already = match intent.state {
                 S::Indeterminate | S::Committed => true,
                 S::Executing => dispatched_before,
@@ -508,13 +594,32 @@ struct WebhookBody {
     _rest: BTreeMap<String, Value>,
 }
 
+/// The one answer to a receipt for a key that is not the connector's: the same whether the
+/// intent exists in another tenant, belongs to another connector, or does not exist.
+fn no_such_key() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no intent of this connector that this token may see has that action key",
+    )
+}
+
+/// `POST /v1/receipts/{connector}`: only a connector token that speaks for `connector`, and
+/// only for the stored action key of an intent of that connector in the token's tenants.
 async fn receipt_webhook(
     State(state): State<AppState>,
     principal: Principal,
     Path(connector): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    principal.require(Permission::Ingest, "deliver receipts")?;
+    principal.require(Permission::Receipt, "deliver receipts")?;
+    if !principal.speaks_for(&connector) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!("this token does not speak for connector `{connector}`"),
+        ));
+    }
     if state.config.connector(&connector).is_none() {
         return Err(ApiError::not_found("connector", &connector));
     }
@@ -538,9 +643,6 @@ async fn receipt_webhook(
     let (Some(key), true) = (key, fields.is_empty()) else {
         return Err(ApiError::fields(fields));
     };
-    if !principal.sees(key.tenant().as_str()) {
-        return Err(ApiError::not_found("action key", key.as_str()));
-    }
     let now = now_ms();
     let source = ReceiptSource {
         receipt_id: ReceiptId::generate(now, entropy()),
@@ -548,10 +650,15 @@ async fn receipt_webhook(
         source: "webhook",
         event_id: Some(req.event_id),
     };
+    let tenants = principal.tenants.clone();
     let outcome = state
         .db
-        .write(move |s| s.record_webhook(&connector, &key, &source, now))
-        .await?;
+        .write(move |s| s.record_webhook(&connector, &key, tenants.as_deref(), &source, now))
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound { .. } => no_such_key(),
+            other => other.into(),
+        })?;
     state.events_wake.notify_waiters();
     Ok(Json(outcome).into_response())
 }

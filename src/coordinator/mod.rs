@@ -19,11 +19,10 @@ pub mod ops;
 pub mod reconciler;
 pub mod whoami;
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Router;
@@ -46,8 +45,6 @@ pub struct AppState {
     pub reconcile_wake: Arc<Notify>,
     /// Woken after every write that appends events.
     pub events_wake: Arc<Notify>,
-    /// Caller keys whose first request is still being processed (answers 409).
-    pub inflight: Arc<Mutex<HashSet<(String, String)>>>,
     /// Becomes true when the coordinator is shutting down.
     pub stopping: watch::Receiver<bool>,
     /// A name for this process, for outbox claims.
@@ -64,7 +61,7 @@ impl AppState {
         config: Config,
         stopping: watch::Receiver<bool>,
     ) -> Result<AppState, crate::store::StoreError> {
-        let db = Db::open(&config.database)?;
+        let db = Db::open(&config.database, config.durability)?;
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .build()
@@ -78,7 +75,6 @@ impl AppState {
             dispatch_wake: Arc::new(Notify::new()),
             reconcile_wake: Arc::new(Notify::new()),
             events_wake: Arc::new(Notify::new()),
-            inflight: Arc::new(Mutex::new(HashSet::new())),
             stopping,
             worker: Arc::from(format!(
                 "coordinator-{}-{}",

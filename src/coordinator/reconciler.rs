@@ -173,7 +173,7 @@ pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupR
     let (rid, raid) = (id.clone(), attempt_id.clone());
     state
         .db
-        .write(move |s| s.record_attempt(&rid, &raid, &new, now))
+        .write(move |s| s.record_attempt(&rid, &raid, &new, None, now))
         .await?;
 
     let call = connector::lookup(&state.http, &connector, &resource, &intent.action_key).await;
@@ -253,12 +253,11 @@ pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupR
         },
         Found::No => {
             // A resend is safe only while the downstream still deduplicates the key: the
-            // resend must arrive (within one timeout) before the key may be forgotten.
-            let forget_at = intent
+            // resend must arrive (within one timeout) before the key may be forgotten. The
+            // dispatcher asks the same again when the resend is due.
+            let safe = intent
                 .first_dispatch_at_ms
-                .map(|at| at + connector.key_retention_secs * 1000);
-            let safe = connector.supports_idempotency
-                && forget_at.is_some_and(|f| now + connector.timeout_ms < f);
+                .is_some_and(|first| connector.key_contract().holds_key_on_landing(first, now));
             if !safe {
                 LookupResult::StillIndeterminate {
                     why: "not found, but the downstream may have forgotten the key: a resend would not be \

@@ -11,10 +11,17 @@
 //! | policy refusal                             | permanent       | permanent         | permanent        |
 //! | 401, 403, stale authorisation              | policy stop     | policy stop       | policy stop      |
 //! | incompatible output, 1xx, 3xx, non-HTTP code | policy stop   | policy stop       | policy stop      |
-//! | 429, 503 (explicit refusal, nothing applied) | overloaded    | overloaded        | overloaded       |
+//! | 429, 503 with `Retry-After` (explicit refusal) | overloaded  | overloaded        | overloaded       |
+//! | 429, 503 without `Retry-After`             | overloaded      | overloaded        | indeterminate¹   |
 //! | connect failed, timeout before send        | pre-dispatch    | pre-dispatch      | pre-dispatch     |
 //! | 408, other 5xx                             | transient read  | transient compute | indeterminate    |
 //! | timeout after send, connection lost after send | transient read | transient compute | indeterminate |
+//!
+//! ¹ A bare 503 or 429 proves nothing about a write: a proxy or load balancer in front of
+//! the downstream answers so after the request went through. Only `Retry-After`, the
+//! downstream's own word that it shed the request, is taken as "not applied" — unless the
+//! connector's configuration says its overload answers mean exactly that
+//! ([`BareOverload::NotApplied`]).
 //!
 //! Next move, by class:
 //!
@@ -152,8 +159,30 @@ fn transient(tier: ConsequenceTier) -> ErrorClass {
     }
 }
 
-/// Classify an observation for work of `tier`; `None` for success.
+/// What a 503 or 429 without `Retry-After` means for mutating work, by the connector's
+/// contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BareOverload {
+    /// The request may have been applied (the default): look it up.
+    #[default]
+    Unproven,
+    /// The connector's owner vouches that an overload answer never follows an applied
+    /// request.
+    NotApplied,
+}
+
+/// Classify an observation for work of `tier`; `None` for success. A bare overload answer
+/// to mutating work is taken as unproven.
 pub fn classify(obs: &Observation, tier: ConsequenceTier) -> Option<ErrorClass> {
+    classify_with(obs, tier, BareOverload::Unproven)
+}
+
+/// [`classify`], with the connector's word on what a bare overload answer means.
+pub fn classify_with(
+    obs: &Observation,
+    tier: ConsequenceTier,
+    bare_overload: BareOverload,
+) -> Option<ErrorClass> {
     Some(match *obs {
         Observation::Success => return None,
         Observation::HttpStatus {
@@ -162,6 +191,13 @@ pub fn classify(obs: &Observation, tier: ConsequenceTier) -> Option<ErrorClass> 
         } => match status {
             200..=299 => return None,
             401 | 403 => ErrorClass::PolicyStop,
+            429 | 503
+                if retry_after_ms.is_none()
+                    && tier.is_mutating()
+                    && bare_overload == BareOverload::Unproven =>
+            {
+                ErrorClass::Indeterminate
+            }
             429 | 503 => ErrorClass::Overloaded { retry_after_ms },
             408 | 500..=599 => transient(tier),
             400..=499 => ErrorClass::Permanent,
@@ -321,6 +357,31 @@ mod tests {
                     Some(ErrorClass::Overloaded {
                         retry_after_ms: Some(1_500)
                     })
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_bare_overload_answer_to_a_write_is_no_proof_unless_the_connector_vouches() {
+        for status in [429, 503] {
+            let bare = http(status);
+            for tier in [T::Write, T::Financial] {
+                assert_eq!(classify(&bare, tier), Some(ErrorClass::Indeterminate));
+                assert_eq!(
+                    classify_with(&bare, tier, BareOverload::NotApplied),
+                    Some(ErrorClass::Overloaded {
+                        retry_after_ms: None
+                    })
+                );
+            }
+            for tier in [T::Read, T::Compute, T::Proposal] {
+                assert_eq!(
+                    classify(&bare, tier),
+                    Some(ErrorClass::Overloaded {
+                        retry_after_ms: None
+                    }),
+                    "nothing to duplicate"
                 );
             }
         }

@@ -7,6 +7,7 @@ pub mod decision;
 pub mod ids;
 pub mod metrics;
 pub mod retry;
+pub mod send;
 pub mod state;
 pub mod vocab;
 
@@ -14,12 +15,15 @@ pub use canonical::{
     CanonicalArgs, CanonicalError, MAX_ARGS_BYTES, MAX_DEPTH, canonicalize, fold_digits,
     normalize_text,
 };
-pub use decision::{ErrorClass, NextMove, Observation, classify, next_move};
+pub use decision::{
+    BareOverload, ErrorClass, NextMove, Observation, classify, classify_with, next_move,
+};
 pub use ids::{ActionKey, AttemptId, CommandId, IdError, IntentId, ReceiptId, Tenant};
 pub use metrics::Distribution;
 pub use retry::{
     BudgetView, GiveUpReason, Jitter, RetryPolicy, SplitMix64, backoff_ms, may_hedge, plan_retry,
 };
+pub use send::{Hold, KeyContract, may_send};
 pub use state::{Effect, Event, Evidence, IntentFacts, Refusal, Transition};
 pub use vocab::{
     AttemptKind, AttemptOutcome, CommandKind, ConsequenceTier, Disposition, IntentState, Locale,

@@ -34,6 +34,9 @@ pub struct IntentFacts {
     pub may_have_crossed_boundary: bool,
     /// False when the authorisation the intent was approved under is no longer valid.
     pub authorization_valid: bool,
+    /// True while a dispatcher holds a claimed send of this intent: the request is on its
+    /// way to the downstream, or about to be.
+    pub dispatch_in_flight: bool,
 }
 
 impl IntentFacts {
@@ -164,6 +167,10 @@ pub enum Refusal {
     AuthorizationInvalid,
     #[error("{0}")]
     MissingEvidence(&'static str),
+    #[error(
+        "a dispatch is on its way to the downstream; wait for its outcome before closing as cancelled"
+    )]
+    DispatchInFlight,
 }
 
 /// Apply `event` to an intent described by `facts`.
@@ -249,6 +256,7 @@ pub fn apply(facts: &IntentFacts, event: &Event) -> Result<Transition, Refusal> 
             }
             _ => Err(not_allowed()),
         },
+        Event::Cancel { .. } if facts.dispatch_in_flight => Err(Refusal::DispatchInFlight),
         Event::Cancel { reason } => match state {
             S::New | S::Prepared | S::Authorized => to(
                 S::Cancelled,
@@ -332,6 +340,10 @@ fn close(
             })
         }
         Disposition::Cancelled => {
+            // A send on its way may still apply: "nothing was applied" cannot be known yet.
+            if facts.dispatch_in_flight {
+                return Err(Refusal::DispatchInFlight);
+            }
             if !evidence.has_note() && !evidence.has_reference() {
                 return Err(Refusal::MissingEvidence(
                     "closing as cancelled needs evidence that nothing was applied",
@@ -360,6 +372,7 @@ mod tests {
             now_ms: 1_000,
             may_have_crossed_boundary: false,
             authorization_valid: true,
+            dispatch_in_flight: false,
         }
     }
 
@@ -425,6 +438,26 @@ mod tests {
         let mut f = facts(IntentState::Authorized);
         f.paused = true;
         assert_eq!(apply(&f, &Event::Dispatch), Err(Refusal::Paused));
+    }
+
+    #[test]
+    fn nothing_is_closed_as_cancelled_while_a_send_is_on_its_way() {
+        let mut f = facts(IntentState::Executing);
+        f.dispatch_in_flight = true;
+        let close = Event::OperatorClose {
+            disposition: Disposition::Cancelled,
+            evidence: Evidence {
+                reference: None,
+                note: Some("nothing applied".into()),
+            },
+        };
+        assert_eq!(apply(&f, &close), Err(Refusal::DispatchInFlight));
+        let cancel = Event::Cancel {
+            reason: "owner".into(),
+        };
+        assert_eq!(apply(&f, &cancel), Err(Refusal::DispatchInFlight));
+        f.dispatch_in_flight = false;
+        assert_eq!(apply(&f, &close).map(|t| t.to), Ok(IntentState::Cancelled));
     }
 
     #[test]

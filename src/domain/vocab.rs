@@ -151,9 +151,10 @@ vocabulary!(
 );
 
 vocabulary!(
-    /// An operator's role; what each may do is in [`Role::may`].
+    /// A token's role; what each may do is in [`Role::may`].
     Role, "role" {
         Agent => "agent",
+        Connector => "connector",
         Viewer => "viewer",
         Supervisor => "supervisor",
         Engineer => "engineer",
@@ -191,6 +192,8 @@ vocabulary!(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permission {
     Ingest,
+    /// Deliver a downstream's receipts (for the connectors the token names).
+    Receipt,
     Read,
     PauseResume,
     Reconcile,
@@ -198,13 +201,17 @@ pub enum Permission {
 }
 
 impl Role {
-    /// The permission table of the design: agents ingest; viewers read; supervisors read,
-    /// reconcile and close; engineers also pause and resume; admins do everything.
+    /// The permission table of the design: agents ingest; connectors deliver receipts and
+    /// nothing else; viewers read; supervisors read, reconcile and close; engineers also
+    /// pause and resume; admins do everything but deliver receipts. A receipt is the
+    /// downstream's word: an operator who has evidence of an effect closes the intent with
+    /// it, which the audit trail records under the operator's name.
     pub fn may(self, permission: Permission) -> bool {
         use Permission as P;
         match self {
-            Role::Admin => true,
+            Role::Admin => !matches!(permission, P::Receipt),
             Role::Agent => matches!(permission, P::Ingest),
+            Role::Connector => matches!(permission, P::Receipt),
             Role::Viewer => matches!(permission, P::Read),
             Role::Supervisor => matches!(permission, P::Read | P::Reconcile | P::Close),
             Role::Engineer => {
@@ -256,5 +263,18 @@ mod tests {
         assert!(Role::Engineer.may(Role::permission_for(CommandKind::Pause)));
         assert!(!Role::Viewer.may(Permission::Reconcile));
         assert!(!Role::Agent.may(Permission::Read));
+    }
+
+    #[test]
+    fn only_connectors_deliver_receipts() {
+        for role in Role::ALL {
+            assert_eq!(
+                role.may(Permission::Receipt),
+                *role == Role::Connector,
+                "{role}"
+            );
+        }
+        assert!(!Role::Connector.may(Permission::Ingest));
+        assert!(!Role::Connector.may(Permission::Read));
     }
 }

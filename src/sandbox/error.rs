@@ -46,6 +46,17 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// A 503 without `Retry-After`, as a proxy answers when it gave up on the backend.
+    pub(crate) fn bare_unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the service is unavailable",
+        )
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"code": self.code, "message": self.message}});

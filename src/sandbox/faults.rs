@@ -8,6 +8,8 @@
 //! | `drop_after_commit=P` | commit the effect, then close the connection without a response |
 //! | `delay_ms=MS@P` | with probability P hold a request MS milliseconds before processing it (`delay_ms=MS` means P = 1); a held creation takes effect even if its caller stopped waiting |
 //! | `overload=P` | answer 503 with `Retry-After`, processing nothing |
+//! | `overload_writes=P` | the same, on creations only (lookups answer: a saturated write path) |
+//! | `bare_503_after_commit=P` | commit the effect, then answer 503 without `Retry-After`, as a proxy in front that gave up waiting |
 //! | `retry_after_secs=N` | the `Retry-After` value (default 1) |
 //! | `refuse=P` | accept a TCP connection and close it at once, reading nothing |
 //! | `redeliver=N` | deliver every webhook N times in total (default 1, at least 1) |
@@ -63,6 +65,8 @@ pub struct FaultSpec {
     /// `None` when no request is ever delayed.
     pub delay: Option<Delay>,
     pub overload: Probability,
+    pub overload_writes: Probability,
+    pub bare_503_after_commit: Probability,
     pub retry_after_secs: u64,
     pub refuse: Probability,
     /// How many times each webhook is delivered in total; at least 1.
@@ -92,6 +96,8 @@ impl Default for FaultSpec {
             drop_after_commit: Probability::NEVER,
             delay: None,
             overload: Probability::NEVER,
+            overload_writes: Probability::NEVER,
+            bare_503_after_commit: Probability::NEVER,
             retry_after_secs: Self::DEFAULT_RETRY_AFTER_SECS,
             refuse: Probability::NEVER,
             redeliver: 1,
@@ -122,7 +128,8 @@ impl fmt::Display for FaultSpecProblem {
             Self::EmptyItem => "empty item between commas",
             Self::UnknownName => {
                 "unknown name; expected one of drop_after_commit, delay_ms, overload, \
-                 retry_after_secs, refuse, redeliver, retention_secs, ignore_keys"
+                 overload_writes, bare_503_after_commit, retry_after_secs, refuse, redeliver, \
+                 retention_secs, ignore_keys"
             }
             Self::NotANumber => "value is not a number",
             Self::ProbabilityOutOfRange => "probability must be between 0 and 1",
@@ -189,6 +196,8 @@ fn apply(out: &mut FaultSpec, name: &str, value: &str) -> Result<(), FaultSpecPr
             out.delay = (ms > 0 && !p.is_never()).then_some(Delay { ms, probability: p });
         }
         "overload" => out.overload = probability(value)?,
+        "overload_writes" => out.overload_writes = probability(value)?,
+        "bare_503_after_commit" => out.bare_503_after_commit = probability(value)?,
         "retry_after_secs" => out.retry_after_secs = number(value)?,
         "refuse" => out.refuse = probability(value)?,
         "redeliver" => {
@@ -249,6 +258,15 @@ impl fmt::Display for FaultSpec {
         }
         if !self.overload.is_never() {
             items.push(format!("overload={}", self.overload));
+        }
+        if !self.overload_writes.is_never() {
+            items.push(format!("overload_writes={}", self.overload_writes));
+        }
+        if !self.bare_503_after_commit.is_never() {
+            items.push(format!(
+                "bare_503_after_commit={}",
+                self.bare_503_after_commit
+            ));
         }
         if self.retry_after_secs != Self::DEFAULT_RETRY_AFTER_SECS {
             items.push(format!("retry_after_secs={}", self.retry_after_secs));

@@ -120,6 +120,9 @@ pub(crate) async fn create(
     let resource = resource(&segment)?;
     let faults = state.faults();
     let delay = resource_faults(&state, &faults)?;
+    if state.roll(faults.overload_writes) {
+        return Err(ApiError::overloaded(faults.retry_after_secs));
+    }
 
     let key = idempotency_key(&headers)?;
     if key.is_none() && !faults.ignore_keys {
@@ -161,6 +164,10 @@ pub(crate) async fn create(
         }
     };
 
+    if state.roll(faults.bare_503_after_commit) {
+        tracing::info!(id = %record.id, "answering 503 without Retry-After after commit");
+        return Err(ApiError::bare_unavailable());
+    }
     if state.roll(faults.drop_after_commit) {
         match connection {
             Some(Extension(kill)) => {

@@ -4,10 +4,12 @@
 
 use rusqlite::{Connection, params};
 
+use super::attempts::announce as announce_attempt;
 use super::intents::load;
 use super::{Cached, Intent, Store, StoreError, events, to_i64};
 use crate::domain::{
-    AttemptId, Effect, Event, IntentFacts, IntentId, ReceiptId, Transition, state,
+    AttemptId, Disposition, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId,
+    Transition, state,
 };
 
 /// Details the effects of an event need.
@@ -65,8 +67,9 @@ impl Store {
     }
 }
 
-/// The facts the state machine needs, read from a stored intent.
-pub(crate) fn facts_of(intent: &Intent, now_ms: u64) -> IntentFacts {
+/// The facts the state machine needs, read from a stored intent; `dispatch_in_flight` from
+/// its outbox.
+pub(crate) fn facts_of(intent: &Intent, now_ms: u64, dispatch_in_flight: bool) -> IntentFacts {
     IntentFacts {
         state: intent.state,
         paused: intent.paused,
@@ -78,7 +81,17 @@ pub(crate) fn facts_of(intent: &Intent, now_ms: u64) -> IntentFacts {
         authorization_valid: intent
             .authorization_expires_at_ms
             .is_none_or(|at| now_ms < at),
+        dispatch_in_flight,
     }
+}
+
+/// Whether a dispatcher holds a claimed send of the intent `seq`.
+pub(crate) fn dispatch_in_flight(tx: &Connection, seq: i64) -> Result<bool, StoreError> {
+    Ok(tx.one(
+        "SELECT EXISTS (SELECT 1 FROM outbox WHERE status = 'claimed' AND intent_seq = ?1)",
+        [seq],
+        |r| r.get(0),
+    )?)
 }
 
 pub(crate) fn apply_in(
@@ -88,7 +101,17 @@ pub(crate) fn apply_in(
     ctx: &ApplyContext,
 ) -> Result<Applied, StoreError> {
     let (seq, intent) = load(tx, id)?;
-    let facts = facts_of(&intent, ctx.now_ms);
+    // Only a cancellation asks whether a send is on its way; other events skip the read.
+    let cancels = matches!(
+        event,
+        Event::Cancel { .. }
+            | Event::OperatorClose {
+                disposition: Disposition::Cancelled,
+                ..
+            }
+    );
+    let in_flight = cancels && dispatch_in_flight(tx, seq)?;
+    let facts = facts_of(&intent, ctx.now_ms, in_flight);
     let transition = state::apply(&facts, event)?;
     let now = to_i64(ctx.now_ms);
     let mut attempt_id = None;
@@ -156,6 +179,10 @@ pub(crate) fn apply_in(
         }
     }
 
+    if transition.to.is_terminal() {
+        withdraw_pending(tx, seq, &intent, transition.to, ctx.now_ms)?;
+    }
+
     tx.run(
         "INSERT INTO transitions (intent_seq, from_state, to_state, event, reason, command_seq, at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -167,6 +194,40 @@ pub(crate) fn apply_in(
         intent,
         attempt_id,
     })
+}
+
+/// An intent that reached a final state sends nothing more: its planned sends are withdrawn
+/// in the same transaction, their attempts ended as abandoned and never sent.
+pub(crate) fn withdraw_pending(
+    tx: &Connection,
+    seq: i64,
+    intent: &Intent,
+    state: IntentState,
+    now_ms: u64,
+) -> Result<(), StoreError> {
+    let withdrawn: Vec<String> = {
+        let mut stmt = tx.prepare_cached(
+            "UPDATE outbox SET status = 'withdrawn', done_at_ms = ?2 \
+             WHERE status = 'pending' AND intent_seq = ?1 \
+             RETURNING (SELECT id FROM attempts a WHERE a.seq = outbox.attempt_seq)",
+        )?;
+        let rows = stmt.query_map(params![seq, to_i64(now_ms)], |r| r.get(0))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    for attempt in withdrawn {
+        let attempt: AttemptId = attempt.parse()?;
+        tx.run(
+            "UPDATE attempts SET outcome = 'abandoned', sent = 0, ended_at_ms = ?2, detail = ?3 \
+             WHERE id = ?1",
+            params![
+                attempt.as_str(),
+                to_i64(now_ms),
+                format!("not sent: withdrawn when the intent became {state}")
+            ],
+        )?;
+        announce_attempt(tx, intent, &attempt, now_ms)?;
+    }
+    Ok(())
 }
 
 fn enqueue_dispatch(

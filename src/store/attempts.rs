@@ -11,8 +11,10 @@ use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, Refusal,
 };
 
-/// A non-mutating attempt an agent reports.
+/// A non-mutating attempt an agent reports (the body of `POST /v1/intents/{id}/attempts`),
+/// or a lookup the coordinator makes.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NewAttempt {
     pub kind: Option<AttemptKind>,
     pub provider: String,
@@ -25,8 +27,39 @@ pub struct NewAttempt {
     pub proposal_hash: Option<String>,
 }
 
-/// How an attempt ended.
+/// How a reported attempt ended, as its agent says (the body of
+/// `PATCH /v1/intents/{id}/attempts/{attempt_id}`). Whether anything crossed the action
+/// boundary is never the agent's to say: reported work crosses nothing.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptReport {
+    pub outcome: Option<AttemptOutcome>,
+    pub error_class: Option<String>,
+    pub http_status: Option<u16>,
+    pub retry_after_ms: Option<u64>,
+    pub provider_request_id: Option<String>,
+    pub proposal_hash: Option<String>,
+    pub detail: Option<String>,
+}
+
+impl From<AttemptReport> for AttemptFinish {
+    fn from(r: AttemptReport) -> Self {
+        AttemptFinish {
+            outcome: r.outcome,
+            error_class: r.error_class,
+            http_status: r.http_status,
+            retry_after_ms: r.retry_after_ms,
+            provider_request_id: r.provider_request_id,
+            proposal_hash: r.proposal_hash,
+            detail: r.detail,
+            replayed: None,
+            sent: None,
+        }
+    }
+}
+
+/// How an attempt ended, as the coordinator records it.
+#[derive(Debug, Clone, Default)]
 pub struct AttemptFinish {
     pub outcome: Option<AttemptOutcome>,
     pub error_class: Option<String>,
@@ -65,11 +98,23 @@ pub struct Attempt {
     pub detail: Option<String>,
     pub started_at_ms: u64,
     pub ended_at_ms: Option<u64>,
+    /// The principal that reported it; `None` for the coordinator's own dispatches and
+    /// lookups.
+    pub reported_by: Option<String>,
+}
+
+/// What an agent's finish of its attempt did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReportedFinish {
+    /// The attempt now ends as reported.
+    Finished(Attempt),
+    /// The attempt had already ended with this outcome: a retry of the same finish.
+    AlreadyEnded(Attempt),
 }
 
 pub(crate) const ATTEMPT_COLUMNS: &str = "a.id, i.id, a.kind, a.provider, a.region, a.model, a.release_id, a.worker, \
      a.provider_request_id, a.hedge_group, a.outcome, a.error_class, a.http_status, a.retry_after_ms, a.proposal_hash, \
-     a.presented_key, a.replayed, a.sent, a.late, a.detail, a.started_at_ms, a.ended_at_ms";
+     a.presented_key, a.replayed, a.sent, a.late, a.detail, a.started_at_ms, a.ended_at_ms, a.reported_by";
 
 pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Attempt, StoreError>> {
     let id: String = row.get(0)?;
@@ -97,6 +142,7 @@ pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Attempt
         row.get(19)?,
         row.get::<_, i64>(20)?,
         row.get::<_, Option<i64>>(21)?,
+        row.get::<_, Option<String>>(22)?,
     );
     Ok((|| {
         Ok(Attempt {
@@ -122,12 +168,13 @@ pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Attempt
             detail: rest.8,
             started_at_ms: to_u64(rest.9),
             ended_at_ms: rest.10.map(to_u64),
+            reported_by: rest.11,
         })
     })())
 }
 
 /// Read an attempt back as stored and announce it on the change feed.
-fn announce(
+pub(crate) fn announce(
     tx: &Connection,
     intent: &Intent,
     attempt_id: &AttemptId,
@@ -158,7 +205,8 @@ fn load_attempt(tx: &Connection, id: &AttemptId) -> Result<Attempt, StoreError> 
 }
 
 impl Store {
-    /// Record a reported non-mutating attempt. Refused for `dispatch` (only the coordinator
+    /// Record a reported non-mutating attempt (`reported_by` the agent's principal) or the
+    /// coordinator's own lookup (`None`). Refused for `dispatch` (only the coordinator
     /// crosses the action boundary), when paused for its provider, past the deadline, or
     /// when the budget is spent. Lookups do not count against the budget.
     pub fn record_attempt(
@@ -166,6 +214,7 @@ impl Store {
         intent_id: &IntentId,
         attempt_id: &AttemptId,
         new: &NewAttempt,
+        reported_by: Option<&str>,
         now_ms: u64,
     ) -> Result<Attempt, StoreError> {
         let kind = new.kind.unwrap_or(AttemptKind::Inference);
@@ -206,8 +255,8 @@ impl Store {
         }
         tx.run(
             "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, region, model, release_id, worker, \
-             provider_request_id, hedge_group, proposal_hash, outcome, started_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'pending', ?13)",
+             provider_request_id, hedge_group, proposal_hash, outcome, started_at_ms, reported_by) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'pending', ?13, ?14)",
             params![
                 attempt_id.as_str(),
                 seq,
@@ -221,7 +270,8 @@ impl Store {
                 new.provider_request_id,
                 new.hedge_group,
                 new.proposal_hash,
-                to_i64(now_ms)
+                to_i64(now_ms),
+                reported_by
             ],
         )?;
         tx.run(
@@ -231,6 +281,55 @@ impl Store {
         let attempt = announce(&tx, &intent, attempt_id, now_ms)?;
         tx.commit()?;
         Ok(attempt)
+    }
+
+    /// Record how an agent says its reported attempt ended. Only the principal that reported
+    /// it may (attempts from before reporters were recorded: any agent of the tenant); the
+    /// coordinator's dispatches and lookups are its own. An attempt ends once: the same
+    /// outcome again answers the attempt as it stands, another outcome is refused.
+    pub fn finish_reported_attempt(
+        &mut self,
+        intent_id: &IntentId,
+        attempt_id: &AttemptId,
+        finish: &AttemptFinish,
+        principal: &str,
+        now_ms: u64,
+    ) -> Result<ReportedFinish, StoreError> {
+        let before = load_attempt(&self.conn, attempt_id)?;
+        if &before.intent_id != intent_id {
+            return Err(StoreError::NotFound {
+                what: "attempt",
+                id: attempt_id.to_string(),
+            });
+        }
+        if matches!(before.kind, AttemptKind::Dispatch | AttemptKind::Lookup) {
+            return Err(StoreError::Forbidden(format!(
+                "{} attempts are the coordinator's own record and cannot be changed",
+                before.kind
+            )));
+        }
+        if before
+            .reported_by
+            .as_deref()
+            .is_some_and(|by| by != principal)
+        {
+            return Err(StoreError::Forbidden(
+                "this attempt was reported by another principal; only its reporter finishes it"
+                    .to_string(),
+            ));
+        }
+        if before.ended_at_ms.is_some() {
+            return if finish.outcome.is_none_or(|o| o == before.outcome) {
+                Ok(ReportedFinish::AlreadyEnded(before))
+            } else {
+                Err(StoreError::AlreadyEnded {
+                    id: attempt_id.to_string(),
+                    outcome: before.outcome,
+                })
+            };
+        }
+        self.finish_attempt(intent_id, attempt_id, finish, now_ms)
+            .map(ReportedFinish::Finished)
     }
 
     /// Record how an attempt ended. An attempt that ends after its intent's deadline, or

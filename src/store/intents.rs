@@ -13,6 +13,8 @@ pub struct NewIntent {
     pub id: IntentId,
     pub tenant: Tenant,
     pub caller_key: String,
+    /// The principal (token name) that sent the key.
+    pub principal: String,
     pub actor: String,
     pub purpose: String,
     pub operation: String,
@@ -80,10 +82,12 @@ pub enum CreateOutcome {
     Created(Intent),
     /// The same key with the same canonical arguments: the first intent, unchanged.
     Replayed(Intent),
-    /// The same key with different canonical arguments: refused, nothing stored.
+    /// The same key naming another outcome: refused, nothing stored. `differs` names what
+    /// differs: `arguments`, `operation`, `consequence`, `connector`, or `tenant` (the same
+    /// principal used the key for an intent of another tenant).
     Mismatch {
         intent_id: IntentId,
-        stored_hash: String,
+        differs: &'static str,
     },
 }
 
@@ -187,24 +191,43 @@ pub(crate) fn load(tx: &Connection, id: &IntentId) -> Result<(i64, Intent), Stor
 
 impl Store {
     /// Create an intent under the caller's key, or answer with the intent that key already
-    /// names: a replay when the canonical arguments hash the same, a mismatch otherwise.
-    /// One transaction: either the intent, its key, its first transitions and its event all
-    /// exist afterwards, or none of them do.
+    /// names: a replay when it names the same outcome (tenant, operation, consequence tier,
+    /// connector and canonical arguments), a mismatch otherwise. What is only presentation
+    /// (purpose text, locale) or the first request's own limits (deadline, budget) does not
+    /// make a mismatch: the first request's values stand. One transaction: either the
+    /// intent, its key, its first transitions and its event all exist afterwards, or none
+    /// of them do.
     pub fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError> {
         let tx = self.conn.savepoint()?;
-        let existing: Option<(i64, String)> = tx.one(
-                "SELECT intent_seq, args_hash FROM ingest_keys WHERE tenant = ?1 AND caller_key = ?2",
+        let existing: Option<(i64, String, String, String, String, String)> = tx
+            .one(
+                "SELECT k.intent_seq, k.args_hash, i.id, i.operation, i.tier, i.connector \
+                 FROM ingest_keys k JOIN intents i ON i.seq = k.intent_seq \
+                 WHERE k.tenant = ?1 AND k.caller_key = ?2",
                 params![new.tenant.as_str(), new.caller_key],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
             )
             .optional()?;
-        if let Some((intent_seq, stored_hash)) = existing {
-            let id: String =
-                tx.one("SELECT id FROM intents WHERE seq = ?1", [intent_seq], |r| {
-                    r.get(0)
-                })?;
+        if let Some((_, stored_hash, id, operation, tier, connector)) = existing {
             let id: IntentId = id.parse()?;
-            if stored_hash == new.args_hash {
+            let differs = [
+                ("operation", operation == new.operation),
+                ("consequence", tier == new.tier.as_str()),
+                ("connector", connector == new.connector),
+                ("arguments", stored_hash == new.args_hash),
+            ]
+            .into_iter()
+            .find_map(|(name, same)| (!same).then_some(name));
+            let Some(differs) = differs else {
                 tx.run(
                     "UPDATE ingest_keys SET replays = replays + 1 WHERE tenant = ?1 AND caller_key = ?2",
                     params![new.tenant.as_str(), new.caller_key],
@@ -212,7 +235,7 @@ impl Store {
                 let (_, intent) = load(&tx, &id)?;
                 tx.commit()?;
                 return Ok(CreateOutcome::Replayed(intent));
-            }
+            };
             tx.run(
                 "UPDATE ingest_keys SET mismatches = mismatches + 1 WHERE tenant = ?1 AND caller_key = ?2",
                 params![new.tenant.as_str(), new.caller_key],
@@ -220,7 +243,23 @@ impl Store {
             tx.commit()?;
             return Ok(CreateOutcome::Mismatch {
                 intent_id: id,
-                stored_hash,
+                differs,
+            });
+        }
+        // The same principal reusing its key for another tenant names another outcome too.
+        let elsewhere: Option<String> = tx
+            .one(
+                "SELECT i.id FROM ingest_keys k JOIN intents i ON i.seq = k.intent_seq \
+                 WHERE k.principal = ?1 AND k.caller_key = ?2 AND k.tenant <> ?3 LIMIT 1",
+                params![new.principal, new.caller_key, new.tenant.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = elsewhere {
+            tx.commit()?;
+            return Ok(CreateOutcome::Mismatch {
+                intent_id: id.parse()?,
+                differs: "tenant",
             });
         }
 
@@ -256,8 +295,9 @@ impl Store {
         )?;
         let seq = tx.last_insert_rowid();
         tx.run(
-            "INSERT INTO ingest_keys (tenant, caller_key, intent_seq, args_hash, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![new.tenant.as_str(), new.caller_key, seq, new.args_hash, now],
+            "INSERT INTO ingest_keys (tenant, caller_key, intent_seq, args_hash, created_at_ms, principal) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![new.tenant.as_str(), new.caller_key, seq, new.args_hash, now, new.principal],
         )?;
         tx.run(
             "INSERT INTO transitions (intent_seq, from_state, to_state, event, at_ms) VALUES \

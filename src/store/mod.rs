@@ -4,10 +4,12 @@
 //! SQLite specifics (pragmas, `RETURNING`, partial indexes) stay inside this module so a
 //! PostgreSQL backend can follow with the same operations.
 //!
-//! Durability: WAL with `synchronous = NORMAL`. A committed transaction survives a crash of
-//! the process; a power loss can lose the last transactions committed since the previous
-//! checkpoint sync, never corrupt the file. Every operation is one transaction, so an
-//! interrupted write leaves nothing half-written.
+//! Durability ([`Durability`]): WAL with `synchronous = FULL` by default, so a committed
+//! transaction is on the disk before it is answered and survives a power loss; with
+//! `process_crash`, `synchronous = NORMAL`: it survives a crash of the process, and a power
+//! loss can lose the last transactions since the previous checkpoint sync, never corrupt the
+//! file. Every operation is one transaction, so an interrupted write leaves nothing
+//! half-written.
 
 mod apply;
 mod attempts;
@@ -34,12 +36,12 @@ use rusqlite::Connection;
 use crate::domain::{IdError, Refusal, UnknownName};
 
 pub use apply::{Applied, ApplyContext, DispatchPlan, ReceiptSource};
-pub use attempts::{Attempt, AttemptFinish, NewAttempt};
+pub use attempts::{Attempt, AttemptFinish, AttemptReport, NewAttempt, ReportedFinish};
 pub use commands::{CommandAction, CommandRecord, NewCommand, RecordedCommand};
 pub use events::StoredEvent;
 pub use intents::{CreateOutcome, Intent, NewIntent};
 pub use metrics::{IndeterminateSummary, MetricFilter, SERIES_METRICS, SeriesPoint, Summary};
-pub use outbox::{ClaimedRow, OutboxRow};
+pub use outbox::{Claim, ClaimedRow, ContractOf, HeldSend, OutboxRow};
 pub use pauses::{Pause, PauseScope};
 pub use query::{
     Cursor, IntentDetail, IntentFilter, IntentPage, KeyLedger, MAX_PAGE, SortKey, Transition,
@@ -68,6 +70,41 @@ pub enum StoreError {
     /// The store cannot serve now (writer stopped, commit failed); not the client's fault.
     #[error("the store is unavailable: {0}")]
     Unavailable(String),
+    /// The caller may not change this record (another's attempt, the coordinator's own).
+    #[error("{0}")]
+    Forbidden(String),
+    /// An attempt that already ended was reported again with another outcome.
+    #[error("attempt `{id}` already ended as {outcome}; an attempt ends once")]
+    AlreadyEnded {
+        id: String,
+        outcome: crate::domain::AttemptOutcome,
+    },
+    /// A dispatcher's claim was taken over (its lease ran out): it may neither send nor
+    /// record an outcome.
+    #[error("outbox row {outbox_seq}: the claim was taken over; its outcome is not recorded")]
+    Fenced { outbox_seq: i64 },
+}
+
+/// What a committed answer survives. The configuration's `durability`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// `synchronous = FULL`: every commit is synced to the disk before it is answered
+    /// (one sync per group commit), so an answered write survives a power loss.
+    #[default]
+    PowerLoss,
+    /// `synchronous = NORMAL`: a commit survives a crash of the process; a power loss may
+    /// lose the last commits since the previous checkpoint sync (never corrupt the file).
+    ProcessCrash,
+}
+
+impl Durability {
+    fn synchronous(self) -> &'static str {
+        match self {
+            Durability::PowerLoss => "FULL",
+            Durability::ProcessCrash => "NORMAL",
+        }
+    }
 }
 
 impl From<IdError> for StoreError {
@@ -98,12 +135,18 @@ pub struct Store {
 }
 
 impl Store {
-    /// Open (or create) the database file and bring its schema up to date.
+    /// Open (or create) the database file and bring its schema up to date, with answers
+    /// that survive power loss.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, Durability::PowerLoss)
+    }
+
+    /// [`Store::open`] with the given durability.
+    pub fn open_with(path: &Path, durability: Durability) -> Result<Store, StoreError> {
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "synchronous", durability.synchronous())?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.pragma_update(None, "temp_store", "MEMORY")?;
         conn.pragma_update(None, "cache_size", -65_536)?; // 64 MiB

@@ -1,16 +1,24 @@
 //! The `outbox` table: dispatches written in the same transaction as their attempt, claimed
-//! by a dispatcher under a lease. A row whose lease ran out (its dispatcher died) is claimed
-//! again with `reclaimed = true`, so the new dispatcher reconciles it instead of resending.
+//! by a dispatcher under a lease, each claim numbered (the fencing token). A row whose lease
+//! ran out (its dispatcher died or stalled) is claimed again with `reclaimed = true`, so the
+//! new dispatcher reconciles it instead of resending, and the old claimant, holding an older
+//! number, can no longer record an outcome. Rows are `pending`, `claimed`, `done`, or
+//! `withdrawn` (their intent reached a final state before they were sent).
 //!
 //! The claim is the one statement a PostgreSQL backend writes as
 //! `SELECT … FOR UPDATE SKIP LOCKED`; SQLite has a single writer, so an `UPDATE … RETURNING`
 //! over the chosen rows is already exclusive.
 
-use rusqlite::params;
+use rusqlite::{Connection, params};
 use serde::Serialize;
 
-use super::{Cached, Store, StoreError, to_i64, to_u64};
-use crate::domain::{ActionKey, AttemptId, IntentId, Tenant};
+use super::apply::{apply_in, facts_of};
+use super::attempts::announce as announce_attempt;
+use super::intents::{Intent, load};
+use super::{ApplyContext, Cached, Store, StoreError, to_i64, to_u64};
+use crate::domain::{
+    ActionKey, AttemptId, Event, Hold, IntentId, IntentState, KeyContract, Tenant, may_send,
+};
 
 /// A claimed dispatch.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -26,6 +34,29 @@ pub struct ClaimedRow {
     /// True when an earlier claim's lease ran out: the command may already have been sent.
     pub reclaimed: bool,
     pub deadline_at_ms: u64,
+    /// The fencing token: this claim's number. A claimant whose claim was taken over holds
+    /// an older number and can record nothing ([`Store::finish_claim`]).
+    pub fence: u32,
+    /// When the claim's lease runs out; a send must not begin unless it ends before.
+    pub lease_expires_at_ms: u64,
+}
+
+/// A due send the gate held back, carried out in the claim's transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldSend {
+    pub intent_id: IntentId,
+    pub why: String,
+    /// True when the intent now waits for a lookup or an operator.
+    pub indeterminate: bool,
+}
+
+/// What one claim round took.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Claim {
+    /// Sends to make (or, when reclaimed, to reconcile).
+    pub rows: Vec<ClaimedRow>,
+    /// Sends the gate held back: withdrawn, or abandoned with the intent moved on.
+    pub held: Vec<HeldSend>,
 }
 
 /// One outbox row, for inspection.
@@ -36,40 +67,85 @@ pub struct OutboxRow {
     pub claims: u32,
 }
 
+/// A connector's key contract for a send of `operation` by `connector`, or why no send of
+/// it can be made (the connector or its resource is not configured).
+pub type ContractOf<'a> = &'a dyn Fn(&str, &str) -> Result<KeyContract, String>;
+
+/// Why a due send is not made.
+enum Stop {
+    /// The configuration cannot send it.
+    Unsendable(String),
+    Gate(Hold),
+}
+
 impl Store {
-    /// Claim up to `limit` dispatches that are due, or whose lease ran out, for `worker`,
-    /// marking their attempts as possibly sent.
+    /// Claim up to `limit` dispatches that are due, or whose lease ran out, for `worker`.
+    ///
+    /// A due send is first put to the send gate ([`may_send`]) with its intent as it stands
+    /// in this transaction: one that may go is claimed and its attempt marked as possibly
+    /// sent; one that may not is carried out here (withdrawn, or abandoned with the intent
+    /// stopped, expired or left for an operator), so nothing that changed since the send was
+    /// planned can let it through. A row whose lease ran out is claimed again as
+    /// `reclaimed`, never to be resent.
     pub fn claim_outbox(
         &mut self,
         worker: &str,
         now_ms: u64,
         lease_ms: u64,
         limit: u32,
-    ) -> Result<Vec<ClaimedRow>, StoreError> {
+        contract_of: ContractOf<'_>,
+    ) -> Result<Claim, StoreError> {
         let tx = self.conn.savepoint()?;
         let now = to_i64(now_ms);
-        let claimed: Vec<(i64, i64, i64, u32)> = {
+        let lease_expires_at_ms = now_ms.saturating_add(lease_ms);
+        let due: Vec<(i64, bool, String)> = {
             let mut stmt = tx.prepare_cached(
-                "UPDATE outbox SET status = 'claimed', claimed_by = ?1, claim_expires_at_ms = ?2, claims = claims + 1 \
-                 WHERE seq IN (SELECT seq FROM outbox WHERE (status = 'pending' AND available_at_ms <= ?3) \
-                    OR (status = 'claimed' AND claim_expires_at_ms <= ?3) ORDER BY available_at_ms LIMIT ?4) \
-                 RETURNING seq, intent_seq, attempt_seq, claims",
+                "SELECT o.seq, o.status = 'claimed', i.id FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
+                 WHERE (o.status = 'pending' AND o.available_at_ms <= ?1) \
+                    OR (o.status = 'claimed' AND o.claim_expires_at_ms <= ?1) \
+                 ORDER BY o.available_at_ms LIMIT ?2",
             )?;
-            let rows = stmt.query_map(
-                params![worker, to_i64(now_ms + lease_ms), now, limit],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )?;
+            let rows = stmt.query_map(params![now, limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
             rows.collect::<Result<_, _>>()?
         };
-        let mut out = Vec::with_capacity(claimed.len());
-        for (outbox_seq, intent_seq, attempt_seq, claims) in claimed {
-            tx.run("UPDATE attempts SET sent = 1 WHERE seq = ?1", [attempt_seq])?;
+        let mut claim = Claim::default();
+        for (outbox_seq, reclaimed, intent_id) in due {
+            let intent_id: IntentId = intent_id.parse()?;
+            if !reclaimed {
+                let (_, intent) = load(&tx, &intent_id)?;
+                let facts = facts_of(&intent, now_ms, false);
+                let stop = match contract_of(&intent.connector, &intent.operation) {
+                    Err(why) => Some(Stop::Unsendable(why)),
+                    Ok(key) => may_send(&facts, intent.first_dispatch_at_ms, &key)
+                        .err()
+                        .map(Stop::Gate),
+                };
+                if let Some(stop) = stop {
+                    claim
+                        .held
+                        .push(hold_back(&tx, outbox_seq, &intent, &stop, now_ms)?);
+                    continue;
+                }
+            }
+            let fence: u32 = tx.one(
+                "UPDATE outbox SET status = 'claimed', claimed_by = ?2, claim_expires_at_ms = ?3, \
+                 claims = claims + 1 WHERE seq = ?1 RETURNING claims",
+                params![outbox_seq, worker, to_i64(lease_expires_at_ms)],
+                |r| r.get(0),
+            )?;
             tx.run(
-                "UPDATE intents SET crossed = 1, first_dispatch_at_ms = coalesce(first_dispatch_at_ms, ?2) WHERE seq = ?1",
-                params![intent_seq, now],
+                "UPDATE attempts SET sent = 1 WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
+                [outbox_seq],
+            )?;
+            tx.run(
+                "UPDATE intents SET crossed = 1, first_dispatch_at_ms = coalesce(first_dispatch_at_ms, ?2) \
+                 WHERE id = ?1",
+                params![intent_id.as_str(), now],
             )?;
             let row = tx.one(
-                "SELECT i.id, i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms \
+                "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms \
                  FROM outbox o JOIN intents i ON i.seq = o.intent_seq JOIN attempts a ON a.seq = o.attempt_seq \
                  WHERE o.seq = ?1",
                 [outbox_seq],
@@ -81,35 +157,48 @@ impl Store {
                         r.get::<_, String>(3)?,
                         r.get::<_, String>(4)?,
                         r.get::<_, String>(5)?,
-                        r.get::<_, String>(6)?,
-                        r.get::<_, i64>(7)?,
+                        r.get::<_, i64>(6)?,
                     ))
                 },
             )?;
-            out.push(ClaimedRow {
+            claim.rows.push(ClaimedRow {
                 outbox_seq,
-                intent_id: row.0.parse()?,
-                tenant: row.1.parse()?,
-                attempt_id: row.2.parse()?,
-                action_key: row.3.parse()?,
-                connector: row.4,
-                operation: row.5,
-                payload_json: row.6,
-                reclaimed: claims > 1,
-                deadline_at_ms: to_u64(row.7),
+                intent_id,
+                tenant: row.0.parse()?,
+                attempt_id: row.1.parse()?,
+                action_key: row.2.parse()?,
+                connector: row.3,
+                operation: row.4,
+                payload_json: row.5,
+                reclaimed,
+                deadline_at_ms: to_u64(row.6),
+                fence,
+                lease_expires_at_ms,
             });
         }
         tx.commit()?;
-        Ok(out)
+        Ok(claim)
     }
 
-    /// Mark a claimed dispatch as handled (whatever its outcome; a retry is a new row).
-    pub fn complete_outbox(&mut self, outbox_seq: i64, now_ms: u64) -> Result<(), StoreError> {
-        self.conn.run(
-            "UPDATE outbox SET status = 'done', done_at_ms = ?2, claim_expires_at_ms = NULL WHERE seq = ?1",
-            params![outbox_seq, to_i64(now_ms)],
+    /// End a claim whose outcome is being recorded, in the same transaction as the record.
+    /// `Fenced` when the claim was taken over (its lease ran out and another claimed the
+    /// row): the caller's whole record must then be rolled back.
+    pub fn finish_claim(
+        &mut self,
+        outbox_seq: i64,
+        fence: u32,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        let ended = self.conn.run(
+            "UPDATE outbox SET status = 'done', done_at_ms = ?3, claim_expires_at_ms = NULL \
+             WHERE seq = ?1 AND status = 'claimed' AND claims = ?2",
+            params![outbox_seq, fence, to_i64(now_ms)],
         )?;
-        Ok(())
+        if ended == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::Fenced { outbox_seq })
+        }
     }
 
     /// Dispatches not yet handled: pending plus claimed.
@@ -147,4 +236,68 @@ impl Store {
             },
         )?)
     }
+}
+
+/// Carry out a send the gate stopped: the row is withdrawn or done, its attempt abandoned
+/// and never sent, and the intent told what that means for it.
+fn hold_back(
+    tx: &Connection,
+    outbox_seq: i64,
+    intent: &Intent,
+    stop: &Stop,
+    now_ms: u64,
+) -> Result<HeldSend, StoreError> {
+    let why = match stop {
+        Stop::Unsendable(why) => why.clone(),
+        Stop::Gate(hold) => hold.to_string(),
+    };
+    let withdrawn = matches!(stop, Stop::Gate(Hold::NotExecuting { .. }));
+    let attempt: String = tx.one(
+        "UPDATE outbox SET status = ?2, done_at_ms = ?3 WHERE seq = ?1 \
+         RETURNING (SELECT id FROM attempts a WHERE a.seq = outbox.attempt_seq)",
+        params![
+            outbox_seq,
+            if withdrawn { "withdrawn" } else { "done" },
+            to_i64(now_ms)
+        ],
+        |r| r.get(0),
+    )?;
+    let attempt: AttemptId = attempt.parse()?;
+    tx.run(
+        "UPDATE attempts SET outcome = 'abandoned', sent = 0, ended_at_ms = ?2, detail = ?3 WHERE id = ?1",
+        params![attempt.as_str(), to_i64(now_ms), format!("not sent: {why}")],
+    )?;
+    announce_attempt(tx, intent, &attempt, now_ms)?;
+    let event = match stop {
+        Stop::Unsendable(why) => Some(Event::Refused {
+            reason: why.clone(),
+        }),
+        // Nothing to tell a final intent; a paused one keeps executing and its retry is
+        // planned again after resume.
+        Stop::Gate(Hold::NotExecuting { .. } | Hold::Paused) => None,
+        Stop::Gate(Hold::DeadlinePassed) => Some(Event::DeadlinePassed),
+        Stop::Gate(Hold::AuthorizationLapsed) => Some(Event::Refused {
+            reason: format!("no retry: {why}"),
+        }),
+        Stop::Gate(Hold::NoIdempotency | Hold::KeyMayBeForgotten { .. }) => Some(Event::Refused {
+            reason: format!("not resent: {why}"),
+        }),
+    };
+    let mut indeterminate = false;
+    if let Some(event) = event {
+        let ctx = ApplyContext {
+            now_ms,
+            ..ApplyContext::default()
+        };
+        match apply_in(tx, &intent.id, &event, &ctx) {
+            Ok(applied) => indeterminate = applied.transition.to == IntentState::Indeterminate,
+            Err(StoreError::Refused(_)) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(HeldSend {
+        intent_id: intent.id.clone(),
+        why,
+        indeterminate,
+    })
 }

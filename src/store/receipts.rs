@@ -1,6 +1,7 @@
 //! The `receipts` and `webhook_events` tables. An intent accepts one authoritative receipt;
 //! a receipt for an already committed intent with another downstream id is kept as evidence
-//! of a duplicate effect, never as a second result. Webhooks are deduplicated by event id.
+//! of a duplicate effect, never as a second result. Webhooks are deduplicated by connector,
+//! action key and event id.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
@@ -61,21 +62,50 @@ impl Store {
         Ok(out)
     }
 
-    /// Record a webhook delivery by `(connector, event_id)` and, on its first delivery,
-    /// observe the receipt it carries. `NotFound` when no intent has the key.
+    /// Record a webhook delivery from `connector` and, on its first delivery, observe the
+    /// receipt it carries. The key must be the stored action key of an intent of that
+    /// connector in one of `tenants` (`None`: every tenant); anything else is `NotFound`,
+    /// alike whether or not such an intent exists elsewhere, and stores nothing.
+    ///
+    /// Deliveries are deduplicated by `(connector, action key, event id)`: an event id is
+    /// the sender's, and one already stored for another key (a mistake or a squatter with
+    /// a token of the same connector) never makes a real receipt for this key look like a
+    /// duplicate.
     pub fn record_webhook(
         &mut self,
         connector: &str,
         action_key: &ActionKey,
+        tenants: Option<&[String]>,
         source: &ReceiptSource,
         now_ms: u64,
     ) -> Result<WebhookOutcome, StoreError> {
         let event_id = source.event_id.clone().unwrap_or_default();
         let tx = self.conn.savepoint()?;
-        let seen: Option<u32> = tx.one(
-                "UPDATE webhook_events SET deliveries = deliveries + 1 WHERE connector = ?1 AND event_id = ?2 \
-                 RETURNING deliveries",
-                params![connector, event_id],
+        let target: Option<(String, String, String)> = tx
+            .one(
+                "SELECT id, tenant, connector FROM intents WHERE action_key = ?1",
+                [action_key.as_str()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        let intent_id = match target {
+            Some((id, tenant, owner))
+                if owner == connector && tenants.is_none_or(|list| list.contains(&tenant)) =>
+            {
+                id.parse::<IntentId>()?
+            }
+            _ => {
+                return Err(StoreError::NotFound {
+                    what: "action key",
+                    id: action_key.to_string(),
+                });
+            }
+        };
+        let seen: Option<u32> = tx
+            .one(
+                "UPDATE webhook_events SET deliveries = deliveries + 1 \
+                 WHERE connector = ?1 AND action_key = ?2 AND event_id = ?3 RETURNING deliveries",
+                params![connector, action_key.as_str(), event_id],
                 |r| r.get(0),
             )
             .optional()?;
@@ -83,7 +113,6 @@ impl Store {
             tx.commit()?;
             return Ok(WebhookOutcome::Duplicate { deliveries });
         }
-        let intent_id = action_key.intent_id();
         let observation = observe_in(&tx, &intent_id, source, now_ms)?;
         tx.run(
             "INSERT INTO webhook_events (connector, event_id, action_key, received_at_ms) VALUES (?1, ?2, ?3, ?4)",

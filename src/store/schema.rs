@@ -232,6 +232,29 @@ CREATE INDEX intents_indeterminate_order
     r#"
 CREATE INDEX intents_release ON intents (release_id, seq);
 "#,
+    // 5: the trust boundary. An attempt records who reported it (the coordinator's own
+    // dispatches and lookups: nobody), so only its reporter may finish it; attempts reported
+    // before this migration have none and stay finishable by any agent of their tenant. A
+    // caller key records the principal that used it, so the same principal reusing it for
+    // another tenant is a mismatch. Webhook deliveries are deduplicated per action key, so
+    // an event id stored for one key never hides a receipt for another.
+    r#"
+ALTER TABLE attempts ADD COLUMN reported_by TEXT;
+ALTER TABLE ingest_keys ADD COLUMN principal TEXT;
+CREATE INDEX ingest_keys_principal ON ingest_keys (principal, caller_key) WHERE principal IS NOT NULL;
+CREATE TABLE webhook_deliveries (
+    connector      TEXT NOT NULL,
+    event_id       TEXT NOT NULL,
+    action_key     TEXT NOT NULL,
+    received_at_ms INTEGER NOT NULL,
+    deliveries     INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (connector, action_key, event_id)
+);
+INSERT INTO webhook_deliveries (connector, event_id, action_key, received_at_ms, deliveries)
+    SELECT connector, event_id, action_key, received_at_ms, deliveries FROM webhook_events;
+DROP TABLE webhook_events;
+ALTER TABLE webhook_deliveries RENAME TO webhook_events;
+"#,
 ];
 
 /// Bring the database up to the newest schema.

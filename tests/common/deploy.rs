@@ -18,6 +18,9 @@ pub struct Token {
     pub role: &'static str,
     /// The tenant scope as TOML: `["*"]` or `["acme"]`.
     pub tenants: &'static str,
+    /// For a `connector` token, the connectors it speaks for as TOML (`["erp"]`); empty
+    /// for every other role.
+    pub connectors: &'static str,
 }
 
 impl Token {
@@ -28,6 +31,19 @@ impl Token {
             secret,
             role,
             tenants: r#"["*"]"#,
+            connectors: "",
+        }
+    }
+
+    /// The token the sandbox presents with its receipts: the `erp` connector's, for every
+    /// tenant.
+    pub fn erp_connector(secret: &'static str) -> Token {
+        Token {
+            name: "erp-connector",
+            secret,
+            role: "connector",
+            tenants: r#"["*"]"#,
+            connectors: r#"["erp"]"#,
         }
     }
 
@@ -38,6 +54,7 @@ impl Token {
             secret,
             role,
             tenants: r#"["acme"]"#,
+            connectors: "",
         }
     }
 }
@@ -59,6 +76,14 @@ pub struct Setup {
     /// How long a dispatcher's claim on an outbox row lasts; the coordinator's default
     /// when `None`.
     pub dispatch_lease_ms: Option<u64>,
+    /// How many dispatches may be in flight at once; the coordinator's default when `None`.
+    pub dispatch_concurrency: Option<usize>,
+    /// More top-level lines (`durability = "power_loss"`).
+    pub top_level: String,
+    /// More lines of the `erp` connector's table (`overload_means_not_applied = true`).
+    pub erp_extra: String,
+    /// More tables at the end (other connectors).
+    pub tables: String,
 }
 
 impl Setup {
@@ -75,6 +100,10 @@ impl Setup {
             supports_lookup: true,
             reconcile: true,
             dispatch_lease_ms: None,
+            dispatch_concurrency: None,
+            top_level: String::new(),
+            erp_extra: String::new(),
+            tables: String::new(),
         }
     }
 
@@ -93,6 +122,10 @@ impl Setup {
         if let Some(lease) = self.dispatch_lease_ms {
             text.push_str(&format!("dispatch_lease_ms = {lease}\n"));
         }
+        if let Some(n) = self.dispatch_concurrency {
+            text.push_str(&format!("dispatch_concurrency = {n}\n"));
+        }
+        text.push_str(&self.top_level);
         for t in &self.tokens {
             text.push_str(&format!(
                 "[[tokens]]\nname = \"{}\"\ntoken_sha256 = \"{}\"\nrole = \"{}\"\ntenants = {}\n",
@@ -101,6 +134,9 @@ impl Setup {
                 t.role,
                 t.tenants
             ));
+            if !t.connectors.is_empty() {
+                text.push_str(&format!("connectors = {}\n", t.connectors));
+            }
         }
         text.push_str(&format!(
             "[[connectors]]\nname = \"erp\"\nbase_url = \"{}\"\nsupports_idempotency = true\n\
@@ -110,6 +146,8 @@ impl Setup {
              \"payment.initiate\" = \"payments\" }}\n",
             self.downstream, self.supports_lookup, self.key_retention_secs, self.timeout_ms
         ));
+        text.push_str(&self.erp_extra);
+        text.push_str(&self.tables);
         text
     }
 }

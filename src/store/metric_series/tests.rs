@@ -163,6 +163,7 @@ fn new_intent(n: u64) -> NewIntent {
         id: IntentId::generate(END + n, u128::from(n) * 31),
         tenant: "acme".parse().expect("tenant"),
         caller_key: format!("k{n}"),
+        principal: "agent".into(),
         actor: "agent".into(),
         purpose: "test".into(),
         operation: "purchase_order.create".into(),
