@@ -189,51 +189,59 @@ async fn closed_loop_creates(
     latencies
 }
 
+/// One durability round's figures.
+struct Round {
+    durability: &'static str,
+    orders_per_sec: f64,
+    steady_p50: f64,
+    steady_p99: f64,
+    loop_per_sec: f64,
+    loop_p50: f64,
+    loop_p99: f64,
+}
+
 /// `-- durability`: whole orders and create latency with `power_loss` and with
 /// `process_crash`, alternating on fresh databases, so the cost of syncing every group
 /// commit is a ratio from one run.
 async fn durability_cost(http: &reqwest::Client, sandbox: &str) {
-    let rounds = 3;
-    let mut results: Vec<(&str, f64, f64, f64, f64, f64, f64)> = Vec::new();
-    for round in 0..rounds {
+    let mut rounds = Vec::new();
+    for round in 0..3 {
         for durability in ["power_loss", "process_crash"] {
             let dir = tempfile::tempdir().expect("temp dir");
-            let url =
-                coordinator_with(&dir.path().join("bench.sqlite"), sandbox, 1_000, durability)
-                    .await;
+            let db = dir.path().join("bench.sqlite");
+            let url = coordinator_with(&db, sandbox, 1_000, durability).await;
             let (_, all) = whole_orders(http, &url, 6_000).await;
             let steady = steady_creates(http, &url, 500, 5_000, "lat").await;
             let closed = closed_loop_creates(http, &url, 32, 10).await;
-            let rate = 6_000.0 / all;
-            println!(
-                "round {round} {durability}: whole orders {rate:.0}/s; creates at 500/s p50 {:.2} ms p99 {:.2} ms; \
-                 32 callers closed loop {:.0}/s p50 {:.2} ms p99 {:.2} ms",
-                percentile(&steady, 50.0),
-                percentile(&steady, 99.0),
-                closed.len() as f64 / 10.0,
-                percentile(&closed, 50.0),
-                percentile(&closed, 99.0)
-            );
-            results.push((
+            let r = Round {
                 durability,
-                rate,
-                percentile(&steady, 50.0),
-                percentile(&steady, 99.0),
-                closed.len() as f64 / 10.0,
-                percentile(&closed, 50.0),
-                percentile(&closed, 99.0),
-            ));
+                orders_per_sec: 6_000.0 / all,
+                steady_p50: percentile(&steady, 50.0),
+                steady_p99: percentile(&steady, 99.0),
+                loop_per_sec: closed.len() as f64 / 10.0,
+                loop_p50: percentile(&closed, 50.0),
+                loop_p99: percentile(&closed, 99.0),
+            };
+            println!(
+                "round {round} {durability}: whole orders {:.0}/s; creates at 500/s p50 {:.2} ms p99 {:.2} ms; \
+                 32 callers closed loop {:.0}/s p50 {:.2} ms p99 {:.2} ms",
+                r.orders_per_sec,
+                r.steady_p50,
+                r.steady_p99,
+                r.loop_per_sec,
+                r.loop_p50,
+                r.loop_p99
+            );
+            rounds.push(r);
         }
     }
-    let median = |d: &str, f: fn(&(&str, f64, f64, f64, f64, f64, f64)) -> f64| {
-        let mut v: Vec<f64> = results.iter().filter(|r| r.0 == d).map(f).collect();
+    let median = |d: &str, f: fn(&Round) -> f64| {
+        let mut v: Vec<f64> = rounds.iter().filter(|r| r.durability == d).map(f).collect();
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (pl, pc) = (
-        median("power_loss", |r| r.1),
-        median("process_crash", |r| r.1),
-    );
+    let pl = median("power_loss", |r| r.orders_per_sec);
+    let pc = median("process_crash", |r| r.orders_per_sec);
     println!(
         "median whole orders: power_loss {pl:.0}/s, process_crash {pc:.0}/s => power_loss keeps {:.0} %",
         100.0 * pl / pc
@@ -241,11 +249,11 @@ async fn durability_cost(http: &reqwest::Client, sandbox: &str) {
     for d in ["power_loss", "process_crash"] {
         println!(
             "median {d}: creates at 500/s p50 {:.2} ms p99 {:.2} ms; closed loop {:.0}/s p50 {:.2} ms p99 {:.2} ms",
-            median(d, |r| r.2),
-            median(d, |r| r.3),
-            median(d, |r| r.4),
-            median(d, |r| r.5),
-            median(d, |r| r.6)
+            median(d, |r| r.steady_p50),
+            median(d, |r| r.steady_p99),
+            median(d, |r| r.loop_per_sec),
+            median(d, |r| r.loop_p50),
+            median(d, |r| r.loop_p99)
         );
     }
 }
