@@ -201,6 +201,31 @@ fn a_claimant_whose_claim_was_taken_over_records_nothing() {
 }
 
 #[test]
+fn a_claim_given_back_unsent_is_due_again_and_not_taken_as_sent() {
+    let (_dir, mut store) = open();
+    let id = dispatched(&mut store, 1);
+    let claimed = store
+        .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
+        .expect("claim")
+        .rows;
+    assert!(store.intent(&id).expect("intent").may_have_crossed_boundary);
+    store
+        .release_claim(claimed[0].outbox_seq, claimed[0].fence, T0 + 20)
+        .expect("given back");
+    assert!(!store.intent(&id).expect("intent").may_have_crossed_boundary);
+    let again = store
+        .claim_outbox("w1", T0 + 30, 1_000, 10, &erp)
+        .expect("claim")
+        .rows;
+    assert_eq!(again.len(), 1);
+    assert!(!again[0].reclaimed, "never sent, so sent now as usual");
+    assert!(matches!(
+        store.release_claim(claimed[0].outbox_seq, claimed[0].fence, T0 + 40),
+        Err(StoreError::Fenced { .. })
+    ));
+}
+
+#[test]
 fn a_final_state_withdraws_the_planned_send_in_the_same_transaction() {
     let (_dir, mut store) = open();
     let id = dispatched(&mut store, 1);
@@ -328,6 +353,10 @@ fn one_receipt_commits_and_a_second_effect_is_kept_as_evidence() {
 fn a_redelivered_webhook_changes_nothing() {
     let (_dir, mut store) = open();
     let id = dispatched(&mut store, 1);
+    // The command went to the connector: a dispatcher claimed it.
+    store
+        .claim_outbox("w1", T0 + 2, 1_000, 10, &erp)
+        .expect("claim");
     let key = store.intent(&id).expect("intent").action_key;
     let source = ReceiptSource {
         receipt_id: ReceiptId::generate(T0, 9),
@@ -661,6 +690,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     plain
         .execute_batch(
             "DROP INDEX ingest_keys_principal; ALTER TABLE ingest_keys DROP COLUMN principal; \
+             DROP INDEX outbox_intent; \
              ALTER TABLE attempts DROP COLUMN reported_by; \
              DROP INDEX intents_release; DELETE FROM sqlite_stat1 WHERE idx = 'intents_release'; \
              PRAGMA user_version = 3;",

@@ -28,6 +28,7 @@ const AGENT_BOTH: &str = "trust-agent-both-token";
 const ERP: &str = "trust-erp-connector-token";
 const ERP_ACME: &str = "trust-erp-acme-connector-token";
 const BANK: &str = "trust-bank-connector-token";
+const ENGINEER: &str = "trust-engineer-token";
 /// Every secret above, for the log check.
 const SECRETS: &[&str] = &[
     ADMIN,
@@ -38,6 +39,7 @@ const SECRETS: &[&str] = &[
     ERP,
     ERP_ACME,
     BANK,
+    ENGINEER,
 ];
 /// Guards against a hang; never a stand-in for synchronisation.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -53,6 +55,7 @@ fn tokens() -> Vec<Token> {
     };
     vec![
         Token::all_tenants("admin", ADMIN),
+        Token::all_tenants("engineer", ENGINEER),
         agent("agent-acme", AGENT_ACME, r#"["acme"]"#),
         agent("agent-acme-2", AGENT_ACME_2, r#"["acme"]"#),
         agent("agent-globex", AGENT_GLOBEX, r#"["globex"]"#),
@@ -398,6 +401,20 @@ async fn a_forged_receipt_commits_nothing_and_tells_nothing_of_other_tenants() {
             "one answer for every key that is not the connector's"
         );
     }
+    // An intent whose command never went to the connector has nothing to receipt there:
+    // work that changes nothing downstream, or an order not dispatched yet.
+    let compare = rig
+        .authorized(AGENT_ACME, "a-2", &comparison("acme"))
+        .await
+        .1;
+    let (pending, pending_key) = rig.authorized(AGENT_ACME, "a-3", &order("acme", "7")).await;
+    for key in [&compare, &pending_key] {
+        let (status, body) = rig
+            .post(ERP, "/v1/receipts/erp", &receipt("y", key, "po-FORGED"))
+            .await;
+        assert_eq!((status, &body), (StatusCode::NOT_FOUND, &forged), "{key}");
+    }
+    assert_eq!(rig.detail(&pending).await["intent"]["state"], "authorized");
     // A connector token speaks only for the connectors it names.
     let (status, body) = rig
         .post(
@@ -499,6 +516,10 @@ async fn an_agent_cannot_change_the_coordinators_attempts_nor_anothers() {
             "colour",
         ),
         (
+            json!({"kind": "retrieval", "provider": "open\u{202e}ia"}),
+            "provider",
+        ),
+        (
             json!({"kind": "retrieval", "provider": "x".repeat(101)}),
             "provider",
         ),
@@ -530,6 +551,17 @@ async fn an_agent_cannot_change_the_coordinators_attempts_nor_anothers() {
         "/v1/intents/{compare}/attempts/{}",
         started["id"].as_str().expect("id")
     );
+    // A finish says how the attempt ended.
+    let (status, body) = rig
+        .call(
+            Method::PATCH,
+            &path,
+            AGENT_ACME,
+            Some(&json!({"detail": "still thinking"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body["error"]["fields"]["outcome"].is_string(), "{body}");
     let failed = json!({"outcome": "failed", "error_class": "transient_compute"});
     let (status, body) = rig
         .call(Method::PATCH, &path, AGENT_ACME_2, Some(&failed))
@@ -847,6 +879,62 @@ async fn a_resend_that_would_land_after_the_key_may_be_forgotten_is_not_sent() {
 }
 
 #[tokio::test]
+async fn a_resend_held_by_a_pause_goes_after_resume_without_spending_budget() {
+    // The first send is cut off after it may have been written, a lookup proves it absent,
+    // and the resend is refused for load; a pause then holds the retry.
+    let rig = Rig::start("refuse=1", false, |_| {}).await;
+    let mut body = order("acme", "4500");
+    body["max_attempts"] = json!(3);
+    let (id, key) = rig.dispatched(AGENT_ACME, "held-1", &body).await;
+    rig.wait_for_state(&id, "indeterminate").await;
+    rig.sandbox.set_faults(
+        "overload_writes=1,retry_after_secs=2"
+            .parse()
+            .expect("spec"),
+    );
+    rig.wait_for(&id, "a retry planned behind Retry-After", |d| {
+        attempts_of(d, "dispatch").len() == 3
+    })
+    .await;
+    let (status, body) = rig
+        .command(
+            &json!({"command_id": "cmd_01kbx0000000000000000000d2", "kind": "pause",
+                         "reason": "downstream incident", "target": {"intent_id": id}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let held = rig
+        .wait_for(&id, "the planned retry held by the pause", |d| {
+            attempts_of(d, "dispatch")
+                .last()
+                .is_some_and(|a| a["outcome"] == "abandoned")
+        })
+        .await;
+    assert_eq!(
+        held["intent"]["attempts"], 2,
+        "the held retry gave its unit back"
+    );
+    rig.sandbox
+        .set_faults(intentdesk::sandbox::FaultSpec::none());
+    let (status, body) = rig
+        .command(
+            &json!({"command_id": "cmd_01kbx0000000000000000000d3", "kind": "resume",
+                         "target": {"intent_id": id}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    // After the resume the resend is planned again, within the budget, and lands once.
+    let detail = rig.wait_for_state(&id, "committed").await;
+    assert_eq!(rig.effects(&key), 1);
+    assert_eq!(rig.crossings(&key), 1, "{detail:#}");
+    assert!(
+        detail["intent"]["attempts"].as_u64() <= Some(3),
+        "{detail:#}"
+    );
+}
+
+#[tokio::test]
 async fn a_bare_503_on_a_write_is_looked_up_not_resent() {
     // A proxy in front of the downstream answers 503 without Retry-After after the order
     // went through.
@@ -879,6 +967,21 @@ async fn command_ids_are_any_opaque_client_id() {
         assert_eq!(status, StatusCode::CREATED, "{id}: {body}");
         assert_eq!(body["command_id"], id);
     }
+    // Another principal's id names nothing of theirs.
+    let (status, body) = rig
+        .post(
+            ENGINEER,
+            "/v1/commands",
+            &json!({"command_id": "ops.2026-12-01:pause-1", "kind": "pause", "reason": "drill",
+                    "target": {"scope": {"tenant": "acme"}}, "dry_run": true}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "command_id_in_use");
+    assert!(
+        body.get("actor").is_none() && body.get("result").is_none(),
+        "{body}"
+    );
     for id in ["has space", "", &"x".repeat(129), "semi;colon", "ایران"] {
         let (status, body) = rig
             .command(

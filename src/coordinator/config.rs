@@ -207,7 +207,16 @@ impl Config {
             path: origin.to_string(),
             message,
         };
+        let mut names = std::collections::BTreeSet::new();
         for t in &self.tokens {
+            // A token's name is the principal's identity: who reported an attempt, who used
+            // a caller key, who ran a command.
+            if !names.insert(t.name.as_str()) {
+                return Err(invalid(format!(
+                    "token `{}` is named twice; a token's name is its principal's identity",
+                    t.name
+                )));
+            }
             let ok =
                 t.token_sha256.len() == 64 && t.token_sha256.bytes().all(|b| b.is_ascii_hexdigit());
             if !ok {
@@ -368,6 +377,23 @@ mod tests {
             let err = Config::parse(&token(role, connectors), "c").expect_err(said);
             assert!(err.to_string().contains(said), "{err}");
         }
+    }
+
+    #[test]
+    fn a_token_name_is_an_identity_and_may_not_repeat() {
+        let token = |secret: &str| {
+            format!(
+                "[[tokens]]\nname = \"ops\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n",
+                token_sha256(secret)
+            )
+        };
+        let text = format!(
+            "listen = \"x\"\ndatabase = \"d\"\n{}{}",
+            token("a"),
+            token("b")
+        );
+        let err = Config::parse(&text, "c").expect_err("a repeated name");
+        assert!(err.to_string().contains("named twice"), "{err}");
     }
 
     #[test]

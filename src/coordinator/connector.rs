@@ -90,7 +90,7 @@ async fn reply(response: reqwest::Response) -> Call {
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(|secs| secs * 1000);
+        .map(|secs| secs.saturating_mul(1000));
     match response.bytes().await {
         Ok(bytes) => {
             let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);

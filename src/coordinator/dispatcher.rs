@@ -154,7 +154,17 @@ async fn handle(state: &AppState, row: ClaimedRow) {
     // this request is still on its way. One that cannot is not begun: the lease runs out and
     // the row is reconciled, as after a crash.
     if now_ms().saturating_add(connector.timeout_ms) >= row.lease_expires_at_ms {
-        tracing::warn!("the claim's lease would run out during the send; not sending");
+        tracing::warn!("the claim's lease would run out during the send; giving it back unsent");
+        let (seq, fence) = (row.outbox_seq, row.fence);
+        if let Err(e) = state
+            .db
+            .write(move |s| s.release_claim(seq, fence, now_ms()))
+            .await
+        {
+            // Taken over meanwhile: the new claimant reconciles it as possibly sent.
+            tracing::warn!(error = %e, "the unsent claim could not be given back");
+        }
+        state.dispatch_wake.notify_one();
         return;
     }
 
@@ -233,6 +243,11 @@ enum Decision {
 async fn record(state: &AppState, row: ClaimedRow, finish: AttemptFinish, decision: Decision) {
     let now = now_ms();
     let outbox_seq = row.outbox_seq;
+    let intent_id = row.intent_id.clone();
+    let receipt = match &decision {
+        Decision::Receipt(downstream_id) => Some(downstream_id.clone()),
+        _ => None,
+    };
     let result = state
         .db
         .write(move |s| decide_and_record(s, &row, finish, decision, now))
@@ -245,7 +260,24 @@ async fn record(state: &AppState, row: ClaimedRow, finish: AttemptFinish, decisi
             tracing::warn!(
                 outbox = outbox_seq,
                 "the claim was taken over while the send was on its way; its outcome is left to the reconciler"
-            )
+            );
+            // The downstream's answer is evidence whoever holds the claim: the receipt is
+            // observed all the same, only the attempt's record is the new claimant's.
+            if let Some(downstream_id) = receipt {
+                let source = ReceiptSource {
+                    receipt_id: ReceiptId::generate(now, entropy()),
+                    downstream_id,
+                    source: "dispatch",
+                    event_id: None,
+                };
+                if let Err(e) = state
+                    .db
+                    .write(move |s| s.observe_receipt(&intent_id, &source, now))
+                    .await
+                {
+                    tracing::error!(error = %e, "observing a fenced claimant's receipt failed");
+                }
+            }
         }
         Err(e) => {
             tracing::error!(error = %e, outbox = outbox_seq, "recording a dispatch outcome failed")

@@ -28,6 +28,8 @@ use crate::store::{
 pub const MAX_CALLER_KEY: usize = 200;
 /// Deadlines are at most a week away.
 pub const MAX_DEADLINE_SECS: u64 = 7 * 24 * 3600;
+/// An authorisation lasts at most a year.
+pub const MAX_APPROVAL_SECS: u64 = 365 * 24 * 3600;
 /// Budgets are at most this many attempts.
 pub const MAX_ATTEMPTS: u32 = 50;
 
@@ -50,10 +52,24 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiE
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        if path.is_empty() || path == "." {
-            ApiError::bad_request(format!("the body is not valid: {inner}"))
-        } else {
-            ApiError::fields(BTreeMap::from([(path, inner.to_string())]))
+        let at_root = path.is_empty() || path == ".";
+        // A field that is missing is named by serde only in its message.
+        let missing = inner
+            .to_string()
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(name, _)| name.to_string());
+        match (at_root, missing) {
+            (true, Some(name)) => ApiError::fields(BTreeMap::from([(
+                name,
+                "this field is required".to_string(),
+            )])),
+            (true, None) => ApiError::bad_request(format!("the body is not valid: {inner}")),
+            (false, Some(name)) => ApiError::fields(BTreeMap::from([(
+                format!("{path}.{name}"),
+                "this field is required".to_string(),
+            )])),
+            (false, None) => ApiError::fields(BTreeMap::from([(path, inner.to_string())])),
         }
     })
 }
@@ -86,20 +102,10 @@ struct CreateBody {
     connector: Option<String>,
 }
 
+/// Check a required one-line text field (see `crate::domain::text`).
 fn check_text(fields: &mut BTreeMap<String, String>, name: &str, value: &str, max: usize) {
-    let len = value.chars().count();
-    if value.trim().is_empty() {
-        fields.insert(name.to_string(), "must not be empty".to_string());
-    } else if len > max {
-        fields.insert(
-            name.to_string(),
-            format!("is {len} characters; the limit is {max}"),
-        );
-    } else if value.chars().any(char::is_control) {
-        fields.insert(
-            name.to_string(),
-            "must not contain control characters".to_string(),
-        );
+    if let Err(problem) = crate::domain::text::check_text(value, max, true, false) {
+        fields.insert(name.to_string(), problem.to_string());
     }
 }
 
@@ -265,14 +271,22 @@ async fn create_intent(
             Json(intent),
         )
             .into_response()),
-        CreateOutcome::Mismatch { intent_id, differs } => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency_key_mismatch",
-            format!(
-                "this Idempotency-Key already names intent {intent_id} with a different {differs}; \
-                 a changed order needs a new key"
-            ),
-        )),
+        CreateOutcome::Mismatch { intent_id, differs } => {
+            // The same principal's key in another tenant: which intent is not said, as the
+            // token may no longer see that tenant.
+            let named = if differs == "tenant" {
+                "an intent of another tenant".to_string()
+            } else {
+                format!("intent {intent_id} with a different {differs}")
+            };
+            Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency_key_mismatch",
+                format!(
+                    "this Idempotency-Key already names {named}; a changed order needs a new key"
+                ),
+            ))
+        }
     }
 }
 
@@ -316,8 +330,14 @@ async fn authorize(
         100,
     );
     check_text(&mut fields, "approver", &req.approver, 200);
-    if req.valid_for_secs == Some(0) {
-        fields.insert("valid_for_secs".into(), "must be positive".into());
+    if req
+        .valid_for_secs
+        .is_some_and(|s| s == 0 || s > MAX_APPROVAL_SECS)
+    {
+        fields.insert(
+            "valid_for_secs".into(),
+            format!("must be between 1 and {MAX_APPROVAL_SECS}"),
+        );
     }
     if !fields.is_empty() {
         return Err(ApiError::fields(fields));
@@ -402,7 +422,7 @@ fn check_new_attempt(req: &NewAttempt) -> Result<(), ApiError> {
 
 fn check_report(req: &AttemptReport) -> Result<(), ApiError> {
     let mut fields = BTreeMap::new();
-    if req.outcome == Some(AttemptOutcome::Pending) {
+    if req.outcome == AttemptOutcome::Pending {
         fields.insert(
             "outcome".into(),
             "a finished attempt has an outcome other than pending".into(),
@@ -617,7 +637,10 @@ async fn receipt_webhook(
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
-            format!("this token does not speak for connector `{connector}`"),
+            format!(
+                "this token does not speak for connector `{}`",
+                connector.chars().take(60).collect::<String>()
+            ),
         ));
     }
     if state.config.connector(&connector).is_none() {

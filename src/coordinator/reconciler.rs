@@ -95,12 +95,9 @@ async fn sweep(
             ..ApplyContext::default()
         };
         let rid = id.clone();
-        match state
-            .db
-            .write(move |s| s.apply(&rid, &Event::Dispatch, &ctx))
-            .await
-        {
-            Ok(_) => state.dispatch_wake.notify_one(),
+        match state.db.write(move |s| s.replan_stalled(&rid, &ctx)).await {
+            Ok(Some(_)) => state.dispatch_wake.notify_one(),
+            Ok(None) => {}
             Err(StoreError::Refused(crate::domain::Refusal::Paused)) => {}
             Err(StoreError::Refused(refusal)) => {
                 let ctx = ApplyContext {
@@ -255,9 +252,12 @@ pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupR
             // A resend is safe only while the downstream still deduplicates the key: the
             // resend must arrive (within one timeout) before the key may be forgotten. The
             // dispatcher asks the same again when the resend is due.
-            let safe = intent
-                .first_dispatch_at_ms
-                .is_some_and(|first| connector.key_contract().holds_key_on_landing(first, now));
+            let safe = intent.first_dispatch_at_ms.is_some_and(|first| {
+                connector
+                    .key_contract()
+                    .retention_at_most(intent.key_retention_secs)
+                    .holds_key_on_landing(first, now)
+            });
             if !safe {
                 LookupResult::StillIndeterminate {
                     why: "not found, but the downstream may have forgotten the key: a resend would not be \

@@ -20,8 +20,10 @@ async fn whoami(principal: Principal) -> Json<Value> {
         "name": principal.name,
         "role": principal.role.as_str(),
         "tenants": principal.tenants,
+        "connectors": principal.connectors,
         "may": {
             "ingest": may(Permission::Ingest),
+            "receipt": may(Permission::Receipt),
             "read": may(Permission::Read),
             "pause_resume": may(Permission::PauseResume),
             "reconcile": may(Permission::Reconcile),

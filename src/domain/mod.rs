@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod retry;
 pub mod send;
 pub mod state;
+pub mod text;
 pub mod vocab;
 
 pub use canonical::{

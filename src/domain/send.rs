@@ -22,6 +22,18 @@ pub struct KeyContract {
 }
 
 impl KeyContract {
+    /// The contract with the retention no longer than `stored_secs`, the retention an intent
+    /// was created under: when the configuration changed since, the shorter one is kept.
+    pub fn retention_at_most(self, stored_secs: Option<u64>) -> Self {
+        let retention_ms = stored_secs.map_or(self.retention_ms, |s| {
+            self.retention_ms.min(s.saturating_mul(1000))
+        });
+        KeyContract {
+            retention_ms,
+            ..self
+        }
+    }
+
     /// When the downstream may forget a key first sent at `first_sent_at_ms`.
     pub fn forget_at_ms(&self, first_sent_at_ms: u64) -> u64 {
         first_sent_at_ms.saturating_add(self.retention_ms)

@@ -168,7 +168,7 @@ pub enum Refusal {
     #[error("{0}")]
     MissingEvidence(&'static str),
     #[error(
-        "a dispatch is on its way to the downstream; wait for its outcome before closing as cancelled"
+        "a dispatch is on its way to the downstream; wait for its outcome before closing or cancelling"
     )]
     DispatchInFlight,
 }
@@ -274,6 +274,9 @@ pub fn apply(facts: &IntentFacts, event: &Event) -> Result<Transition, Refusal> 
             // rollback: it takes an operator close with evidence.
             _ => Err(not_allowed()),
         },
+        // A send on its way may still apply, or not: what the close says cannot be known
+        // until its outcome is.
+        Event::OperatorClose { .. } if facts.dispatch_in_flight => Err(Refusal::DispatchInFlight),
         Event::OperatorClose {
             disposition,
             evidence,
@@ -340,10 +343,6 @@ fn close(
             })
         }
         Disposition::Cancelled => {
-            // A send on its way may still apply: "nothing was applied" cannot be known yet.
-            if facts.dispatch_in_flight {
-                return Err(Refusal::DispatchInFlight);
-            }
             if !evidence.has_note() && !evidence.has_reference() {
                 return Err(Refusal::MissingEvidence(
                     "closing as cancelled needs evidence that nothing was applied",

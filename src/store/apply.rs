@@ -8,8 +8,7 @@ use super::attempts::announce as announce_attempt;
 use super::intents::load;
 use super::{Cached, Intent, Store, StoreError, events, to_i64};
 use crate::domain::{
-    AttemptId, Disposition, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId,
-    Transition, state,
+    AttemptId, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId, Transition, state,
 };
 
 /// Details the effects of an event need.
@@ -101,15 +100,9 @@ pub(crate) fn apply_in(
     ctx: &ApplyContext,
 ) -> Result<Applied, StoreError> {
     let (seq, intent) = load(tx, id)?;
-    // Only a cancellation asks whether a send is on its way; other events skip the read.
-    let cancels = matches!(
-        event,
-        Event::Cancel { .. }
-            | Event::OperatorClose {
-                disposition: Disposition::Cancelled,
-                ..
-            }
-    );
+    // Only a cancellation or a close asks whether a send is on its way; other events skip
+    // the read.
+    let cancels = matches!(event, Event::Cancel { .. } | Event::OperatorClose { .. });
     let in_flight = cancels && dispatch_in_flight(tx, seq)?;
     let facts = facts_of(&intent, ctx.now_ms, in_flight);
     let transition = state::apply(&facts, event)?;
@@ -226,6 +219,7 @@ pub(crate) fn withdraw_pending(
             ],
         )?;
         announce_attempt(tx, intent, &attempt, now_ms)?;
+        super::outbox::refund_attempt(tx, &intent.id)?;
     }
     Ok(())
 }

@@ -30,10 +30,10 @@ pub struct NewAttempt {
 /// How a reported attempt ended, as its agent says (the body of
 /// `PATCH /v1/intents/{id}/attempts/{attempt_id}`). Whether anything crossed the action
 /// boundary is never the agent's to say: reported work crosses nothing.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AttemptReport {
-    pub outcome: Option<AttemptOutcome>,
+    pub outcome: AttemptOutcome,
     pub error_class: Option<String>,
     pub http_status: Option<u16>,
     pub retry_after_ms: Option<u64>,
@@ -45,7 +45,7 @@ pub struct AttemptReport {
 impl From<AttemptReport> for AttemptFinish {
     fn from(r: AttemptReport) -> Self {
         AttemptFinish {
-            outcome: r.outcome,
+            outcome: Some(r.outcome),
             error_class: r.error_class,
             http_status: r.http_status,
             retry_after_ms: r.retry_after_ms,

@@ -85,6 +85,8 @@ pub enum RecordedCommand {
     Fresh(CommandRecord),
     Replayed(CommandRecord),
     Mismatch(CommandRecord),
+    /// Another principal already used this command id; nothing of its record is told.
+    InUse,
 }
 
 const RECORD_COLUMNS: &str = "c.id, c.kind, c.actor, c.role, c.reason, c.dry_run, c.status, c.result_json, c.body_json, c.created_at_ms";
@@ -174,6 +176,11 @@ impl Store {
         let tx = self.conn.savepoint()?;
         if let Some((record, hash)) = load_record(&tx, new.id.as_str())? {
             tx.commit()?;
+            // Ids are the clients' own: one another principal already used says nothing of
+            // that principal's command.
+            if record.actor != new.actor {
+                return Ok(RecordedCommand::InUse);
+            }
             return Ok(if hash == new.body_hash {
                 RecordedCommand::Replayed(record)
             } else {

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::apply::{apply_in, facts_of};
 use super::attempts::announce as announce_attempt;
+use super::events::announce_intent;
 use super::intents::{Intent, load};
 use super::{ApplyContext, Cached, Store, StoreError, to_i64, to_u64};
 use crate::domain::{
@@ -118,9 +119,13 @@ impl Store {
                 let facts = facts_of(&intent, now_ms, false);
                 let stop = match contract_of(&intent.connector, &intent.operation) {
                     Err(why) => Some(Stop::Unsendable(why)),
-                    Ok(key) => may_send(&facts, intent.first_dispatch_at_ms, &key)
-                        .err()
-                        .map(Stop::Gate),
+                    Ok(key) => may_send(
+                        &facts,
+                        intent.first_dispatch_at_ms,
+                        &key.retention_at_most(intent.key_retention_secs),
+                    )
+                    .err()
+                    .map(Stop::Gate),
                 };
                 if let Some(stop) = stop {
                     claim
@@ -178,6 +183,37 @@ impl Store {
         }
         tx.commit()?;
         Ok(claim)
+    }
+
+    /// Give a claim back unsent: the row is due again at once and its attempt is no longer
+    /// taken as possibly sent. `Fenced` when the claim was taken over meanwhile.
+    pub fn release_claim(
+        &mut self,
+        outbox_seq: i64,
+        fence: u32,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        let tx = self.conn.savepoint()?;
+        let released = tx.run(
+            "UPDATE outbox SET status = 'pending', claimed_by = NULL, claim_expires_at_ms = NULL, \
+             available_at_ms = ?3 WHERE seq = ?1 AND status = 'claimed' AND claims = ?2",
+            params![outbox_seq, fence, to_i64(now_ms)],
+        )?;
+        if released != 1 {
+            return Err(StoreError::Fenced { outbox_seq });
+        }
+        tx.run(
+            "UPDATE attempts SET sent = 0 WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
+            [outbox_seq],
+        )?;
+        tx.run(
+            "UPDATE intents SET crossed = EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
+             AND a.kind = 'dispatch' AND a.sent = 1) \
+             WHERE seq = (SELECT intent_seq FROM outbox WHERE seq = ?1)",
+            [outbox_seq],
+        )?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// End a claim whose outcome is being recorded, in the same transaction as the record.
@@ -238,6 +274,15 @@ impl Store {
     }
 }
 
+/// Give back the unit of budget a planned send took, when it was never made.
+pub(crate) fn refund_attempt(tx: &Connection, id: &IntentId) -> Result<(), StoreError> {
+    tx.run(
+        "UPDATE intents SET attempts = attempts - 1 WHERE id = ?1 AND attempts > 0",
+        [id.as_str()],
+    )?;
+    Ok(())
+}
+
 /// Carry out a send the gate stopped: the row is withdrawn or done, its attempt abandoned
 /// and never sent, and the intent told what that means for it.
 fn hold_back(
@@ -268,6 +313,8 @@ fn hold_back(
         params![attempt.as_str(), to_i64(now_ms), format!("not sent: {why}")],
     )?;
     announce_attempt(tx, intent, &attempt, now_ms)?;
+    // A send never made is no try: its unit of budget is given back.
+    refund_attempt(tx, &intent.id)?;
     let event = match stop {
         Stop::Unsendable(why) => Some(Event::Refused {
             reason: why.clone(),
@@ -284,16 +331,23 @@ fn hold_back(
         }),
     };
     let mut indeterminate = false;
+    let mut announced = false;
     if let Some(event) = event {
         let ctx = ApplyContext {
             now_ms,
             ..ApplyContext::default()
         };
         match apply_in(tx, &intent.id, &event, &ctx) {
-            Ok(applied) => indeterminate = applied.transition.to == IntentState::Indeterminate,
+            Ok(applied) => {
+                indeterminate = applied.transition.to == IntentState::Indeterminate;
+                announced = true;
+            }
             Err(StoreError::Refused(_)) => {}
             Err(e) => return Err(e),
         }
+    }
+    if !announced {
+        announce_intent(tx, &intent.id, now_ms)?;
     }
     Ok(HeldSend {
         intent_id: intent.id.clone(),

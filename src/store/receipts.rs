@@ -64,7 +64,8 @@ impl Store {
 
     /// Record a webhook delivery from `connector` and, on its first delivery, observe the
     /// receipt it carries. The key must be the stored action key of an intent of that
-    /// connector in one of `tenants` (`None`: every tenant); anything else is `NotFound`,
+    /// connector in one of `tenants` (`None`: every tenant), dispatched to it at least once;
+    /// anything else is `NotFound`,
     /// alike whether or not such an intent exists elsewhere, and stores nothing.
     ///
     /// Deliveries are deduplicated by `(connector, action key, event id)`: an event id is
@@ -81,9 +82,12 @@ impl Store {
     ) -> Result<WebhookOutcome, StoreError> {
         let event_id = source.event_id.clone().unwrap_or_default();
         let tx = self.conn.savepoint()?;
+        // Only an intent whose command was handed to this connector (a dispatch claimed at
+        // least once) can have an effect there to receipt.
         let target: Option<(String, String, String)> = tx
             .one(
-                "SELECT id, tenant, connector FROM intents WHERE action_key = ?1",
+                "SELECT id, tenant, connector FROM intents WHERE action_key = ?1 \
+                 AND tier IN ('write', 'financial') AND first_dispatch_at_ms IS NOT NULL",
                 [action_key.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )

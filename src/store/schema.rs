@@ -237,9 +237,11 @@ CREATE INDEX intents_release ON intents (release_id, seq);
     // before this migration have none and stay finishable by any agent of their tenant. A
     // caller key records the principal that used it, so the same principal reusing it for
     // another tenant is a mismatch. Webhook deliveries are deduplicated per action key, so
-    // an event id stored for one key never hides a receipt for another.
+    // an event id stored for one key never hides a receipt for another. Planned sends are
+    // found by intent, as a final state withdraws them.
     r#"
 ALTER TABLE attempts ADD COLUMN reported_by TEXT;
+CREATE INDEX outbox_intent ON outbox (intent_seq, status);
 ALTER TABLE ingest_keys ADD COLUMN principal TEXT;
 CREATE INDEX ingest_keys_principal ON ingest_keys (principal, caller_key) WHERE principal IS NOT NULL;
 CREATE TABLE webhook_deliveries (

@@ -4,8 +4,9 @@
 
 use rusqlite::params;
 
-use super::{Store, StoreError, to_i64};
-use crate::domain::IntentId;
+use super::apply::apply_in;
+use super::{Applied, ApplyContext, Cached, Store, StoreError, to_i64};
+use crate::domain::{Event, IntentId};
 
 fn ids(rows: Vec<String>) -> Result<Vec<IntentId>, StoreError> {
     rows.into_iter()
@@ -39,18 +40,41 @@ impl Store {
         ids(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Executing mutating intents that were dispatched before and have no dispatch pending,
-    /// claimed or in flight (one that was never dispatched waits for its agent's dispatch).
+    /// Executing mutating intents that were dispatched before and have nothing planned or on
+    /// its way: no send pending or claimed and no dispatch attempt still open. Such an intent
+    /// was held (a pause held its planned send, or a crash fell between two steps) and its
+    /// next send is planned again; the send gate judges it when it comes due.
     pub fn stalled_executing(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT i.id FROM intents i WHERE i.state = 'executing' AND i.tier IN ('write', 'financial') \
-             AND EXISTS (SELECT 1 FROM attempts d WHERE d.intent_seq = i.seq AND d.kind = 'dispatch') \
-             AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.intent_seq = i.seq AND o.status IN ('pending', 'claimed')) \
-             AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = i.seq AND a.kind = 'dispatch' \
-                 AND (a.outcome = 'pending' OR (a.sent = 1 AND a.outcome <> 'succeeded'))) \
-             ORDER BY i.updated_at_ms LIMIT ?1",
-        )?;
+        let sql =
+            format!("SELECT i.id FROM intents i WHERE {STALLED} ORDER BY i.updated_at_ms LIMIT ?1");
+        let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(params![limit], |r| r.get(0))?;
         ids(rows.collect::<Result<_, _>>()?)
     }
+
+    /// Plan the next send of a stalled intent, deciding "stalled" again in this transaction,
+    /// so two planners never plan two sends. `None` when it is no longer stalled.
+    pub fn replan_stalled(
+        &mut self,
+        id: &IntentId,
+        ctx: &ApplyContext,
+    ) -> Result<Option<Applied>, StoreError> {
+        let tx = self.conn.savepoint()?;
+        let sql = format!("SELECT EXISTS (SELECT 1 FROM intents i WHERE i.id = ?1 AND {STALLED})");
+        let stalled: bool = tx.one(&sql, [id.as_str()], |r| r.get(0))?;
+        let applied = if stalled {
+            Some(apply_in(&tx, id, &Event::Dispatch, ctx)?)
+        } else {
+            None
+        };
+        tx.commit()?;
+        Ok(applied)
+    }
 }
+
+/// The condition on `intents i` that makes an executing intent stalled.
+const STALLED: &str = "i.state = 'executing' AND i.tier IN ('write', 'financial') \
+     AND EXISTS (SELECT 1 FROM attempts d WHERE d.intent_seq = i.seq AND d.kind = 'dispatch') \
+     AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.intent_seq = i.seq AND o.status IN ('pending', 'claimed')) \
+     AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = i.seq AND a.kind = 'dispatch' \
+         AND a.outcome = 'pending')";

@@ -109,22 +109,11 @@ enum Target {
     Scope(PauseScope),
 }
 
-/// Check free text: within `max` characters, no control characters but line breaks and tabs.
+/// Check free text: within `max` characters, line breaks and tabs allowed (see
+/// `crate::domain::text`).
 fn check_text(fields: &mut BTreeMap<String, String>, name: &str, value: &str, max: usize) {
-    let len = value.chars().count();
-    if len > max {
-        fields.insert(
-            name.to_string(),
-            format!("is {len} characters; the limit is {max}"),
-        );
-    } else if value
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
-        fields.insert(
-            name.to_string(),
-            "must not contain control characters".to_string(),
-        );
+    if let Err(problem) = crate::domain::text::check_text(value, max, false, true) {
+        fields.insert(name.to_string(), problem.to_string());
     }
 }
 
@@ -216,8 +205,10 @@ fn check_scope(fields: &mut BTreeMap<String, String>, scope: &ScopeBody) -> Paus
         let path = format!("target.scope.{name}");
         if v.chars().count() > MAX_SCOPE_CHARS {
             fields.insert(path, format!("is longer than {MAX_SCOPE_CHARS} characters"));
-        } else if v.chars().any(char::is_control) {
-            fields.insert(path, "must not contain control characters".into());
+        } else if let Err(problem) =
+            crate::domain::text::check_text(v, MAX_SCOPE_CHARS, false, false)
+        {
+            fields.insert(path, problem.to_string());
         }
         Some(v.to_string())
     };
@@ -366,6 +357,10 @@ async fn run_command(
             Ok(answer(record, false))
         }
         RecordedCommand::Replayed(record) => Ok(answer(record, true)),
+        RecordedCommand::InUse => Err(ApiError::conflict(
+            "command_id_in_use",
+            "another principal already used this command_id; make a new one",
+        )),
         RecordedCommand::Mismatch(_) => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "command_id_mismatch",
