@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::clock::{Entropy, os_entropy, system_clock};
 use crate::coordinator::config::{ConnectorConfig, Durability, TokenConfig};
 use crate::coordinator::{Config, token_sha256};
 use crate::domain::Role;
@@ -42,9 +43,9 @@ pub fn default_data_dir() -> PathBuf {
     PathBuf::from("intentdesk-data")
 }
 
-/// A fresh random token: 32 hex characters from the id entropy source.
-fn fresh_token() -> String {
-    format!("{:032x}", crate::coordinator::entropy())
+/// A fresh random token: 32 hex characters.
+fn fresh_token(entropy: &dyn Entropy) -> String {
+    format!("{:032x}", entropy.next_u128())
 }
 
 impl Embedded {
@@ -53,7 +54,8 @@ impl Embedded {
         std::fs::create_dir_all(data_dir)
             .with_context(|| format!("cannot create {}", data_dir.display()))?;
         let database = data_dir.join("intentdesk.sqlite");
-        let token = fresh_token();
+        let (clock, entropy) = (system_clock(), os_entropy());
+        let token = fresh_token(&*entropy);
         let (stop, stopped) = watch::channel(false);
         let until_stopped = |mut rx: watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
@@ -67,12 +69,19 @@ impl Embedded {
         let faults: FaultSpec = DEMO_FAULTS.parse()?;
         // The sandbox speaks for the `erp` connector with a token of its own, which may
         // deliver receipts and nothing else.
-        let connector_token = fresh_token();
+        let connector_token = fresh_token(&*entropy);
         let webhook = WebhookTarget {
             url: format!("{coordinator_url}/v1/receipts/erp").parse()?,
             token: Some(connector_token.clone()),
         };
-        let sandbox = SandboxState::new(faults, Some(webhook));
+        let sandbox = SandboxState::with_options(
+            faults,
+            Some(webhook),
+            crate::sandbox::SandboxOptions {
+                clock: clock.clone(),
+                ..crate::sandbox::SandboxOptions::default()
+            },
+        );
         let mut tasks = Vec::new();
         let rx = stopped.clone();
         tasks.push(tokio::spawn(async move {
@@ -126,9 +135,16 @@ impl Embedded {
             max_body_bytes: 262_144,
         };
         let rx = stopped.clone();
+        let coordinator_clock = clock.clone();
         tasks.push(tokio::spawn(async move {
-            if let Err(e) =
-                crate::coordinator::run(coordinator_listener, config, until_stopped(rx)).await
+            if let Err(e) = crate::coordinator::run_with(
+                coordinator_listener,
+                config,
+                coordinator_clock,
+                entropy,
+                until_stopped(rx),
+            )
+            .await
             {
                 tracing::error!(error = %e, "the embedded coordinator stopped");
             }
@@ -138,7 +154,8 @@ impl Embedded {
             let driver = DriverConfig::steady(
                 coordinator_url.parse()?,
                 token.clone(),
-                crate::coordinator::now_ms(),
+                clock.now_ms(),
+                clock.clone(),
             );
             let rx = stopped.clone();
             tasks.push(tokio::spawn(async move {

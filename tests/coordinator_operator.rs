@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use intentdesk::coordinator::{entropy, now_ms};
+use intentdesk::clock::{Clock, Entropy, OsEntropy, SystemClock};
 use intentdesk::domain::CommandId;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
@@ -116,7 +116,7 @@ impl Coordinator {
             "operation": "catalog.search", "tool": tool, "consequence": "read", "args": args,
             "deadline_secs": 3600, "max_attempts": 3, "release_id": "r-2024-11", "locale": locale,
         });
-        let key = format!("key-{}", entropy());
+        let key = format!("key-{}", OsEntropy::default().next_u128());
         let request = self
             .http
             .post(format!("{}/v1/intents", self.base))
@@ -137,7 +137,7 @@ impl Coordinator {
 }
 
 fn new_command_id() -> String {
-    CommandId::generate(now_ms(), entropy()).to_string()
+    CommandId::generate(SystemClock.now_ms(), OsEntropy::default().next_u128()).to_string()
 }
 
 fn ids(items: &Value) -> Vec<String> {

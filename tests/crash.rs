@@ -166,6 +166,7 @@ async fn crash_run(seed: u64, intents: u64, kills: u32) {
         request_timeout: Duration::from_secs(5),
         patience: PATIENCE,
         keep_intents: true,
+        clock: intentdesk::clock::system_clock(),
     };
     let driver = tokio::spawn(async move { drive(&config, std::future::pending()).await });
 
@@ -201,6 +202,7 @@ async fn crash_run(seed: u64, intents: u64, kills: u32) {
         base.parse().expect("URL"),
         ADMIN,
         sandbox_url.parse().expect("URL"),
+        intentdesk::clock::system_clock(),
     )
     .expect("source");
     let settled = settle(&source, window_of(&log), Duration::from_secs(90))

@@ -299,7 +299,7 @@ impl Rig {
     fn dispatch_as_a_coordinator_that_dies(&self, id: &str) -> ClaimedRow {
         let mut store = intentdesk::store::Store::open(&self.db).expect("open the database");
         let id: IntentId = id.parse().expect("an intent id");
-        let now = intentdesk::coordinator::now_ms();
+        let now = intentdesk::clock::Clock::now_ms(&intentdesk::clock::SystemClock);
         let contract = |_: &str, _: &str| {
             Ok(KeyContract {
                 supports_idempotency: true,
@@ -501,6 +501,7 @@ async fn overload_at_every_layer_keeps_every_intent_within_its_budget() {
         request_timeout: Duration::from_secs(10),
         patience: Duration::from_secs(10),
         keep_intents: true,
+        clock: intentdesk::clock::system_clock(),
     };
     let log = drive(&config, std::future::pending())
         .await
@@ -615,7 +616,7 @@ async fn wait_until_lapsed(rig: &Rig, id: &str) {
         .as_u64()
         .expect("an expiry");
     let deadline = Instant::now() + PATIENCE;
-    while intentdesk::coordinator::now_ms() <= expires {
+    while intentdesk::clock::Clock::now_ms(&intentdesk::clock::SystemClock) <= expires {
         assert!(Instant::now() < deadline, "the authorisation never lapsed");
         tokio::time::sleep(POLL).await;
     }

@@ -70,6 +70,7 @@ async fn a_run_under_faults_reports_every_field_and_no_duplicate_effect() {
         request_timeout: Duration::from_secs(10),
         patience: PATIENCE,
         keep_intents: true,
+        clock: intentdesk::clock::system_clock(),
     };
     let log = drive(&config, std::future::pending())
         .await
@@ -79,6 +80,7 @@ async fn a_run_under_faults_reports_every_field_and_no_duplicate_effect() {
         rig.base.parse().expect("URL"),
         ADMIN,
         rig.sandbox_url.parse().expect("URL"),
+        intentdesk::clock::system_clock(),
     )
     .expect("source");
     let settled = settle(&source, window_of(&log), Duration::from_secs(60))
@@ -128,6 +130,7 @@ async fn the_naive_baseline_duplicates_what_the_coordinator_would_not() {
         intents: 60,
         concurrency: 32,
         call_timeout: Duration::from_millis(400),
+        clock: intentdesk::clock::system_clock(),
     };
     let report = run_naive(&config, "drop_after_commit=0.3")
         .await
@@ -146,7 +149,12 @@ async fn the_naive_baseline_duplicates_what_the_coordinator_would_not() {
 #[tokio::test]
 async fn the_steady_workload_runs_until_shutdown() {
     let rig = start("none").await;
-    let mut config = DriverConfig::steady(rig.base.parse().expect("URL"), ADMIN.to_string(), 3);
+    let mut config = DriverConfig::steady(
+        rig.base.parse().expect("URL"),
+        ADMIN.to_string(),
+        3,
+        intentdesk::clock::system_clock(),
+    );
     config.mix.latency_scale = 0.05;
     let (stop, stopped) = oneshot::channel::<()>();
     let driver = tokio::spawn(async move {

@@ -623,7 +623,7 @@ async fn a_cancel_while_a_retry_waits_behind_retry_after_sends_nothing_afterward
          WHERE i.id = '{id}'"
     ));
     let patience = Instant::now() + PATIENCE;
-    while (intentdesk::coordinator::now_ms() as i64) <= due {
+    while (intentdesk::clock::Clock::now_ms(&intentdesk::clock::SystemClock) as i64) <= due {
         assert!(Instant::now() < patience, "the planned time never came");
         tokio::time::sleep(POLL).await;
     }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,7 @@ use super::model::IntentDetail;
 use super::table::TableData;
 use super::views;
 use super::worker::{OneInFlight, Reply, Request, Worker};
+use crate::clock::{ManualClock, SharedClock, SharedEntropy, os_entropy, system_clock};
 use crate::domain::Locale;
 use crate::i18n::Localizer;
 
@@ -118,6 +120,10 @@ pub struct ConsoleApp {
     /// Requests for the open intent's detail, one at a time.
     pub detail_refresh: OneInFlight,
     pub seen: Seen,
+    /// Where the console reads the time (fixed for reproducible pictures).
+    pub clock: SharedClock,
+    /// Where command ids come from.
+    pub entropy: SharedEntropy,
     pub palette: views::palette::PaletteState,
     /// The intent view's own state (timeline, commands); see `views/intent_view.rs`.
     pub intent_view: views::intent_view::IntentViewState,
@@ -181,6 +187,12 @@ impl ConsoleApp {
             .cache_path
             .as_ref()
             .and_then(|p| Cache::open(p, &options.coordinator_url).ok());
+        // A fixed "now" (reproducible pictures) or the system's clock; ids from this process.
+        let clock: SharedClock = match options.fixed_now_ms {
+            Some(at) => Arc::new(ManualClock::new(at)),
+            None => system_clock(),
+        };
+        let cache = cache.map(|c| c.with_clock(clock.clone()));
         let repaint_ctx = ctx.clone();
         let worker = Worker::start(runtime, client, cache, move || {
             repaint_ctx.request_repaint()
@@ -192,9 +204,11 @@ impl ConsoleApp {
             i18n,
             worker,
             live: Live {
-                since_ms: crate::coordinator::now_ms(),
+                since_ms: clock.now_ms(),
                 ..Live::default()
             },
+            clock,
+            entropy: os_entropy(),
             table: TableData::default(),
             open: None,
             detail_refresh: OneInFlight::default(),
@@ -222,9 +236,7 @@ impl ConsoleApp {
 
     /// Unix milliseconds now, as the views show ages and deadlines.
     pub fn now_ms(&self) -> u64 {
-        self.options
-            .fixed_now_ms
-            .unwrap_or_else(crate::coordinator::now_ms)
+        self.clock.now_ms()
     }
 
     /// Queue a command; it is applied at the start of the next frame.
@@ -485,7 +497,7 @@ impl ConsoleApp {
                     if connected != self.live.connected
                         || error.is_some() != self.live.error.is_some()
                     {
-                        self.live.since_ms = crate::coordinator::now_ms();
+                        self.live.since_ms = self.clock.now_ms();
                     }
                     if connected && !self.live.connected && self.live.ever_connected {
                         // Back after a gap: what changed meanwhile is fetched again.

@@ -3,6 +3,7 @@
 //! reopened with `--offline`. It holds only what the coordinator already showed this user;
 //! never a token.
 
+use crate::clock::{SharedClock, system_clock};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -18,9 +19,16 @@ pub struct Cache {
     conn: Arc<Mutex<Connection>>,
     /// Entries are kept per coordinator, so two coordinators never mix.
     scope: String,
+    /// When entries are written, by this clock.
+    clock: SharedClock,
 }
 
 impl Cache {
+    /// The same cache, stamping entries by `clock`.
+    pub fn with_clock(self, clock: SharedClock) -> Cache {
+        Cache { clock, ..self }
+    }
+
     pub fn open(path: &Path, coordinator: &str) -> rusqlite::Result<Cache> {
         let conn = Connection::open(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -33,6 +41,7 @@ impl Cache {
         Ok(Cache {
             conn: Arc::new(Mutex::new(conn)),
             scope: coordinator.to_string(),
+            clock: system_clock(),
         })
     }
 
@@ -64,16 +73,14 @@ impl Cache {
             return;
         };
         let (conn, scope, key) = (self.conn.clone(), self.scope.clone(), key.to_string());
+        let at_ms = self.clock.now_ms();
         let _ = tokio::task::spawn_blocking(move || {
             let Ok(conn) = conn.lock() else { return };
             let sql = format!(
                 "INSERT OR REPLACE INTO {table} (scope, {}, json, at_ms) VALUES (?1, ?2, ?3, ?4)",
                 key_column(table)
             );
-            if let Err(e) = conn.execute(
-                &sql,
-                params![scope, key, json, crate::coordinator::now_ms() as i64],
-            ) {
+            if let Err(e) = conn.execute(&sql, params![scope, key, json, at_ms as i64]) {
                 tracing::warn!(error = %e, "could not write the local cache");
             }
         })

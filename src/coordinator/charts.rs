@@ -19,10 +19,10 @@ use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 
+use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
 use super::operator::params::{FILTER_PARAMS, Params, RawQuery};
-use super::{AppState, now_ms};
 use crate::domain::Permission;
 use crate::store::metric_series::{
     AttemptsHistogram, Chart, ChartMetric, ChartQuery, GroupBy, MetricIndex, Overview,
@@ -180,7 +180,7 @@ async fn chart(
     let Some(metric) = metric else {
         return Err(ApiError::bad_request("no metric"));
     };
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let chart = with_index(&state, move |store, index| {
         let to_ms = to.or(filter.until_ms).unwrap_or(now);
         let from_ms = match from.or(filter.since_ms) {
@@ -239,7 +239,9 @@ async fn overview(
     principal.require(Permission::Read, "read metrics")?;
     let mut p = Params::new(query, &[FILTER_PARAMS, &["at"]])?;
     let filter = p.filter(&principal);
-    let at = p.number("at", 0u64, u64::MAX).unwrap_or_else(now_ms);
+    let at = p
+        .number("at", 0u64, u64::MAX)
+        .unwrap_or_else(|| state.clock.now_ms());
     p.finish()?;
     let o = with_index(&state, move |store, index| {
         store.overview(index, &filter, at)

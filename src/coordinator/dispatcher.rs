@@ -15,9 +15,10 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
+use super::AppState;
 use super::config::Config;
 use super::connector::{self, Call};
-use super::{AppState, entropy, now_ms};
+use crate::clock::Entropy;
 use crate::domain::decision::{
     BareOverload, ErrorClass, NextMove, Observation, classify_with, next_move,
 };
@@ -68,11 +69,13 @@ pub async fn run(state: AppState) {
         let worker = state.worker.clone();
         let lease = state.config.dispatch_lease_ms;
         let config = state.config.clone();
+        // The claim's time is read when the writer runs it, not when it was queued.
+        let clock = state.clock.clone();
         let claimed = state
             .db
             .write(move |s| {
                 let contract = |c: &str, o: &str| contract_of(&config, c, o);
-                s.claim_outbox(&worker, now_ms(), lease, free, &contract)
+                s.claim_outbox(&worker, clock.now_ms(), lease, free, &contract)
             })
             .await;
         match claimed {
@@ -108,7 +111,7 @@ pub async fn run(state: AppState) {
             .ok()
             .flatten();
         let wait = next_due.map_or(IDLE_POLL, |due| {
-            Duration::from_millis(due.saturating_sub(now_ms())).min(IDLE_POLL)
+            Duration::from_millis(due.saturating_sub(state.clock.now_ms())).min(IDLE_POLL)
         });
         tokio::select! {
             _ = state.dispatch_wake.notified() => {}
@@ -153,12 +156,12 @@ async fn handle(state: &AppState, row: ClaimedRow) {
     // A send must end inside its lease, or a claimant that took the row over could act while
     // this request is still on its way. One that cannot is not begun: the lease runs out and
     // the row is reconciled, as after a crash.
-    if now_ms().saturating_add(connector.timeout_ms) >= row.lease_expires_at_ms {
+    if state.clock.now_ms().saturating_add(connector.timeout_ms) >= row.lease_expires_at_ms {
         tracing::warn!("the claim's lease would run out during the send; giving it back unsent");
-        let (seq, fence) = (row.outbox_seq, row.fence);
+        let (seq, fence, now) = (row.outbox_seq, row.fence, state.clock.now_ms());
         if let Err(e) = state
             .db
-            .write(move |s| s.release_claim(seq, fence, now_ms()))
+            .write(move |s| s.release_claim(seq, fence, now))
             .await
         {
             // Taken over meanwhile: the new claimant reconciles it as possibly sent.
@@ -241,16 +244,17 @@ enum Decision {
 }
 
 async fn record(state: &AppState, row: ClaimedRow, finish: AttemptFinish, decision: Decision) {
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let outbox_seq = row.outbox_seq;
     let intent_id = row.intent_id.clone();
+    let entropy = state.entropy.clone();
     let receipt = match &decision {
         Decision::Receipt(downstream_id) => Some(downstream_id.clone()),
         _ => None,
     };
     let result = state
         .db
-        .write(move |s| decide_and_record(s, &row, finish, decision, now))
+        .write(move |s| decide_and_record(s, &row, finish, decision, now, &*entropy))
         .await;
     match result {
         Ok(Follow::Reconcile) => state.reconcile_wake.notify_one(),
@@ -265,7 +269,7 @@ async fn record(state: &AppState, row: ClaimedRow, finish: AttemptFinish, decisi
             // observed all the same, only the attempt's record is the new claimant's.
             if let Some(downstream_id) = receipt {
                 let source = ReceiptSource {
-                    receipt_id: ReceiptId::generate(now, entropy()),
+                    receipt_id: ReceiptId::generate(now, state.entropy.next_u128()),
                     downstream_id,
                     source: "dispatch",
                     event_id: None,
@@ -298,6 +302,7 @@ fn decide_and_record(
     mut finish: AttemptFinish,
     decision: Decision,
     now: u64,
+    entropy: &dyn Entropy,
 ) -> Result<Follow, StoreError> {
     // Under the claim's fencing token first: a claimant whose claim was taken over writes
     // nothing at all (the whole record is rolled back).
@@ -308,7 +313,7 @@ fn decide_and_record(
         Decision::Receipt(downstream_id) => {
             s.finish_attempt(&row.intent_id, &row.attempt_id, &finish, now)?;
             let source = ReceiptSource {
-                receipt_id: ReceiptId::generate(now, entropy()),
+                receipt_id: ReceiptId::generate(now, entropy.next_u128()),
                 downstream_id,
                 source: "dispatch",
                 event_id: None,
@@ -342,7 +347,7 @@ fn decide_and_record(
                 deadline_at_ms: intent.deadline_at_ms,
                 paused: intent.paused,
             };
-            let mut jitter = SplitMix64::new(entropy() as u64);
+            let mut jitter = SplitMix64::new(entropy.next_u128() as u64);
             match next_move(
                 class,
                 intent.consequence,
@@ -365,7 +370,7 @@ fn decide_and_record(
                 NextMove::Reconcile => (Some(Event::OutcomeUnknown), None),
                 NextMove::Retry { delay_ms } | NextMove::Failover { delay_ms } => {
                     let plan = DispatchPlan {
-                        attempt_id: AttemptId::generate(now, entropy()),
+                        attempt_id: AttemptId::generate(now, entropy.next_u128()),
                         available_at_ms: now + delay_ms,
                     };
                     (Some(Event::Dispatch), Some(plan))

@@ -11,9 +11,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
-use super::{AppState, entropy, now_ms};
 use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
 use crate::domain::{
     ActionKey, AttemptId, AttemptKind, AttemptOutcome, ConsequenceTier, ErrorClass, Event,
@@ -235,9 +235,9 @@ async fn create_intent(
     // No in-flight guard: the store's key decides. The single writer (a unique index under
     // PostgreSQL) orders concurrent first requests with one key, so the first creates and
     // every other answers its result, and nothing can stick when a client hangs up.
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let new = NewIntent {
-        id: IntentId::generate(now, entropy()),
+        id: IntentId::generate(now, state.entropy.next_u128()),
         tenant: tenant.clone(),
         caller_key,
         principal: principal.name.clone(),
@@ -343,7 +343,7 @@ async fn authorize(
         return Err(ApiError::fields(fields));
     }
     let id = visible_intent(&state, &principal, &raw_id).await?;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let ctx = ApplyContext {
         now_ms: now,
         authorization: Some((
@@ -468,8 +468,8 @@ async fn report_attempt(
     let req: NewAttempt = parse_body(&body)?;
     check_new_attempt(&req)?;
     let id = visible_intent(&state, &principal, &raw_id).await?;
-    let now = now_ms();
-    let attempt_id = AttemptId::generate(now, entropy());
+    let now = state.clock.now_ms();
+    let attempt_id = AttemptId::generate(now, state.entropy.next_u128());
     let reporter = principal.name.clone();
     let attempt = state
         .db
@@ -492,7 +492,7 @@ async fn finish_attempt(
     let attempt_id: AttemptId = raw_attempt
         .parse()
         .map_err(|_| ApiError::not_found("attempt", &raw_attempt))?;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let reporter = principal.name.clone();
     let result = state
         .db
@@ -510,7 +510,7 @@ async fn finish_attempt(
             let succeeded = attempt.outcome == AttemptOutcome::Succeeded;
             if succeeded && !intent.consequence.is_mutating() && !intent.state.is_terminal() {
                 let receipt = ReceiptSource {
-                    receipt_id: ReceiptId::generate(now, entropy()),
+                    receipt_id: ReceiptId::generate(now, state.entropy.next_u128()),
                     downstream_id: attempt
                         .provider_request_id
                         .clone()
@@ -555,7 +555,7 @@ async fn dispatch(
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Ingest, "dispatch intents")?;
     let id = visible_intent(&state, &principal, &raw_id).await?;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let result = state
         .db
         .write(move |s| {
@@ -586,7 +586,7 @@ async fn dispatch(
             let ctx = ApplyContext {
                 now_ms: now,
                 dispatch: Some(DispatchPlan {
-                    attempt_id: AttemptId::generate(now, entropy()),
+                    attempt_id: AttemptId::generate(now, state.entropy.next_u128()),
                     available_at_ms: now,
                 }),
                 ..ApplyContext::default()
@@ -666,9 +666,9 @@ async fn receipt_webhook(
     let (Some(key), true) = (key, fields.is_empty()) else {
         return Err(ApiError::fields(fields));
     };
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let source = ReceiptSource {
-        receipt_id: ReceiptId::generate(now, entropy()),
+        receipt_id: ReceiptId::generate(now, state.entropy.next_u128()),
         downstream_id: req.downstream_id,
         source: "webhook",
         event_id: Some(req.event_id),

@@ -20,10 +20,7 @@ pub mod reconciler;
 pub mod whoami;
 
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -31,6 +28,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 
 pub use config::{Config, ConfigError, EXAMPLE_CONFIG, token_sha256};
+
+use crate::clock::{SharedClock, SharedEntropy, os_entropy, system_clock};
 use db::Db;
 
 /// Shared state of one coordinator.
@@ -49,6 +48,10 @@ pub struct AppState {
     pub stopping: watch::Receiver<bool>,
     /// A name for this process, for outbox claims.
     pub worker: Arc<str>,
+    /// Where the coordinator reads the time.
+    pub clock: SharedClock,
+    /// Where ids and jitter come from.
+    pub entropy: SharedEntropy,
     /// The dashboard's in-memory metric index (`charts`).
     pub metrics: charts::Shared,
     /// False while the index loads at start; requests wait for it before taking a read
@@ -57,9 +60,20 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// State on the system's clock and entropy.
     pub fn new(
         config: Config,
         stopping: watch::Receiver<bool>,
+    ) -> Result<AppState, crate::store::StoreError> {
+        AppState::with_sources(config, stopping, system_clock(), os_entropy())
+    }
+
+    /// State that reads time from `clock` and draws ids from `entropy`.
+    pub fn with_sources(
+        config: Config,
+        stopping: watch::Receiver<bool>,
+        clock: SharedClock,
+        entropy: SharedEntropy,
     ) -> Result<AppState, crate::store::StoreError> {
         let db = Db::open(&config.database, config.durability)?;
         let http = reqwest::Client::builder()
@@ -79,8 +93,10 @@ impl AppState {
             worker: Arc::from(format!(
                 "coordinator-{}-{}",
                 std::process::id(),
-                entropy() as u32
+                entropy.next_u128() as u32
             )),
+            clock,
+            entropy,
             metrics: charts::Shared::default(),
             metrics_ready: Arc::new(watch::Sender::new(true)),
         })
@@ -108,8 +124,19 @@ pub async fn run(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    run_with(listener, config, system_clock(), os_entropy(), shutdown).await
+}
+
+/// [`run`] on the given clock and entropy.
+pub async fn run_with(
+    listener: TcpListener,
+    config: Config,
+    clock: SharedClock,
+    entropy: SharedEntropy,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let state = AppState::new(config, stop_rx)?;
+    let state = AppState::with_sources(config, stop_rx, clock, entropy)?;
     let dispatcher = tokio::spawn(dispatcher::run(state.clone()));
     let reconciler = tokio::spawn(reconciler::run(state.clone()));
     charts::warm_up(&state);
@@ -130,25 +157,4 @@ pub async fn run(
     dispatcher.await?;
     reconciler.await?;
     Ok(())
-}
-
-/// Unix time now, in milliseconds.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// 128 bits of entropy for ids: the standard library's randomly keyed hasher over a counter.
-/// Ids need uniqueness, not secrecy.
-pub fn entropy() -> u128 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let state = std::collections::hash_map::RandomState::new();
-    let mut a = state.build_hasher();
-    a.write_u64(n);
-    let mut b = state.build_hasher();
-    b.write_u64(n ^ 0x9E37_79B9_7F4A_7C15);
-    (u128::from(a.finish()) << 64) | u128::from(b.finish())
 }

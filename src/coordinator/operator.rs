@@ -16,9 +16,9 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 
 use self::params::{FILTER_PARAMS, Params, RawQuery};
+use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
-use super::{AppState, now_ms};
 use crate::domain::{ActionKey, IntentId, Permission};
 use crate::store::{
     Cursor, IntentDetail, IntentPage, KeyLedger, MAX_PAGE, SERIES_METRICS, SortKey, Summary,
@@ -169,7 +169,7 @@ async fn metrics_summary(
     let mut p = Params::new(query, &[FILTER_PARAMS])?;
     let filter = p.filter(&principal);
     p.finish()?;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let summary = state.db.read(move |s| s.summary(&filter, now)).await?;
     Ok(Json(summary))
 }
@@ -221,7 +221,7 @@ async fn metrics_series(
     let bucket_secs = p
         .number("bucket_secs", 1, MAX_BUCKET_SECS)
         .unwrap_or(DEFAULT_BUCKET_SECS);
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let to_ms = p.number("to", 0, u64::MAX).unwrap_or(now);
     let from_ms = p
         .number("from", 0, u64::MAX)

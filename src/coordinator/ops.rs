@@ -25,9 +25,9 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::json;
 
+use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
-use super::{AppState, now_ms};
 use crate::domain::{IntentState, Permission};
 use crate::store::operator_queries::TenantCounts;
 use crate::store::{IntentFilter, Summary};
@@ -82,7 +82,7 @@ async fn prometheus(
         ..IntentFilter::default()
     };
     let unrestricted = principal.tenants.is_none();
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let scrape = state
         .db
         .read(move |s| {

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::AppState;
 use super::connector::{self, Call};
-use super::{AppState, entropy, now_ms};
 use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, ReceiptId,
 };
@@ -62,14 +62,14 @@ async fn sweep(
     last_lookup: &mut HashMap<IntentId, u64>,
 ) -> Result<(), StoreError> {
     let batch = state.config.reconcile_batch;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let overdue = state
         .db
         .read(move |s| s.overdue_intents(now, batch))
         .await?;
     for id in overdue {
         let ctx = ApplyContext {
-            now_ms: now_ms(),
+            now_ms: state.clock.now_ms(),
             ..ApplyContext::default()
         };
         match state
@@ -84,9 +84,9 @@ async fn sweep(
 
     let stalled = state.db.read(move |s| s.stalled_executing(batch)).await?;
     for id in stalled {
-        let now = now_ms();
+        let now = state.clock.now_ms();
         let plan = DispatchPlan {
-            attempt_id: AttemptId::generate(now, entropy()),
+            attempt_id: AttemptId::generate(now, state.entropy.next_u128()),
             available_at_ms: now,
         };
         let ctx = ApplyContext {
@@ -115,7 +115,7 @@ async fn sweep(
     }
 
     let due = state.db.read(move |s| s.indeterminate_batch(batch)).await?;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     last_lookup.retain(|_, at| now.saturating_sub(*at) < 60_000);
     for id in due {
         if last_lookup
@@ -160,8 +160,8 @@ pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupR
         return still("the connector cannot look keys up; an operator must close it with evidence");
     }
 
-    let now = now_ms();
-    let attempt_id = AttemptId::generate(now, entropy());
+    let now = state.clock.now_ms();
+    let attempt_id = AttemptId::generate(now, state.entropy.next_u128());
     let new = NewAttempt {
         kind: Some(AttemptKind::Lookup),
         provider: connector.name.clone(),
@@ -174,7 +174,7 @@ pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupR
         .await?;
 
     let call = connector::lookup(&state.http, &connector, &resource, &intent.action_key).await;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let (finish, result) = match call {
         Call::Replied(reply) if reply.is_success() => match reply.downstream_id() {
             Some(downstream_id) => (
@@ -233,7 +233,7 @@ pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupR
     let outcome = match result {
         Found::Yes(downstream_id) => {
             let source = ReceiptSource {
-                receipt_id: ReceiptId::generate(now, entropy()),
+                receipt_id: ReceiptId::generate(now, state.entropy.next_u128()),
                 downstream_id: downstream_id.clone(),
                 source: "lookup",
                 event_id: None,
@@ -266,7 +266,7 @@ pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupR
                 }
             } else {
                 let plan = DispatchPlan {
-                    attempt_id: AttemptId::generate(now, entropy()),
+                    attempt_id: AttemptId::generate(now, state.entropy.next_u128()),
                     available_at_ms: now,
                 };
                 let ctx = ApplyContext {

@@ -148,10 +148,14 @@ fn uniform_upto(jitter: &mut impl Jitter, max: u64) -> u64 {
 
 /// The backoff ceiling for a retry: `min(cap, base·2ⁿ)`, saturating instead of overflowing.
 fn backoff_ceiling_ms(policy: &RetryPolicy, retry_number: u32) -> u64 {
-    let grown = 2u64
-        .checked_pow(retry_number)
-        .and_then(|factor| policy.base_delay_ms.checked_mul(factor))
-        .unwrap_or(u64::MAX);
+    // 0·2ⁿ is 0 however large n is; only a non-zero base can grow past u64.
+    let grown = match policy.base_delay_ms {
+        0 => 0,
+        base => 2u64
+            .checked_pow(retry_number)
+            .and_then(|factor| base.checked_mul(factor))
+            .unwrap_or(u64::MAX),
+    };
     grown.min(policy.cap_delay_ms)
 }
 

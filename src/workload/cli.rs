@@ -13,6 +13,7 @@ use super::driver::{DriverConfig, drive, run_tag};
 use super::generator::Mix;
 use super::naive::{NaiveConfig, run_naive};
 use super::report::{Report, ReportSource, coordinator_report, settle, window_of};
+use crate::clock::{SharedClock, system_clock};
 use crate::sandbox::FaultSpec;
 
 /// Flags of `intentdesk load`.
@@ -97,7 +98,8 @@ pub async fn run_cli(args: LoadArgs) -> anyhow::Result<i32> {
         latency_scale: args.latency_scale,
         ..Mix::default()
     };
-    let tag = run_tag(args.seed, crate::coordinator::now_ms());
+    let clock = system_clock();
+    let tag = run_tag(args.seed, clock.now_ms());
     let report = if args.naive {
         let config = NaiveConfig {
             sandbox: args.sandbox.clone(),
@@ -108,10 +110,11 @@ pub async fn run_cli(args: LoadArgs) -> anyhow::Result<i32> {
             intents: args.intents,
             concurrency: args.concurrency,
             call_timeout: Duration::from_millis(args.naive_timeout_ms.max(1)),
+            clock,
         };
         run_naive(&config, &faults_shown).await?
     } else {
-        drive_and_report(&args, mix, tag, &faults_shown).await?
+        drive_and_report(&args, mix, tag, &faults_shown, clock).await?
     };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -126,6 +129,7 @@ async fn drive_and_report(
     mix: Mix,
     tag: String,
     faults: &str,
+    clock: SharedClock,
 ) -> anyhow::Result<Report> {
     let coordinator = args
         .coordinator
@@ -152,12 +156,13 @@ async fn drive_and_report(
         request_timeout: Duration::from_secs(10),
         patience: Duration::from_secs(60),
         keep_intents: true,
+        clock: clock.clone(),
     };
     let log = drive(&config, std::future::pending::<()>()).await?;
     for error in &log.errors {
         tracing::warn!(%error, "workload error");
     }
-    let source = ReportSource::new(coordinator, &report_token, args.sandbox.clone())?;
+    let source = ReportSource::new(coordinator, &report_token, args.sandbox.clone(), clock)?;
     let settled = settle(
         &source,
         window_of(&log),

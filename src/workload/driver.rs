@@ -25,6 +25,7 @@ use tokio::time::MissedTickBehavior;
 use super::api::{Answer, AttemptEnd, AttemptStart, Created, IngestClient, IntentView};
 use super::error::WorkloadError;
 use super::generator::{Call, CallOutcome, Generator, Mix, Plan, Replay, Step, Work};
+use crate::clock::SharedClock;
 use crate::domain::{ActionKey, AttemptOutcome, ConsequenceTier, IntentId, IntentState};
 
 /// How a workload runs.
@@ -47,16 +48,18 @@ pub struct DriverConfig {
     pub patience: Duration,
     /// Keep every created intent in the log (for a report); totals are always kept.
     pub keep_intents: bool,
+    /// Where the run reads the time (its start and end).
+    pub clock: SharedClock,
 }
 
 impl DriverConfig {
     /// The embedded default: a modest steady workload until shutdown.
-    pub fn steady(coordinator: Url, token: String, seed: u64) -> DriverConfig {
+    pub fn steady(coordinator: Url, token: String, seed: u64, clock: SharedClock) -> DriverConfig {
         DriverConfig {
             coordinator,
             token,
             seed,
-            run_tag: run_tag(seed, crate::coordinator::now_ms()),
+            run_tag: run_tag(seed, clock.now_ms()),
             mix: Mix::default(),
             rate_per_sec: 2.0,
             intents: None,
@@ -64,6 +67,7 @@ impl DriverConfig {
             request_timeout: Duration::from_secs(10),
             patience: Duration::from_secs(30),
             keep_intents: false,
+            clock,
         }
     }
 }
@@ -198,7 +202,7 @@ pub async fn drive(
     let permits = Arc::new(Semaphore::new(config.concurrency));
     let mut tasks: JoinSet<PlanRun> = JoinSet::new();
     let mut log = DriveLog {
-        started_at_ms: crate::coordinator::now_ms(),
+        started_at_ms: config.clock.now_ms(),
         ..DriveLog::default()
     };
     let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / config.rate_per_sec));
@@ -243,7 +247,7 @@ pub async fn drive(
             log.absorb(run, config.keep_intents);
         }
     }
-    log.finished_at_ms = crate::coordinator::now_ms();
+    log.finished_at_ms = config.clock.now_ms();
     Ok(log)
 }
 

@@ -31,6 +31,7 @@ use super::catalog::resource_of;
 use super::error::WorkloadError;
 use super::generator::{Call, CallOutcome, CreateIntent, Generator, Mix, Plan, Replay, Step, Work};
 use super::report::{Amplification, Indeterminate, NaiveFigures, Report};
+use crate::clock::SharedClock;
 use crate::domain::metrics::goodput_per_min;
 
 /// Tries per layer, outermost first: agent, SDK, HTTP client.
@@ -50,6 +51,8 @@ pub struct NaiveConfig {
     pub concurrency: usize,
     /// One downstream call's timeout (give it the connector's `timeout_ms`).
     pub call_timeout: Duration,
+    /// Where the run reads the time.
+    pub clock: SharedClock,
 }
 
 /// One instruction's calls.
@@ -77,7 +80,7 @@ pub async fn run_naive(config: &NaiveConfig, faults: &str) -> Result<Report, Wor
         .build()
         .map_err(|e| WorkloadError::Invalid(format!("cannot build the HTTP client: {e}")))?;
     let sandbox = with_trailing_slash(config.sandbox.clone());
-    let started_at_ms = crate::coordinator::now_ms();
+    let started_at_ms = config.clock.now_ms();
     let mut generator = Generator::new(config.seed, &config.run_tag, config.mix);
     let permits = Arc::new(Semaphore::new(config.concurrency));
     let mut tasks: JoinSet<Vec<Instruction>> = JoinSet::new();
@@ -104,7 +107,7 @@ pub async fn run_naive(config: &NaiveConfig, faults: &str) -> Result<Report, Wor
             instructions.extend(list);
         }
     }
-    let finished_at_ms = crate::coordinator::now_ms();
+    let finished_at_ms = config.clock.now_ms();
     tally(
         &http,
         &sandbox,

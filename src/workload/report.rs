@@ -28,6 +28,7 @@ use serde_json::Value;
 use super::api::with_trailing_slash;
 use super::driver::{DriveLog, DriveTotals};
 use super::error::WorkloadError;
+use crate::clock::SharedClock;
 use crate::domain::metrics::{distribution, goodput_per_min};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState};
 
@@ -116,6 +117,7 @@ pub struct ReportSource {
     coordinator: Url,
     token: String,
     sandbox: Url,
+    clock: SharedClock,
 }
 
 /// The part of a listed intent the report needs.
@@ -139,7 +141,12 @@ struct Page {
 }
 
 impl ReportSource {
-    pub fn new(coordinator: Url, token: &str, sandbox: Url) -> Result<ReportSource, WorkloadError> {
+    pub fn new(
+        coordinator: Url,
+        token: &str,
+        sandbox: Url,
+        clock: SharedClock,
+    ) -> Result<ReportSource, WorkloadError> {
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
             .no_proxy()
@@ -150,6 +157,7 @@ impl ReportSource {
             coordinator: with_trailing_slash(coordinator),
             token: token.to_string(),
             sandbox: with_trailing_slash(sandbox),
+            clock,
         })
     }
 
@@ -347,7 +355,7 @@ pub async fn coordinator_report(
             &summary_query,
         )
         .await?;
-    let now = crate::coordinator::now_ms();
+    let now = source.clock.now_ms();
 
     let per_intent: Vec<u64> = listed.iter().map(|i| u64::from(i.attempts)).collect();
     let mut states = BTreeMap::new();

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 pub use super::command_dialog_ui::command_dialog_ui;
+use crate::clock::Entropy;
 use crate::console::client::ClientError;
 use crate::console::model::IntentDetail;
 use crate::console::text::BidiEditState;
@@ -281,8 +282,9 @@ impl CommandDialog {
         who: Option<&Whoami>,
         now_ms: u64,
         dry_run: bool,
+        ids: &dyn Entropy,
     ) -> Value {
-        let id = CommandId::generate(now_ms, crate::coordinator::entropy());
+        let id = CommandId::generate(now_ms, ids.next_u128());
         let mut body = Map::new();
         body.insert("command_id".into(), json!(id.as_str()));
         body.insert("kind".into(), json!(self.kind.as_str()));
@@ -461,8 +463,9 @@ mod tests {
         let mut dialog = CommandDialog::new(CommandKind::Close, &d);
         dialog.reason = " found it in the ERP ".into();
         dialog.reference = "PO-4500".into();
-        let first = dialog.body(&d, None, 10, false);
-        let second = dialog.body(&d, None, 10, false);
+        let ids = crate::clock::SeededEntropy::new(1);
+        let first = dialog.body(&d, None, 10, false, &ids);
+        let second = dialog.body(&d, None, 10, false, &ids);
         assert_ne!(
             first["command_id"], second["command_id"],
             "each confirmation is new"

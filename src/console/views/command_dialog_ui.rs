@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+use crate::clock::Entropy;
+
 use super::command_dialog::{
     Closing, CommandDialog, DialogAction, DryRun, ScopeChoice, SendState, Sent, Whoami,
     committable, describe_error, describe_target, resume_target,
@@ -97,6 +99,7 @@ pub fn command_dialog_ui(
     detail: &IntentDetail,
     who: Option<&Whoami>,
     now_ms: u64,
+    ids: &dyn Entropy,
 ) -> DialogAction {
     let mut action = DialogAction::None;
     // Pause and resume show the frozen target set first: ask once per target.
@@ -107,7 +110,7 @@ pub fn command_dialog_ui(
     {
         let target = dialog.target(detail, who);
         if !dialog.dry_runs.iter().any(|d| d.target == target) {
-            let body = dialog.body(detail, who, now_ms, true);
+            let body = dialog.body(detail, who, now_ms, true, ids);
             dialog.dry_runs.push(DryRun {
                 command_id: body["command_id"].as_str().unwrap_or_default().to_string(),
                 target,
@@ -133,7 +136,7 @@ pub fn command_dialog_ui(
                     column(ui, i18n, |ui| body_ui(ui, i18n, dialog, detail, who))
                 });
             ui.separator();
-            buttons_ui(ui, i18n, dialog, detail, who, now_ms)
+            buttons_ui(ui, i18n, dialog, detail, who, now_ms, ids)
         })
     });
     let close = modal.should_close();
@@ -356,6 +359,7 @@ fn buttons_ui(
     detail: &IntentDetail,
     who: Option<&Whoami>,
     now_ms: u64,
+    ids: &dyn Entropy,
 ) -> DialogAction {
     let mut action = DialogAction::None;
     if let Some(sent) = &dialog.sent {
@@ -403,7 +407,7 @@ fn buttons_ui(
         let clicked = confirm.clicked();
         if clicked {
             // The command id is made now, once; every retry of this body reuses it.
-            let body = dialog.body(detail, who, now_ms, false);
+            let body = dialog.body(detail, who, now_ms, false, ids);
             dialog.sent = Some(Sent {
                 command_id: body["command_id"].as_str().unwrap_or_default().to_string(),
                 body: body.clone(),

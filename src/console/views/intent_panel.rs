@@ -4,6 +4,7 @@
 //! the action-key ledger and the audit trail. State lives in [`super::intent_view`]; the
 //! timeline, ledger, audit, dialogs and export each have their own file.
 
+use crate::clock::Entropy;
 use egui::RichText;
 
 use super::audit::{audit_ui, result_summary, status_color};
@@ -42,11 +43,21 @@ pub fn intent_panel_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
         intent_view,
         i18n,
         worker,
+        entropy,
         ..
     } = app;
     if let Some(open) = open.as_ref() {
         column(ui, i18n, |ui| {
-            panel_ui(ui, i18n, worker, intent_view, open, now, &mut queued)
+            panel_ui(
+                ui,
+                i18n,
+                worker,
+                intent_view,
+                open,
+                now,
+                &**entropy,
+                &mut queued,
+            )
         });
     }
     for command in queued {
@@ -54,6 +65,7 @@ pub fn intent_panel_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // until the views take a narrow context
 fn panel_ui(
     ui: &mut egui::Ui,
     i18n: &Localizer,
@@ -61,6 +73,7 @@ fn panel_ui(
     view: &mut IntentViewState,
     open: &OpenIntent,
     now: u64,
+    ids: &dyn Entropy,
     queued: &mut Vec<ConsoleCommand>,
 ) {
     // Wide enough for the timeline, whatever the tab: the panel does not jump as tabs change.
@@ -145,7 +158,7 @@ fn panel_ui(
                 .show(ui, |ui| audit_ui(ui, i18n, detail, &mut view.show_dry_runs));
         }
     }
-    dialog_ui(ui, i18n, worker, view, detail, now);
+    dialog_ui(ui, i18n, worker, view, detail, now, ids);
 }
 
 fn state_line_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
@@ -334,6 +347,7 @@ fn dialog_ui(
     view: &mut IntentViewState,
     detail: &IntentDetail,
     now: u64,
+    ids: &dyn Entropy,
 ) {
     let who = view.whoami().cloned();
     let Some(dialog) = view.dialog.as_mut() else {
@@ -345,7 +359,7 @@ fn dialog_ui(
         }
         return;
     }
-    match command_dialog_ui(ui.ctx(), i18n, dialog, detail, who.as_ref(), now) {
+    match command_dialog_ui(ui.ctx(), i18n, dialog, detail, who.as_ref(), now, ids) {
         DialogAction::None => {}
         DialogAction::Send(body) => {
             let id = body.get("command_id").cloned();

@@ -29,11 +29,11 @@ use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
 use super::params::{Params, RawQuery};
+use crate::coordinator::AppState;
 use crate::coordinator::auth::Principal;
 use crate::coordinator::error::ApiError;
 use crate::coordinator::ingest::{parse_body, visible_intent};
 use crate::coordinator::reconciler::reconcile_intent;
-use crate::coordinator::{AppState, now_ms};
 use crate::domain::canonical::canonicalize;
 use crate::domain::{
     CommandId, CommandKind, Disposition, Evidence, IntentId, Permission, Role, Tenant,
@@ -330,7 +330,7 @@ async fn run_command(
         body_json: value.to_string(),
         reason,
         dry_run: req.dry_run,
-        now_ms: now_ms(),
+        now_ms: state.clock.now_ms(),
     };
     let tenants = principal.tenants.clone();
     let recorded = state
@@ -425,7 +425,7 @@ async fn finish_reconcile(
         result.insert("lookups".into(), Value::Array(lookups));
         result.insert("not_looked_up".into(), json!(skipped));
         let result = Value::Object(result);
-        let at = now_ms();
+        let at = task_state.clock.now_ms();
         task_state
             .db
             .write(move |s| {
