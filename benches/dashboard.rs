@@ -26,7 +26,7 @@ use intentdesk::domain::Locale;
 use intentdesk::i18n::Localizer;
 use intentdesk::store::Store;
 use intentdesk::store::bulk::BulkSpec;
-use intentdesk::store::metric_series::{
+use intentdesk::wire::{
     ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, ChartSeries, GroupBy, HistogramGroup,
     Overview,
 };

@@ -17,6 +17,7 @@ pub mod embedded;
 pub mod i18n;
 pub mod sandbox;
 pub mod store;
+pub mod wire;
 pub mod workload;
 
 /// mimalloc instead of the system allocator: the coordinator's request path allocates and

@@ -17,7 +17,7 @@ use intentdesk::console::app::Tab;
 use intentdesk::console::commands::ConsoleCommand;
 use intentdesk::store::Store;
 use intentdesk::store::bulk::BulkSpec;
-use intentdesk::store::metric_series::{ChartMetric, GroupBy};
+use intentdesk::wire::{ChartMetric, GroupBy};
 
 mod common;
 use common::console::{Rig, RigOptions, until};
@@ -147,7 +147,7 @@ fn clicking_an_intent_on_the_ageing_board_opens_it() {
         |app| {
             app.open
                 .as_ref()
-                .is_some_and(|o| o.id == oldest.id && o.detail.is_some())
+                .is_some_and(|o| o.id == oldest.id.as_str() && o.detail.is_some())
         },
     );
 }

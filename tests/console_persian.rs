@@ -186,7 +186,7 @@ fn switching_the_language_keeps_the_filters_and_the_scroll_position() {
         .table
         .rows
         .iter()
-        .map(|r| r.id.clone())
+        .map(|r| r.id.to_string())
         .collect();
 
     harness.state_mut().queue(ConsoleCommand::SwitchLocale);

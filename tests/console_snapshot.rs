@@ -124,7 +124,7 @@ fn page() -> IntentPage {
             let created = NOW_MS - age_secs * 1000;
             json!({
                 "id": format!("int_01kb{n:02}p7q3x9d2m8v4r6t0y5zs"),
-                "tenant": tenant, "operation": operation, "state": state, "attempts": attempts,
+                "tenant": tenant, "operation": operation, "consequence": "write", "state": state, "attempts": attempts,
                 "max_attempts": max, "created_at_ms": created, "updated_at_ms": created + 500,
                 "deadline_at_ms": created + 600_000, "downstream_ref": receipt, "locale": locale,
                 "providers": providers, "paused": n == 2,

@@ -12,8 +12,9 @@ use intentdesk::domain::{
 };
 use intentdesk::store::{
     ApplyContext, CreateOutcome, DispatchPlan, Durability, IntentFilter, NewIntent,
-    ReceiptObservation, ReceiptSource, SortKey, Store, StoreError, WebhookOutcome, search_form,
+    ReceiptObservation, ReceiptSource, SortKey, Store, StoreError, search_form,
 };
+use intentdesk::wire::WebhookOutcome;
 use serde_json::json;
 
 const T0: u64 = 1_764_489_600_000;
@@ -59,7 +60,7 @@ fn open() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
-fn created(outcome: CreateOutcome) -> intentdesk::store::Intent {
+fn created(outcome: CreateOutcome) -> intentdesk::wire::Intent {
     match outcome {
         CreateOutcome::Created(intent) => intent,
         other => panic!("expected a new intent, got {other:?}"),

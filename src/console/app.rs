@@ -415,7 +415,7 @@ impl ConsoleApp {
                 } => match result {
                     Ok(page) => {
                         for row in &page.items {
-                            self.seen.tenants.insert(row.tenant.clone());
+                            self.seen.tenants.insert(row.tenant.to_string());
                             self.seen.operations.insert(row.operation.clone());
                             self.seen.tools.insert(row.tool.clone());
                             self.seen.releases.insert(row.release_id.clone());
@@ -484,7 +484,7 @@ impl ConsoleApp {
                     let open_changed = self
                         .open
                         .as_ref()
-                        .is_some_and(|o| rows.iter().any(|r| r.id == o.id));
+                        .is_some_and(|o| rows.iter().any(|r| r.id.as_str() == o.id));
                     let unseen = self.table.apply_changes(rows);
                     if unseen > 0 && self.head_refresh_due.is_none() {
                         self.head_refresh_due = Some(Instant::now() + HEAD_REFRESH);

@@ -66,10 +66,10 @@ impl TableData {
             }
         }
         for row in page.items {
-            if let Some(&i) = self.index.get(&row.id) {
+            if let Some(&i) = self.index.get(row.id.as_str()) {
                 self.rows[i] = row;
             } else {
-                self.index.insert(row.id.clone(), self.rows.len());
+                self.index.insert(row.id.to_string(), self.rows.len());
                 self.rows.push(row);
             }
         }
@@ -88,9 +88,9 @@ impl TableData {
         let now = Instant::now();
         let mut unseen = 0;
         for row in rows {
-            match self.index.get(&row.id) {
+            match self.index.get(row.id.as_str()) {
                 Some(&i) => {
-                    self.changed.insert(row.id.clone(), now);
+                    self.changed.insert(row.id.to_string(), now);
                     self.rows[i] = row;
                 }
                 None => unseen += 1,
@@ -106,10 +106,10 @@ impl TableData {
         let now = Instant::now();
         let mut fresh = Vec::new();
         for row in page.items {
-            match self.index.get(&row.id) {
+            match self.index.get(row.id.as_str()) {
                 Some(&i) => self.rows[i] = row,
                 None => {
-                    self.changed.insert(row.id.clone(), now);
+                    self.changed.insert(row.id.to_string(), now);
                     fresh.push(row);
                 }
             }
@@ -121,7 +121,7 @@ impl TableData {
                 .rows
                 .iter()
                 .enumerate()
-                .map(|(i, r)| (r.id.clone(), i))
+                .map(|(i, r)| (r.id.to_string(), i))
                 .collect();
         }
         self.total = self.total.max(page.total);

@@ -456,7 +456,7 @@ async fn follow(
                     serde_json::from_str::<IntentRow>(&done.data),
                 ) {
                     ("intent", Ok(row)) => {
-                        pending.insert(row.id.clone(), row);
+                        pending.insert(row.id.to_string(), row);
                     }
                     ("", _) => {}
                     _ => other_events += 1,

@@ -24,10 +24,9 @@ use super::auth::Principal;
 use super::error::ApiError;
 use super::operator::params::{FILTER_PARAMS, Params, RawQuery};
 use crate::domain::Permission;
-use crate::store::metric_series::{
-    AttemptsHistogram, Chart, ChartMetric, ChartQuery, GroupBy, MetricIndex, Overview,
-};
+use crate::store::metric_series::{ChartQuery, MetricIndex};
 use crate::store::{Store, StoreError};
+use crate::wire::{AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview};
 
 /// The most buckets one chart may have.
 const MAX_BUCKETS: u64 = 100_000;

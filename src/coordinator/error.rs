@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::wire::{ErrorBody, ErrorDetail};
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::domain::Refusal;
 use crate::store::StoreError;
@@ -85,7 +85,13 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code, "message": self.message, "fields": self.fields } });
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_string(),
+                message: self.message,
+                fields: self.fields,
+            },
+        };
         (self.status, Json(body)).into_response()
     }
 }

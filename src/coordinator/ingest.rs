@@ -8,20 +8,21 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{patch, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
 use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
 use crate::domain::{
-    ActionKey, AttemptId, AttemptKind, AttemptOutcome, ConsequenceTier, ErrorClass, Event,
-    IntentId, Locale, Permission, ReceiptId, Tenant,
+    ActionKey, AttemptId, AttemptKind, AttemptOutcome, ErrorClass, Event, IntentId, Permission,
+    ReceiptId, Tenant,
 };
 use crate::store::{
-    ApplyContext, AttemptFinish, AttemptReport, CreateOutcome, DispatchPlan, NewAttempt, NewIntent,
-    ReceiptSource, ReportedFinish, StoreError, search_form,
+    ApplyContext, AttemptFinish, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource,
+    ReportedFinish, StoreError, search_form,
+};
+use crate::wire::{
+    AttemptReport, Authorize, CreateIntent, Dispatched, NewAttempt, ReceiptDelivery,
 };
 
 /// The longest caller key accepted.
@@ -83,25 +84,6 @@ pub fn parse_id<T: std::str::FromStr<Err = crate::domain::IdError>>(
     })
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreateBody {
-    tenant: String,
-    actor: String,
-    purpose: String,
-    operation: String,
-    tool: String,
-    consequence: String,
-    args: Value,
-    deadline_secs: u64,
-    max_attempts: u32,
-    release_id: String,
-    #[serde(default)]
-    locale: Option<String>,
-    #[serde(default)]
-    connector: Option<String>,
-}
-
 /// Check a required one-line text field (see `crate::domain::text`).
 fn check_text(fields: &mut BTreeMap<String, String>, name: &str, value: &str, max: usize) {
     if let Err(problem) = crate::domain::text::check_text(value, max, true, false) {
@@ -139,7 +121,7 @@ async fn create_intent(
             format!("must be 1 to {MAX_CALLER_KEY} characters"),
         )])));
     }
-    let req: CreateBody = parse_body(&body)?;
+    let req: CreateIntent = parse_body(&body)?;
     let mut fields = BTreeMap::new();
     let tenant: Option<Tenant> = match req.tenant.parse() {
         Ok(t) => Some(t),
@@ -153,20 +135,7 @@ async fn create_intent(
     check_text(&mut fields, "operation", &req.operation, 100);
     check_text(&mut fields, "tool", &req.tool, 100);
     check_text(&mut fields, "release_id", &req.release_id, 100);
-    let tier: Option<ConsequenceTier> = match req.consequence.parse() {
-        Ok(t) => Some(t),
-        Err(e) => {
-            fields.insert("consequence".into(), e.to_string());
-            None
-        }
-    };
-    let locale: Locale = match req.locale.as_deref().unwrap_or("en-US").parse() {
-        Ok(l) => l,
-        Err(e) => {
-            fields.insert("locale".into(), e.to_string());
-            Locale::EnUs
-        }
-    };
+    let (tier, locale) = (req.consequence, req.locale);
     if req.deadline_secs == 0 || req.deadline_secs > MAX_DEADLINE_SECS {
         fields.insert(
             "deadline_secs".into(),
@@ -179,9 +148,10 @@ async fn create_intent(
             format!("must be between 1 and {MAX_ATTEMPTS}"),
         );
     }
-    let connector_name = req.connector.clone().unwrap_or_else(|| "erp".to_string());
+    let connector_name = req.connector.clone();
+    check_text(&mut fields, "connector", &connector_name, 100);
     let connector = state.config.connector(&connector_name);
-    if tier.is_some_and(ConsequenceTier::is_mutating) {
+    if tier.is_mutating() {
         match connector {
             None => {
                 fields.insert(
@@ -221,9 +191,7 @@ async fn create_intent(
             None
         }
     };
-    let (Some(tenant), Some(tier), Some(canonical), true) =
-        (tenant, tier, canonical, fields.is_empty())
-    else {
+    let (Some(tenant), Some(canonical), true) = (tenant, canonical, fields.is_empty()) else {
         return Err(ApiError::fields(fields));
     };
     if !principal.sees(tenant.as_str()) {
@@ -305,15 +273,6 @@ pub async fn visible_intent(
     Ok(id)
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AuthorizeBody {
-    authorization_version: String,
-    approver: String,
-    #[serde(default)]
-    valid_for_secs: Option<u64>,
-}
-
 async fn authorize(
     State(state): State<AppState>,
     principal: Principal,
@@ -321,7 +280,7 @@ async fn authorize(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Ingest, "authorize intents")?;
-    let req: AuthorizeBody = parse_body(&body)?;
+    let req: Authorize = parse_body(&body)?;
     let mut fields = BTreeMap::new();
     check_text(
         &mut fields,
@@ -599,19 +558,11 @@ async fn dispatch(
         state.dispatch_wake.notify_one();
     }
     state.events_wake.notify_waiters();
-    let body = json!({ "dispatched": fresh, "intent": intent });
+    let body = Dispatched {
+        dispatched: fresh,
+        intent,
+    };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
-}
-
-#[derive(Debug, Deserialize)]
-struct WebhookBody {
-    event_id: String,
-    action_key: String,
-    downstream_id: String,
-    #[serde(default)]
-    status: Option<String>,
-    #[serde(flatten)]
-    _rest: BTreeMap<String, Value>,
 }
 
 /// The one answer to a receipt for a key that is not the connector's: the same whether the
@@ -646,7 +597,7 @@ async fn receipt_webhook(
     if state.config.connector(&connector).is_none() {
         return Err(ApiError::not_found("connector", &connector));
     }
-    let req: WebhookBody = parse_body(&body)?;
+    let req: ReceiptDelivery = parse_body(&body)?;
     let mut fields = BTreeMap::new();
     check_text(&mut fields, "event_id", &req.event_id, 200);
     check_text(&mut fields, "downstream_id", &req.downstream_id, 200);

@@ -20,9 +20,8 @@ use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
 use crate::domain::{ActionKey, IntentId, Permission};
-use crate::store::{
-    Cursor, IntentDetail, IntentPage, KeyLedger, MAX_PAGE, SERIES_METRICS, SortKey, Summary,
-};
+use crate::store::{Cursor, MAX_PAGE, SERIES_METRICS, SortKey};
+use crate::wire::{IntentDetail, IntentPage, KeyLedger, Summary};
 
 /// Page size when the caller names none.
 const DEFAULT_PAGE: u32 = 100;

@@ -29,8 +29,9 @@ use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
 use crate::domain::{IntentState, Permission};
+use crate::store::IntentFilter;
 use crate::store::operator_queries::TenantCounts;
-use crate::store::{IntentFilter, Summary};
+use crate::wire::Summary;
 
 /// The OpenAPI 3.1 description of every coordinator route.
 pub const OPENAPI_JSON: &str = include_str!("../../docs/openapi.json");

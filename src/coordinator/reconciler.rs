@@ -16,9 +16,8 @@ use super::connector::{self, Call};
 use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, ReceiptId,
 };
-use crate::store::{
-    ApplyContext, AttemptFinish, DispatchPlan, NewAttempt, ReceiptSource, StoreError,
-};
+use crate::store::{ApplyContext, AttemptFinish, DispatchPlan, ReceiptSource, StoreError};
+use crate::wire::NewAttempt;
 
 /// The least time between two automatic lookups of one intent.
 const LOOKUP_SPACING_MS: u64 = 1_000;

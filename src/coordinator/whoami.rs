@@ -4,30 +4,30 @@
 
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::Principal;
 use crate::domain::Permission;
+use crate::wire::{Permissions, Whoami};
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/v1/whoami", get(whoami))
 }
 
-async fn whoami(principal: Principal) -> Json<Value> {
+async fn whoami(principal: Principal) -> Json<Whoami> {
     let may = |p: Permission| principal.role.may(p);
-    Json(json!({
-        "name": principal.name,
-        "role": principal.role.as_str(),
-        "tenants": principal.tenants,
-        "connectors": principal.connectors,
-        "may": {
-            "ingest": may(Permission::Ingest),
-            "receipt": may(Permission::Receipt),
-            "read": may(Permission::Read),
-            "pause_resume": may(Permission::PauseResume),
-            "reconcile": may(Permission::Reconcile),
-            "close": may(Permission::Close),
+    Json(Whoami {
+        name: principal.name.clone(),
+        role: principal.role,
+        tenants: principal.tenants.clone(),
+        connectors: principal.connectors.clone(),
+        may: Permissions {
+            ingest: may(Permission::Ingest),
+            receipt: may(Permission::Receipt),
+            read: may(Permission::Read),
+            pause_resume: may(Permission::PauseResume),
+            reconcile: may(Permission::Reconcile),
+            close: may(Permission::Close),
         },
-    }))
+    })
 }

@@ -68,6 +68,35 @@ fn decode_time_ms(body: &str) -> u64 {
     (value >> 80) as u64
 }
 
+/// An id compares equal to the text it is written as.
+macro_rules! compares_as_text {
+    ($name:ident) => {
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                self == &other.0
+            }
+        }
+    };
+}
+
 macro_rules! prefixed_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
         $(#[$doc])*
@@ -124,6 +153,8 @@ macro_rules! prefixed_id {
                 s.serialize_str(&self.0)
             }
         }
+
+        compares_as_text!($name);
 
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -217,6 +248,10 @@ fn clip(s: &str) -> String {
         out
     }
 }
+
+compares_as_text!(CommandId);
+compares_as_text!(Tenant);
+compares_as_text!(ActionKey);
 
 /// A tenant name: 1..=40 characters of `a-z`, `0-9` and `-`, not starting with `-`.
 /// The restriction keeps tenants safe inside action keys and URLs.

@@ -6,10 +6,11 @@ use rusqlite::{Connection, params};
 
 use super::attempts::announce as announce_attempt;
 use super::intents::load;
-use super::{Cached, Intent, Store, StoreError, events, to_i64};
+use super::{Cached, Store, StoreError, events, to_i64};
 use crate::domain::{
     AttemptId, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId, Transition, state,
 };
+use crate::wire::Intent;
 
 /// Details the effects of an event need.
 #[derive(Debug, Clone, Default)]

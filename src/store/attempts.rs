@@ -2,45 +2,14 @@
 //! refused), the dispatcher's own dispatch and lookup attempts, and their outcomes.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde::{Deserialize, Serialize};
 
 use super::apply::apply_in;
-use super::intents::{Intent, load};
+use super::intents::load;
 use super::{ApplyContext, Cached, Store, StoreError, events, to_i64, to_u64};
 use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, Refusal,
 };
-
-/// A non-mutating attempt an agent reports (the body of `POST /v1/intents/{id}/attempts`),
-/// or a lookup the coordinator makes.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NewAttempt {
-    pub kind: Option<AttemptKind>,
-    pub provider: String,
-    pub region: Option<String>,
-    pub model: Option<String>,
-    pub release_id: Option<String>,
-    pub worker: Option<String>,
-    pub provider_request_id: Option<String>,
-    pub hedge_group: Option<String>,
-    pub proposal_hash: Option<String>,
-}
-
-/// How a reported attempt ended, as its agent says (the body of
-/// `PATCH /v1/intents/{id}/attempts/{attempt_id}`). Whether anything crossed the action
-/// boundary is never the agent's to say: reported work crosses nothing.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AttemptReport {
-    pub outcome: AttemptOutcome,
-    pub error_class: Option<String>,
-    pub http_status: Option<u16>,
-    pub retry_after_ms: Option<u64>,
-    pub provider_request_id: Option<String>,
-    pub proposal_hash: Option<String>,
-    pub detail: Option<String>,
-}
+use crate::wire::{Attempt, AttemptReport, Intent, NewAttempt};
 
 impl From<AttemptReport> for AttemptFinish {
     fn from(r: AttemptReport) -> Self {
@@ -71,36 +40,6 @@ pub struct AttemptFinish {
     /// True when the request may have reached the downstream.
     pub sent: Option<bool>,
     pub detail: Option<String>,
-}
-
-/// One stored attempt.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Attempt {
-    pub id: AttemptId,
-    pub intent_id: IntentId,
-    pub kind: AttemptKind,
-    pub provider: String,
-    pub region: Option<String>,
-    pub model: Option<String>,
-    pub release_id: Option<String>,
-    pub worker: Option<String>,
-    pub provider_request_id: Option<String>,
-    pub hedge_group: Option<String>,
-    pub outcome: AttemptOutcome,
-    pub error_class: Option<String>,
-    pub http_status: Option<u16>,
-    pub retry_after_ms: Option<u64>,
-    pub proposal_hash: Option<String>,
-    pub presented_key: Option<String>,
-    pub replayed: Option<bool>,
-    pub sent: bool,
-    pub late: bool,
-    pub detail: Option<String>,
-    pub started_at_ms: u64,
-    pub ended_at_ms: Option<u64>,
-    /// The principal that reported it; `None` for the coordinator's own dispatches and
-    /// lookups.
-    pub reported_by: Option<String>,
 }
 
 /// What an agent's finish of its attempt did.
@@ -147,7 +86,7 @@ pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Attempt
     Ok((|| {
         Ok(Attempt {
             id: id.parse()?,
-            intent_id: intent.parse()?,
+            intent_id: Some(intent.parse()?),
             kind: kind.parse()?,
             provider: base.0,
             region: base.1,
@@ -296,7 +235,7 @@ impl Store {
         now_ms: u64,
     ) -> Result<ReportedFinish, StoreError> {
         let before = load_attempt(&self.conn, attempt_id)?;
-        if &before.intent_id != intent_id {
+        if before.intent_id.as_ref() != Some(intent_id) {
             return Err(StoreError::NotFound {
                 what: "attempt",
                 id: attempt_id.to_string(),
@@ -344,7 +283,7 @@ impl Store {
         let tx = self.conn.savepoint()?;
         let (_, intent) = load(&tx, intent_id)?;
         let before = load_attempt(&tx, attempt_id)?;
-        if &before.intent_id != intent_id {
+        if before.intent_id.as_ref() != Some(intent_id) {
             return Err(StoreError::NotFound {
                 what: "attempt",
                 id: attempt_id.to_string(),

@@ -7,12 +7,13 @@
 //! recorded as `refused` with the reason, so the audit trail shows attempts too.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 
 use super::apply::apply_in;
-use super::pauses::{self, PauseScope};
+use super::pauses::{self};
 use super::{ApplyContext, Cached, Store, StoreError, to_i64, to_u64};
 use crate::domain::{CommandId, CommandKind, Disposition, Event, Evidence, IntentId, Role};
+use crate::wire::CommandRecord;
+use crate::wire::PauseScope;
 
 /// A command as confirmed by an operator.
 #[derive(Debug, Clone)]
@@ -61,22 +62,6 @@ impl CommandAction {
             },
         }
     }
-}
-
-/// One command as the audit trail shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CommandRecord {
-    pub command_id: String,
-    pub kind: CommandKind,
-    pub actor: String,
-    pub role: Role,
-    pub reason: Option<String>,
-    pub dry_run: bool,
-    /// `applied`, `refused`, `dry_run` or `accepted` (reconcile, before its lookups ran).
-    pub status: String,
-    pub result: serde_json::Value,
-    pub body: serde_json::Value,
-    pub created_at_ms: u64,
 }
 
 /// What recording a command did.
@@ -139,7 +124,7 @@ fn targets(
     scope: &PauseScope,
     tenants: Option<&[String]>,
 ) -> Result<Vec<(i64, String)>, StoreError> {
-    let (cond, mut values) = scope.condition(1);
+    let (cond, mut values) = super::pauses::scope_condition(scope, 1);
     let mut sql = format!(
         "SELECT i.seq, i.id FROM intents i WHERE {cond} AND i.state IN ('prepared', 'authorized', 'executing', 'indeterminate')"
     );

@@ -47,7 +47,7 @@ pub(crate) fn announce_intent(
     tx: &Connection,
     id: &IntentId,
     at_ms: u64,
-) -> Result<super::intents::Intent, StoreError> {
+) -> Result<crate::wire::Intent, StoreError> {
     let (_, intent) = super::intents::load(tx, id)?;
     append(tx, "intent", Some(&intent.tenant), Some(id), &intent, at_ms)?;
     Ok(intent)

@@ -2,10 +2,10 @@
 //! replaying it), reading one intent, and the row mapping every intent query shares.
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
-use serde::Serialize;
 
 use super::{Cached, Store, StoreError, events, to_i64, to_u64};
-use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale, Tenant};
+use crate::domain::{ActionKey, ConsequenceTier, IntentId, Locale, Tenant};
+use crate::wire::Intent;
 
 /// A validated intent as the ingest API hands it to the store.
 #[derive(Debug, Clone)]
@@ -31,48 +31,6 @@ pub struct NewIntent {
     pub created_at_ms: u64,
     pub deadline_at_ms: u64,
     pub key_retention_secs: Option<u64>,
-}
-
-/// An intent with its envelope. `args` is filled only when one intent is read whole.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Intent {
-    pub id: IntentId,
-    pub tenant: Tenant,
-    pub caller_key: String,
-    pub actor: String,
-    pub purpose: String,
-    pub operation: String,
-    pub tool: String,
-    pub consequence: ConsequenceTier,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub args: Option<serde_json::Value>,
-    pub canonical_args_hash: String,
-    pub release_id: String,
-    pub locale: Locale,
-    pub connector: String,
-    pub action_key: ActionKey,
-    pub state: IntentState,
-    pub state_reason: Option<String>,
-    pub authorization_version: Option<String>,
-    pub approver: Option<String>,
-    pub authorized_at_ms: Option<u64>,
-    pub authorization_expires_at_ms: Option<u64>,
-    pub attempts: u32,
-    pub max_attempts: u32,
-    pub created_at_ms: u64,
-    pub updated_at_ms: u64,
-    pub deadline_at_ms: u64,
-    pub indeterminate_since_ms: Option<u64>,
-    pub committed_at_ms: Option<u64>,
-    pub first_dispatch_at_ms: Option<u64>,
-    pub key_retention_secs: Option<u64>,
-    pub receipt_id: Option<String>,
-    pub downstream_ref: Option<String>,
-    pub retry_owner: String,
-    pub providers: Vec<String>,
-    pub paused: bool,
-    /// True once a dispatch may have reached the downstream.
-    pub may_have_crossed_boundary: bool,
 }
 
 /// What creating an intent by a caller key did.

@@ -31,7 +31,6 @@ mod select;
 use std::collections::{HashMap, HashSet};
 
 use rusqlite::params_from_iter;
-use serde::{Deserialize, Serialize};
 
 use chart::chart_over;
 pub use index::MetricIndex;
@@ -39,113 +38,7 @@ use select::{Compiled, group_name, intent_groups, rank, rank_of_counts};
 
 use super::query::{IntentFilter, filter_where};
 use super::{Store, StoreError};
-
-/// A metric the dashboard can plot over time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChartMetric {
-    Attempts,
-    AmplificationMean,
-    AmplificationP99,
-    Indeterminate,
-    IndeterminateAgeOldest,
-    IndeterminateAgeP50,
-    IndeterminateAgeP95,
-    Committed,
-    GoodputPerMin,
-    GoodputPerAttempt,
-    LateResults,
-    DuplicateEffects,
-    FailoverDivergence,
-}
-
-impl ChartMetric {
-    pub const ALL: &'static [ChartMetric] = &[
-        ChartMetric::Attempts,
-        ChartMetric::AmplificationMean,
-        ChartMetric::AmplificationP99,
-        ChartMetric::Indeterminate,
-        ChartMetric::IndeterminateAgeOldest,
-        ChartMetric::IndeterminateAgeP50,
-        ChartMetric::IndeterminateAgeP95,
-        ChartMetric::Committed,
-        ChartMetric::GoodputPerMin,
-        ChartMetric::GoodputPerAttempt,
-        ChartMetric::LateResults,
-        ChartMetric::DuplicateEffects,
-        ChartMetric::FailoverDivergence,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChartMetric::Attempts => "attempts",
-            ChartMetric::AmplificationMean => "amplification_mean",
-            ChartMetric::AmplificationP99 => "amplification_p99",
-            ChartMetric::Indeterminate => "indeterminate",
-            ChartMetric::IndeterminateAgeOldest => "indeterminate_age_oldest",
-            ChartMetric::IndeterminateAgeP50 => "indeterminate_age_p50",
-            ChartMetric::IndeterminateAgeP95 => "indeterminate_age_p95",
-            ChartMetric::Committed => "committed",
-            ChartMetric::GoodputPerMin => "goodput_per_min",
-            ChartMetric::GoodputPerAttempt => "goodput_per_attempt",
-            ChartMetric::LateResults => "late_results",
-            ChartMetric::DuplicateEffects => "duplicate_effects",
-            ChartMetric::FailoverDivergence => "failover_divergence",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<ChartMetric> {
-        Self::ALL.iter().copied().find(|m| m.as_str() == name)
-    }
-}
-
-/// The dimension a chart is split by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GroupBy {
-    #[default]
-    None,
-    Tenant,
-    Provider,
-    Release,
-    Tool,
-    Operation,
-    Locale,
-    Tier,
-}
-
-impl GroupBy {
-    pub const ALL: &'static [GroupBy] = &[
-        GroupBy::None,
-        GroupBy::Tenant,
-        GroupBy::Provider,
-        GroupBy::Release,
-        GroupBy::Tool,
-        GroupBy::Operation,
-        GroupBy::Locale,
-        GroupBy::Tier,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GroupBy::None => "none",
-            GroupBy::Tenant => "tenant",
-            GroupBy::Provider => "provider",
-            GroupBy::Release => "release",
-            GroupBy::Tool => "tool",
-            GroupBy::Operation => "operation",
-            GroupBy::Locale => "locale",
-            GroupBy::Tier => "tier",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<GroupBy> {
-        Self::ALL.iter().copied().find(|g| g.as_str() == name)
-    }
-}
-
-/// The name of the one series of an unsplit chart.
-pub const ALL_GROUP: &str = "all";
+use crate::wire::{AttemptsHistogram, Chart, ChartMetric, GroupBy, HistogramGroup, Overview};
 
 /// What to plot.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,67 +50,6 @@ pub struct ChartQuery {
     pub to_ms: u64,
     /// Levels (indeterminate now) are evaluated no later than this.
     pub now_ms: u64,
-}
-
-/// One series: `points` are `[bucket start ms, value, count behind the value]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChartSeries {
-    pub group: String,
-    pub points: Vec<[f64; 3]>,
-    /// Sum of the counts (events in the window), or the last level for levels.
-    pub total: f64,
-}
-
-/// A chart's data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Chart {
-    pub metric: ChartMetric,
-    pub group_by: GroupBy,
-    pub bucket_ms: u64,
-    pub from_ms: u64,
-    pub to_ms: u64,
-    pub series: Vec<ChartSeries>,
-}
-
-/// Attempts per intent: how many intents needed each number of attempts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HistogramGroup {
-    pub group: String,
-    /// `[attempts, intents]`, ascending.
-    pub bins: Vec<[u64; 2]>,
-    pub intents: u64,
-    /// Intents with more attempts than their own `max_attempts`.
-    pub over_budget: u64,
-}
-
-/// The histogram of attempts per intent, with the budget most intents have.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AttemptsHistogram {
-    pub group_by: GroupBy,
-    pub budget: u64,
-    pub groups: Vec<HistogramGroup>,
-}
-
-/// The headline figures as of one instant.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Overview {
-    pub at_ms: u64,
-    pub intents: u64,
-    pub attempts: u64,
-    pub amplification_mean: f64,
-    pub amplification_p99: u64,
-    pub amplification_max: u64,
-    pub indeterminate: u64,
-    pub indeterminate_oldest_age_secs: u64,
-    pub indeterminate_p50_age_secs: u64,
-    pub indeterminate_p95_age_secs: u64,
-    pub committed: u64,
-    pub late_results: u64,
-    pub duplicate_effects: u64,
-    pub failover_divergence: f64,
-    /// When the first and last selected intents were created (0 when none).
-    pub first_created_ms: u64,
-    pub last_created_ms: u64,
 }
 
 impl Store {

@@ -2,49 +2,14 @@
 //! Definitions are the domain's (`crate::domain::metrics`); this module feeds them.
 
 use rusqlite::params_from_iter;
-use serde::{Deserialize, Serialize};
 
 use super::query::{IntentFilter, filter_where};
 use super::{Cached, Store, StoreError, to_i64, to_u64};
-use crate::domain::metrics::{Distribution, distribution};
+use crate::domain::metrics::distribution;
+use crate::wire::{IndeterminateSummary, SeriesPoint, Summary};
 
 /// Filters for metrics are the intent filters.
 pub type MetricFilter = IntentFilter;
-
-/// The logical-outcome summary over the intents a filter selects.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Summary {
-    pub intents: u64,
-    pub attempts: u64,
-    pub amplification: Distribution,
-    pub states: std::collections::BTreeMap<String, u64>,
-    pub dispatched: u64,
-    pub indeterminate: IndeterminateSummary,
-    pub duplicate_effects: u64,
-    pub late_results: u64,
-    pub committed: u64,
-    pub budget_exceeded: u64,
-    pub failover_divergence: f64,
-}
-
-/// Indeterminate intents and their ages in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IndeterminateSummary {
-    pub count: u64,
-    pub oldest_age_secs: u64,
-    pub p50_age_secs: u64,
-    pub p95_age_secs: u64,
-    pub rate: f64,
-}
-
-/// One point of a series: bucket start, group value and the metric's value there.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SeriesPoint {
-    pub bucket_start_ms: u64,
-    pub group: String,
-    pub value: f64,
-    pub count: u64,
-}
 
 /// Which dimension a series is split by.
 pub fn group_column(group_by: &str, on_attempts: bool) -> Option<&'static str> {

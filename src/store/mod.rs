@@ -36,18 +36,14 @@ use rusqlite::Connection;
 use crate::domain::{IdError, Refusal, UnknownName};
 
 pub use apply::{Applied, ApplyContext, DispatchPlan, ReceiptSource};
-pub use attempts::{Attempt, AttemptFinish, AttemptReport, NewAttempt, ReportedFinish};
-pub use commands::{CommandAction, CommandRecord, NewCommand, RecordedCommand};
+pub use attempts::{AttemptFinish, ReportedFinish};
+pub use commands::{CommandAction, NewCommand, RecordedCommand};
 pub use events::StoredEvent;
-pub use intents::{CreateOutcome, Intent, NewIntent};
-pub use metrics::{IndeterminateSummary, MetricFilter, SERIES_METRICS, SeriesPoint, Summary};
+pub use intents::{CreateOutcome, NewIntent};
+pub use metrics::{MetricFilter, SERIES_METRICS};
 pub use outbox::{Claim, ClaimedRow, ContractOf, HeldSend, OutboxRow};
-pub use pauses::{Pause, PauseScope};
-pub use query::{
-    Cursor, IntentDetail, IntentFilter, IntentPage, KeyLedger, MAX_PAGE, SortKey, Transition,
-    forget_at, search_form,
-};
-pub use receipts::{Receipt, ReceiptObservation, WebhookOutcome};
+pub use query::{Cursor, IntentFilter, MAX_PAGE, SortKey, forget_at, search_form};
+pub use receipts::ReceiptObservation;
 
 /// Everything that can go wrong in the store.
 #[derive(Debug, thiserror::Error)]

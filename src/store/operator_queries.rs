@@ -14,10 +14,10 @@ use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter};
 use serde::Serialize;
 
-use super::commands::CommandRecord;
 use super::query::{IntentFilter, filter_where};
 use super::{Store, StoreError, to_i64, to_u64};
 use crate::domain::{CommandId, IntentId};
+use crate::wire::CommandRecord;
 
 /// Intent counts of one tenant.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -15,11 +15,12 @@ use serde::Serialize;
 use super::apply::{apply_in, facts_of};
 use super::attempts::announce as announce_attempt;
 use super::events::announce_intent;
-use super::intents::{Intent, load};
+use super::intents::load;
 use super::{ApplyContext, Cached, Store, StoreError, to_i64, to_u64};
 use crate::domain::{
     ActionKey, AttemptId, Event, Hold, IntentId, IntentState, KeyContract, Tenant, may_send,
 };
+use crate::wire::Intent;
 
 /// A claimed dispatch.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -6,7 +6,8 @@ use rusqlite::{OptionalExtension, params_from_iter};
 
 use super::intents::{INTENT_COLUMNS, intent_from_row};
 use super::query::{IntentFilter, SortKey, Where};
-use super::{Cached, Intent, StoreError};
+use super::{Cached, StoreError};
+use crate::wire::Intent;
 
 /// How many rows in sort order the first pass of a page walks before the planner takes over.
 pub(crate) const DEFAULT_WINDOW: i64 = 10_000;

@@ -2,82 +2,49 @@
 //! does not cancel in-flight work and does not stop read-only lookups.
 
 use rusqlite::{Connection, params};
-use serde::{Deserialize, Serialize};
 
 use super::{Cached, Store, StoreError, to_i64, to_u64};
+use crate::wire::{Pause, PauseScope};
 
-/// What a pause covers. Empty fields match everything; an intent id narrows to one intent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PauseScope {
-    pub tenant: Option<String>,
-    pub provider: Option<String>,
-    pub tool: Option<String>,
-    pub operation: Option<String>,
-    pub intent_id: Option<String>,
-}
-
-impl PauseScope {
-    pub fn is_empty(&self) -> bool {
-        self.tenant.is_none()
-            && self.provider.is_none()
-            && self.tool.is_none()
-            && self.operation.is_none()
-            && self.intent_id.is_none()
+/// A SQL condition on intents aliased `i` matching `scope`, with its parameters numbered
+/// from `first`.
+pub(crate) fn scope_condition(scope: &PauseScope, first: usize) -> (String, Vec<String>) {
+    let mut parts = Vec::new();
+    let mut values = Vec::new();
+    let mut n = first;
+    let mut push = |sql: String, v: &str| {
+        parts.push(sql);
+        values.push(v.to_string());
+    };
+    if let Some(t) = &scope.tenant {
+        push(format!("i.tenant = ?{n}"), t);
+        n += 1;
     }
-
-    /// A SQL condition on intents aliased `i` matching this scope, with its parameters
-    /// numbered from `first`.
-    pub(crate) fn condition(&self, first: usize) -> (String, Vec<String>) {
-        let mut parts = Vec::new();
-        let mut values = Vec::new();
-        let mut n = first;
-        let mut push = |sql: String, v: &str| {
-            parts.push(sql);
-            values.push(v.to_string());
-        };
-        if let Some(t) = &self.tenant {
-            push(format!("i.tenant = ?{n}"), t);
-            n += 1;
-        }
-        if let Some(p) = &self.provider {
-            push(
-                format!(
-                    "(i.connector = ?{n} OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = ?{n}))"
-                ),
-                p,
-            );
-            n += 1;
-        }
-        if let Some(t) = &self.tool {
-            push(format!("i.tool = ?{n}"), t);
-            n += 1;
-        }
-        if let Some(o) = &self.operation {
-            push(format!("i.operation = ?{n}"), o);
-            n += 1;
-        }
-        if let Some(id) = &self.intent_id {
-            push(format!("i.id = ?{n}"), id);
-        }
-        if parts.is_empty() {
-            ("1".to_string(), values)
-        } else {
-            (parts.join(" AND "), values)
-        }
+    if let Some(p) = &scope.provider {
+        push(
+            format!(
+                "(i.connector = ?{n} OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = ?{n}))"
+            ),
+            p,
+        );
+        n += 1;
     }
-}
-
-/// An active or ended pause.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Pause {
-    pub seq: i64,
-    pub command_id: String,
-    pub scope: PauseScope,
-    pub reason: String,
-    pub created_by: String,
-    pub created_at_ms: u64,
-    pub resumed_at_ms: Option<u64>,
+    if let Some(t) = &scope.tool {
+        push(format!("i.tool = ?{n}"), t);
+        n += 1;
+    }
+    if let Some(o) = &scope.operation {
+        push(format!("i.operation = ?{n}"), o);
+        n += 1;
+    }
+    if let Some(id) = &scope.intent_id {
+        push(format!("i.id = ?{n}"), id);
+    }
+    if parts.is_empty() {
+        ("1".to_string(), values)
+    } else {
+        (parts.join(" AND "), values)
+    }
 }
 
 pub(crate) fn insert(

@@ -9,14 +9,12 @@
 use rusqlite::{OptionalExtension, params_from_iter};
 use serde::{Deserialize, Serialize};
 
-use super::attempts::Attempt;
-use super::commands::CommandRecord;
 use super::paging::{Order, indexed_filter};
-use super::pauses::{Pause, pause_from_row};
-use super::receipts::Receipt;
-use super::{Cached, Intent, Store, StoreError, to_u64};
+use super::pauses::pause_from_row;
+use super::{Cached, Store, StoreError, to_u64};
 use crate::domain::canonical::{fold_digits, normalize_text};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale};
+use crate::wire::{Attempt, Intent, IntentDetail, IntentPage, KeyLedger, Transition};
 
 /// Counting stops here; beyond it `total_exact` is false.
 pub const TOTAL_CAP: u64 = 1_000;
@@ -143,53 +141,6 @@ impl Cursor {
             seq: seq.parse().map_err(|_| bad())?,
         })
     }
-}
-
-/// One page of intents.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IntentPage {
-    pub items: Vec<Intent>,
-    pub next_cursor: Option<String>,
-    pub total: u64,
-    pub total_exact: bool,
-}
-
-/// A state change of one intent.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Transition {
-    pub from: Option<String>,
-    pub to: String,
-    pub event: String,
-    pub reason: Option<String>,
-    pub command_id: Option<String>,
-    pub at_ms: u64,
-}
-
-/// One intent with everything attached.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IntentDetail {
-    pub intent: Intent,
-    pub attempts: Vec<Attempt>,
-    pub receipts: Vec<Receipt>,
-    pub transitions: Vec<Transition>,
-    pub commands: Vec<CommandRecord>,
-    pub pauses: Vec<Pause>,
-    /// When the downstream may forget the action key (first dispatch + retention).
-    pub key_forget_at_ms: Option<u64>,
-    pub ingest_replays: u32,
-    pub ingest_mismatches: u32,
-}
-
-/// Everything known about one action key.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct KeyLedger {
-    pub action_key: ActionKey,
-    pub intent: Intent,
-    pub attempts: Vec<Attempt>,
-    pub replays: u32,
-    pub mismatches: u32,
-    pub receipts: Vec<Receipt>,
-    pub key_forget_at_ms: Option<u64>,
 }
 
 /// A SQL `WHERE` clause under construction, with numbered parameters.

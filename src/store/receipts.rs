@@ -4,25 +4,12 @@
 //! action key and event id.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
 
 use super::apply::apply_in;
 use super::intents::load;
 use super::{Applied, ApplyContext, Cached, ReceiptSource, Store, StoreError, to_i64, to_u64};
 use crate::domain::{ActionKey, Event, IntentId, IntentState};
-
-/// One stored receipt.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Receipt {
-    pub id: String,
-    pub intent_id: IntentId,
-    pub action_key: String,
-    pub downstream_id: String,
-    pub source: String,
-    pub event_id: Option<String>,
-    pub authoritative: bool,
-    pub received_at_ms: u64,
-}
+use crate::wire::{Receipt, WebhookOutcome};
 
 /// What observing a receipt did.
 #[derive(Debug, Clone)]
@@ -36,16 +23,6 @@ pub enum ReceiptObservation {
     /// The intent is in a state a receipt cannot move (e.g. closed as cancelled, which the
     /// receipt contradicts; it is kept as evidence for an operator).
     Contradicts { state: IntentState },
-}
-
-/// What a webhook delivery did.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(tag = "result", rename_all = "snake_case")]
-pub enum WebhookOutcome {
-    /// The event id was seen before; nothing changed.
-    Duplicate { deliveries: u32 },
-    /// First delivery; the receipt was observed.
-    Recorded { committed: bool },
 }
 
 impl Store {
@@ -151,7 +128,7 @@ impl Store {
             let row = row?;
             out.push(Receipt {
                 id: row.0,
-                intent_id: row.1.parse()?,
+                intent_id: Some(row.1.parse()?),
                 action_key: row.2,
                 downstream_id: row.3,
                 source: row.4,

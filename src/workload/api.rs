@@ -14,41 +14,26 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode, Url};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::WorkloadError;
-use super::generator::CreateIntent;
-use crate::domain::{
-    ActionKey, AttemptId, AttemptKind, AttemptOutcome, ConsequenceTier, IntentId, IntentState,
-    Jitter, SplitMix64,
-};
+use crate::domain::{AttemptId, IntentId, Jitter, SplitMix64};
+use crate::wire::{Attempt, AttemptReport, CreateIntent, Dispatched, Intent, NewAttempt};
 
 const FIRST_BACKOFF_MS: u64 = 50;
 const MAX_BACKOFF_MS: u64 = 1_000;
 
-/// The part of an intent the agent reads back.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct IntentView {
-    pub id: IntentId,
-    pub action_key: ActionKey,
-    pub state: IntentState,
-    pub consequence: ConsequenceTier,
-    pub attempts: u32,
-    pub max_attempts: u32,
-}
-
 /// What creating by caller key did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Created {
-    New(IntentView),
-    Replayed(IntentView),
+    New(Intent),
+    Replayed(Intent),
     /// The key names an intent with other arguments.
     Mismatch,
 }
 
 impl Created {
-    pub fn view(&self) -> Option<&IntentView> {
+    pub fn view(&self) -> Option<&Intent> {
         match self {
             Created::New(v) | Created::Replayed(v) => Some(v),
             Created::Mismatch => None,
@@ -61,46 +46,6 @@ impl Created {
 pub enum Answer<T> {
     Done(T),
     Refused { code: String },
-}
-
-/// A non-mutating attempt as the agent reports it.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct AttemptStart {
-    pub kind: Option<AttemptKind>,
-    pub provider: String,
-    pub region: Option<String>,
-    pub model: Option<String>,
-    pub release_id: Option<String>,
-    pub worker: Option<String>,
-    pub provider_request_id: Option<String>,
-    pub hedge_group: Option<String>,
-    pub proposal_hash: Option<String>,
-}
-
-/// How an attempt ended, as the agent reports it.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct AttemptEnd {
-    pub outcome: Option<AttemptOutcome>,
-    pub error_class: Option<String>,
-    pub http_status: Option<u16>,
-    pub retry_after_ms: Option<u64>,
-    pub provider_request_id: Option<String>,
-    pub proposal_hash: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct StartedAttempt {
-    id: AttemptId,
-}
-
-#[derive(Debug, Deserialize)]
-struct FinishedAttempt {
-    late: bool,
-}
-
-#[derive(Debug, Deserialize)]
-struct Dispatched {
-    dispatched: bool,
 }
 
 /// A client of one coordinator's ingest API.
@@ -256,7 +201,7 @@ impl IngestClient {
         })
     }
 
-    fn view(what: &'static str, reply: &Reply) -> Result<IntentView, WorkloadError> {
+    fn view(what: &'static str, reply: &Reply) -> Result<Intent, WorkloadError> {
         let body = reply.body.get("intent").unwrap_or(&reply.body);
         serde_json::from_value(body.clone()).map_err(|e| WorkloadError::Unexpected {
             what,
@@ -302,7 +247,7 @@ impl IngestClient {
         id: &IntentId,
         approver: &str,
         valid_for_secs: Option<u64>,
-    ) -> Result<Answer<IntentView>, WorkloadError> {
+    ) -> Result<Answer<Intent>, WorkloadError> {
         let what = "authorize intent";
         let mut body = serde_json::json!({"authorization_version": "procurement-policy-v7", "approver": approver});
         if let Some(secs) = valid_for_secs {
@@ -325,7 +270,7 @@ impl IngestClient {
     pub async fn start_attempt(
         &self,
         id: &IntentId,
-        start: &AttemptStart,
+        start: &NewAttempt,
     ) -> Result<Answer<AttemptId>, WorkloadError> {
         let what = "report attempt";
         let body =
@@ -336,14 +281,13 @@ impl IngestClient {
             .await?;
         match reply.status.as_u16() {
             201 => {
-                let started: StartedAttempt =
-                    serde_json::from_value(reply.body.clone()).map_err(|e| {
-                        WorkloadError::Unexpected {
-                            what,
-                            status: 201,
-                            body: e.to_string(),
-                        }
-                    })?;
+                let started: Attempt = serde_json::from_value(reply.body.clone()).map_err(|e| {
+                    WorkloadError::Unexpected {
+                        what,
+                        status: 201,
+                        body: e.to_string(),
+                    }
+                })?;
                 Ok(Answer::Done(started.id))
             }
             409 => Ok(Answer::Refused {
@@ -358,7 +302,7 @@ impl IngestClient {
         &self,
         id: &IntentId,
         attempt: &AttemptId,
-        end: &AttemptEnd,
+        end: &AttemptReport,
     ) -> Result<bool, WorkloadError> {
         let what = "finish attempt";
         let body = serde_json::to_value(end).map_err(|e| WorkloadError::Invalid(e.to_string()))?;
@@ -368,11 +312,13 @@ impl IngestClient {
             .await?;
         match reply.status.as_u16() {
             200 => {
-                let finished: FinishedAttempt = serde_json::from_value(reply.body.clone())
-                    .map_err(|e| WorkloadError::Unexpected {
-                        what,
-                        status: 200,
-                        body: e.to_string(),
+                let finished: Attempt =
+                    serde_json::from_value(reply.body.clone()).map_err(|e| {
+                        WorkloadError::Unexpected {
+                            what,
+                            status: 200,
+                            body: e.to_string(),
+                        }
                     })?;
                 Ok(finished.late)
             }

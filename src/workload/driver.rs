@@ -22,11 +22,12 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
-use super::api::{Answer, AttemptEnd, AttemptStart, Created, IngestClient, IntentView};
+use super::api::{Answer, Created, IngestClient};
 use super::error::WorkloadError;
 use super::generator::{Call, CallOutcome, Generator, Mix, Plan, Replay, Step, Work};
 use crate::clock::SharedClock;
 use crate::domain::{ActionKey, AttemptOutcome, ConsequenceTier, IntentId, IntentState};
+use crate::wire::{AttemptReport, Intent, NewAttempt};
 
 /// How a workload runs.
 #[derive(Debug, Clone)]
@@ -283,7 +284,7 @@ async fn carry_out(
     Ok(())
 }
 
-fn record(run: &mut PlanRun, plan: &Plan, view: &IntentView) {
+fn record(run: &mut PlanRun, plan: &Plan, view: &Intent) {
     run.totals.intents_created += 1;
     run.intents.push(Driven {
         id: view.id.clone(),
@@ -298,7 +299,7 @@ async fn create(
     api: &IngestClient,
     plan: &Plan,
     run: &mut PlanRun,
-) -> Result<IntentView, WorkloadError> {
+) -> Result<Intent, WorkloadError> {
     let key = plan.caller_key.as_str();
     let first = match &plan.replay {
         Replay::None => api.create(key, &plan.request).await?,
@@ -346,7 +347,7 @@ async fn work_on(
     api: &IngestClient,
     plan: &Plan,
     mix: &Mix,
-    view: &IntentView,
+    view: &Intent,
     run: &mut PlanRun,
 ) -> Result<(), WorkloadError> {
     if view.state == IntentState::Prepared {
@@ -391,7 +392,7 @@ async fn report_calls(
     api: &IngestClient,
     plan: &Plan,
     mix: &Mix,
-    view: &IntentView,
+    view: &Intent,
     steps: &[Step],
     run: &mut PlanRun,
 ) -> Result<(), WorkloadError> {
@@ -450,14 +451,14 @@ async fn report_calls(
 async fn one_call(
     api: &IngestClient,
     plan: &Plan,
-    view: &IntentView,
+    view: &Intent,
     call: &Call,
     hedge_group: Option<&str>,
     n: usize,
     run: &mut PlanRun,
 ) -> Result<CallEnd, WorkloadError> {
     let request_id = format!("req_{}_{n}", plan.caller_key);
-    let start = AttemptStart {
+    let start = NewAttempt {
         kind: crate::workload::catalog::OPERATIONS
             .iter()
             .find(|o| o.operation == plan.request.operation)
@@ -490,40 +491,36 @@ async fn one_call(
     };
     let (end, result) = match call.outcome {
         CallOutcome::Succeeded => (
-            AttemptEnd {
-                outcome: Some(AttemptOutcome::Succeeded),
+            AttemptReport {
                 provider_request_id: Some(request_id),
                 proposal_hash: call.proposal_hash.clone(),
-                ..AttemptEnd::default()
+                ..AttemptReport::new(AttemptOutcome::Succeeded)
             },
             CallEnd::Succeeded,
         ),
         CallOutcome::Transient { status } => (
-            AttemptEnd {
-                outcome: Some(AttemptOutcome::Failed),
+            AttemptReport {
                 error_class: Some(transient.to_string()),
                 http_status: Some(status),
-                ..AttemptEnd::default()
+                ..AttemptReport::new(AttemptOutcome::Failed)
             },
             CallEnd::Failed { wait_ms: 0 },
         ),
         CallOutcome::Overloaded { retry_after_ms } => (
-            AttemptEnd {
-                outcome: Some(AttemptOutcome::Failed),
+            AttemptReport {
                 error_class: Some("overloaded".to_string()),
                 http_status: Some(429),
                 retry_after_ms: Some(retry_after_ms),
-                ..AttemptEnd::default()
+                ..AttemptReport::new(AttemptOutcome::Failed)
             },
             CallEnd::Failed {
                 wait_ms: retry_after_ms,
             },
         ),
         CallOutcome::TimedOut => (
-            AttemptEnd {
-                outcome: Some(AttemptOutcome::TimedOut),
+            AttemptReport {
                 error_class: Some(transient.to_string()),
-                ..AttemptEnd::default()
+                ..AttemptReport::new(AttemptOutcome::TimedOut)
             },
             CallEnd::Failed { wait_ms: 0 },
         ),

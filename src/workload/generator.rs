@@ -18,13 +18,11 @@
 //!   a second, legitimate intent;
 //! - a **changed reuse**: the caller key sent again with a changed order — refused.
 
-use serde::Serialize;
-use serde_json::Value;
-
 use super::catalog::{
     Interface, OPERATIONS, OperationProfile, Order, PROVIDERS, TENANTS, TenantProfile, purpose,
 };
 use crate::domain::{ConsequenceTier, Jitter, Locale, SplitMix64};
+use crate::wire::CreateIntent;
 
 /// How often agents and people do each thing; probabilities in `0..=1`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -69,23 +67,6 @@ impl Default for Mix {
             deadline_scale: 1.0,
         }
     }
-}
-
-/// The body of `POST /v1/intents`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CreateIntent {
-    pub tenant: String,
-    pub actor: String,
-    pub purpose: String,
-    pub operation: String,
-    pub tool: String,
-    pub consequence: ConsequenceTier,
-    pub args: Value,
-    pub deadline_secs: u64,
-    pub max_attempts: u32,
-    pub release_id: String,
-    pub locale: Locale,
-    pub connector: String,
 }
 
 /// How a simulated provider call ends.

@@ -29,10 +29,11 @@ use tokio::time::MissedTickBehavior;
 use super::api::with_trailing_slash;
 use super::catalog::resource_of;
 use super::error::WorkloadError;
-use super::generator::{Call, CallOutcome, CreateIntent, Generator, Mix, Plan, Replay, Step, Work};
+use super::generator::{Call, CallOutcome, Generator, Mix, Plan, Replay, Step, Work};
 use super::report::{Amplification, Indeterminate, NaiveFigures, Report};
 use crate::clock::SharedClock;
 use crate::domain::metrics::goodput_per_min;
+use crate::wire::CreateIntent;
 
 /// Tries per layer, outermost first: agent, SDK, HTTP client.
 const LAYERS: [u32; 3] = [3, 3, 2];

@@ -30,7 +30,8 @@ use super::driver::{DriveLog, DriveTotals};
 use super::error::WorkloadError;
 use crate::clock::SharedClock;
 use crate::domain::metrics::{distribution, goodput_per_min};
-use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState};
+use crate::domain::{ActionKey, IntentId, IntentState};
+use crate::wire::{Intent, IntentPage};
 
 /// How often settling looks at the coordinator.
 const POLL: Duration = Duration::from_millis(200);
@@ -118,26 +119,6 @@ pub struct ReportSource {
     token: String,
     sandbox: Url,
     clock: SharedClock,
-}
-
-/// The part of a listed intent the report needs.
-#[derive(Debug, Clone, Deserialize)]
-struct Listed {
-    id: IntentId,
-    action_key: ActionKey,
-    state: IntentState,
-    consequence: ConsequenceTier,
-    attempts: u32,
-    max_attempts: u32,
-    indeterminate_since_ms: Option<u64>,
-    committed_at_ms: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Page {
-    items: Vec<Listed>,
-    next_cursor: Option<String>,
-    total: u64,
 }
 
 impl ReportSource {
@@ -252,7 +233,7 @@ impl ReportSource {
     }
 
     /// Every intent created in `window` (created-at, unix ms, `until` exclusive).
-    async fn intents(&self, window: (u64, u64)) -> Result<Vec<Listed>, WorkloadError> {
+    async fn intents(&self, window: (u64, u64)) -> Result<Vec<Intent>, WorkloadError> {
         let mut out = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -268,7 +249,7 @@ impl ReportSource {
             let body = self
                 .get("list intents", &self.coordinator, "v1/intents", &query)
                 .await?;
-            let page: Page =
+            let page: IntentPage =
                 serde_json::from_value(body).map_err(|e| WorkloadError::Unexpected {
                     what: "list intents",
                     status: 200,
@@ -337,7 +318,7 @@ pub async fn coordinator_report(
 ) -> Result<Report, WorkloadError> {
     let window = window_of(log);
     let ours: HashSet<&IntentId> = log.intents.iter().map(|d| &d.id).collect();
-    let listed: Vec<Listed> = source
+    let listed: Vec<Intent> = source
         .intents(window)
         .await?
         .into_iter()

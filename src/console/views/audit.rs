@@ -123,7 +123,7 @@ fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &s
                 super::charts::time_axis::local_offset_secs(c.created_at_ms),
             ),
         );
-        ui.label(egui::RichText::new(&c.kind).strong());
+        ui.label(egui::RichText::new(c.kind.as_str()).strong());
         let status = super::intent_widgets::tr_named(i18n, "audit-status", &c.status);
         format::label_colored(ui, i18n, &status, status_color(&c.status));
     });
@@ -178,7 +178,7 @@ fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &s
     say(
         ui,
         i18n,
-        &result_summary(i18n, &c.kind, &c.status, &c.result, intent_id),
+        &result_summary(i18n, c.kind.as_str(), &c.status, &c.result, intent_id),
     );
     copyable_ui(ui, i18n, &c.command_id);
 }
@@ -204,7 +204,7 @@ pub fn audit_ui(
     for c in shown {
         ui.separator();
         ui.push_id(&c.command_id, |ui| {
-            command_ui(ui, i18n, c, &detail.intent.id)
+            command_ui(ui, i18n, c, detail.intent.id.as_str())
         });
     }
 }

@@ -19,6 +19,7 @@ use crate::console::model::IntentDetail;
 use crate::console::text::BidiEditState;
 use crate::domain::{CommandId, CommandKind, IntentState, Role};
 use crate::i18n::Localizer;
+use crate::wire::Pause;
 
 /// The dry run's reason when the operator has not typed one yet (a pause needs a reason,
 /// even to preview it).
@@ -162,7 +163,7 @@ impl CommandDialog {
         };
         CommandDialog {
             kind,
-            intent_id: detail.intent.id.clone(),
+            intent_id: detail.intent.id.to_string(),
             // A final intent has nothing left to pause: a wider scope must be chosen on
             // purpose, never preselected.
             scope: if terminal {
@@ -203,7 +204,9 @@ impl CommandDialog {
             CommandKind::Resume => detail
                 .pauses
                 .get(self.pause_index)
-                .map_or(intent_target.clone(), |p| resume_target(p, &intent.id)),
+                .map_or(intent_target.clone(), |p| {
+                    resume_target(p, intent.id.as_str())
+                }),
             CommandKind::Pause => {
                 // A token limited to some tenants may only name scopes inside them.
                 let limited = who.is_some_and(|w| w.tenants.is_some());
@@ -365,15 +368,20 @@ pub(super) fn committable(detail: &IntentDetail) -> bool {
 }
 
 /// The target that ends exactly this pause: its scope, field by field.
-pub(super) fn resume_target(pause: &Value, intent_id: &str) -> Value {
-    let scope = pause.get("scope").cloned().unwrap_or(Value::Null);
-    if scope.get("intent_id").and_then(Value::as_str).is_some() {
+pub(super) fn resume_target(pause: &Pause, intent_id: &str) -> Value {
+    let scope = &pause.scope;
+    if scope.intent_id.is_some() {
         return json!({ "intent_id": intent_id });
     }
     let mut out = Map::new();
-    for k in ["tenant", "provider", "tool", "operation"] {
-        if let Some(v) = scope.get(k).filter(|v| !v.is_null()) {
-            out.insert(k.into(), v.clone());
+    for (k, v) in [
+        ("tenant", &scope.tenant),
+        ("provider", &scope.provider),
+        ("tool", &scope.tool),
+        ("operation", &scope.operation),
+    ] {
+        if let Some(v) = v {
+            out.insert(k.into(), json!(v));
         }
     }
     json!({ "scope": out })
@@ -426,7 +434,8 @@ mod tests {
     fn detail(state: &str) -> IntentDetail {
         serde_json::from_value(json!({
             "intent": {"id": "int_01kbx7q3p9d2m8v4r6t0y5zs01", "tenant": "acme", "operation": "purchase_order.create",
-                       "tool": "erp.po", "state": state, "created_at_ms": 1, "connector": "erp"},
+                       "tool": "erp.po", "state": state, "created_at_ms": 1, "connector": "erp",
+                       "consequence": "write", "action_key": "po:acme:int_01kbx7q3p9d2m8v4r6t0y5zs01"},
         }))
         .expect("detail")
     }

@@ -3,8 +3,6 @@
 //! reference, evidence), why it cannot be confirmed yet, and the sending state with "Send
 //! again" after a failure.
 
-use serde_json::Value;
-
 use crate::clock::Entropy;
 
 use super::command_dialog::{
@@ -213,9 +211,9 @@ fn body_ui(
         CommandKind::Resume => {
             say_strong(ui, i18n, &i18n.tr("dialog-resume-which"));
             for (k, p) in detail.pauses.iter().enumerate() {
-                let scope = describe_target(i18n, &resume_target(p, &intent.id));
-                let who = p.get("created_by").and_then(Value::as_str).unwrap_or("-");
-                let why = p.get("reason").and_then(Value::as_str).unwrap_or("");
+                let scope = describe_target(i18n, &resume_target(p, intent.id.as_str()));
+                let who = p.created_by.as_str();
+                let why = p.reason.as_str();
                 let text = format!("{scope} ({who}: {why})");
                 choice(ui, i18n, &mut dialog.pause_index, k, &text);
             }

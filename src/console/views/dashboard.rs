@@ -27,9 +27,7 @@ use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
 use crate::console::model::IntentPage;
 use crate::console::{text, theme};
-use crate::store::metric_series::{
-    ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview,
-};
+use crate::wire::{ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview};
 
 /// Ask again at least this often while the dashboard is open.
 const REFRESH: Duration = Duration::from_secs(15);

@@ -36,17 +36,13 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
         .num_columns(2)
         .striped(true)
         .show(ui, |ui| {
-            id_row(ui, i18n, "envelope-intent-id", &i.id);
-            field_row(ui, i18n, "field-tenant", &i.tenant);
+            id_row(ui, i18n, "envelope-intent-id", i.id.as_str());
+            field_row(ui, i18n, "field-tenant", i.tenant.as_str());
             field_row(ui, i18n, "field-actor", &i.actor);
             field_row(ui, i18n, "field-purpose", &i.purpose);
             field_row(ui, i18n, "field-operation", &i.operation);
             field_row(ui, i18n, "field-tool", &i.tool);
-            let tier = i
-                .consequence
-                .as_deref()
-                .map(|t| i18n.tr(&format!("tier-{t}")))
-                .unwrap_or_else(|| "-".into());
+            let tier = i18n.tr(&format!("tier-{}", i.consequence));
             field_row(ui, i18n, "envelope-consequence", &tier);
             id_row(ui, i18n, "field-args-hash", &i.canonical_args_hash);
             field_row(
@@ -60,7 +56,7 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                 ),
             );
             field_row(ui, i18n, "field-release", &i.release_id);
-            id_row(ui, i18n, "field-action-key", &i.action_key);
+            id_row(ui, i18n, "field-action-key", i.action_key.as_str());
             field_row(
                 ui,
                 i18n,
@@ -98,7 +94,7 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                 "envelope-downstream-ref",
                 i.downstream_ref.as_deref().unwrap_or(""),
             );
-            field_row(ui, i18n, "envelope-locale", &i.locale);
+            field_row(ui, i18n, "envelope-locale", i.locale.as_str());
             id_row(ui, i18n, "envelope-caller-key", &i.caller_key);
             time_row(ui, i18n, "envelope-first-dispatch", i.first_dispatch_at_ms);
             time_row(
@@ -127,8 +123,8 @@ pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
         .num_columns(2)
         .striped(true)
         .show(ui, |ui| {
-            id_row(ui, i18n, "attempt-id", &a.id);
-            field_row(ui, i18n, "attempt-kind", &a.kind);
+            id_row(ui, i18n, "attempt-id", a.id.as_str());
+            field_row(ui, i18n, "attempt-kind", a.kind.as_str());
             field_row(ui, i18n, "attempt-provider", &a.provider);
             field_row(ui, i18n, "attempt-region", &or_dash(&a.region));
             field_row(ui, i18n, "attempt-model", &or_dash(&a.model));
@@ -141,7 +137,8 @@ pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
                 a.provider_request_id.as_deref().unwrap_or(""),
             );
             field_row(ui, i18n, "attempt-hedge-group", &or_dash(&a.hedge_group));
-            let outcome = super::intent_widgets::tr_named(i18n, "timeline-outcome", &a.outcome);
+            let outcome =
+                super::intent_widgets::tr_named(i18n, "timeline-outcome", a.outcome.as_str());
             field_row(ui, i18n, "attempt-outcome", &outcome);
             field_row(ui, i18n, "attempt-error-class", &or_dash(&a.error_class));
             let status = a.http_status.map(|s| s.to_string()).unwrap_or("-".into());

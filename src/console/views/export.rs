@@ -184,11 +184,11 @@ pub fn table_csv(rows: &[IntentRow]) -> String {
     );
     for r in rows {
         let fields = [
-            r.id.clone(),
-            r.tenant.clone(),
+            r.id.to_string(),
+            r.tenant.to_string(),
             r.operation.clone(),
             r.tool.clone(),
-            r.consequence.clone().unwrap_or_default(),
+            r.consequence.to_string(),
             r.state.wire().to_string(),
             r.paused.to_string(),
             r.attempts.to_string(),
@@ -202,8 +202,8 @@ pub fn table_csv(rows: &[IntentRow]) -> String {
             r.providers.join(";"),
             r.receipt_id.clone().unwrap_or_default(),
             r.downstream_ref.clone().unwrap_or_default(),
-            r.action_key.clone(),
-            r.locale.clone(),
+            r.action_key.to_string(),
+            r.locale.to_string(),
             r.release_id.clone(),
         ];
         let line: Vec<String> = fields.iter().map(|f| cell(f)).collect();

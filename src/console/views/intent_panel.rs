@@ -120,13 +120,11 @@ fn panel_ui(
         say_colored(ui, i18n, &i18n.tr("table-from-cache"), theme::QUIET);
     }
     let Some(detail) = &open.detail else { return };
-    if !detail.intent.action_key.is_empty() {
-        // The key is what the downstream knows the intent by: always at hand to copy.
-        copyable_ui(ui, i18n, &detail.intent.action_key);
-    }
+    // The key is what the downstream knows the intent by: always at hand to copy.
+    copyable_ui(ui, i18n, detail.intent.action_key.as_str());
     state_line_ui(ui, i18n, detail);
     commands_ui(ui, i18n, view, detail);
-    last_outcome_ui(ui, i18n, view, &detail.intent.id);
+    last_outcome_ui(ui, i18n, view, detail.intent.id.as_str());
     ui.separator();
     row(ui, i18n, |ui| {
         for (tab, key) in [
@@ -353,7 +351,7 @@ fn dialog_ui(
     let Some(dialog) = view.dialog.as_mut() else {
         return;
     };
-    if dialog.intent_id != detail.intent.id {
+    if dialog.intent_id != detail.intent.id.as_str() {
         if !dialog.is_sending() {
             view.dialog = None;
         }

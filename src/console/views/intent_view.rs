@@ -175,7 +175,7 @@ impl IntentViewState {
 
 fn lay<'a>(slot: &'a mut Option<Laid>, detail: &IntentDetail, now_ms: u64) -> &'a mut Laid {
     let key = (
-        detail.intent.id.clone(),
+        detail.intent.id.to_string(),
         detail.intent.updated_at_ms,
         detail.attempts.len(),
         detail.receipts.len(),

@@ -156,11 +156,14 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                 max_row_shown = max_row_shown.max(index);
                 first_row_shown = first_row_shown.min(index);
                 let intent = &app.table.rows[index];
-                let open = app.open.as_ref().is_some_and(|o| o.id == intent.id);
+                let open = app
+                    .open
+                    .as_ref()
+                    .is_some_and(|o| o.id == intent.id.as_str());
                 row.set_selected(open);
                 for &c in &order {
                     row.col(|ui| {
-                        if app.table.is_changed(&intent.id) {
+                        if app.table.is_changed(intent.id.as_str()) {
                             ui.painter()
                                 .rect_filled(ui.max_rect(), 0.0, theme::CHANGED_ROW);
                         }
@@ -168,7 +171,7 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                     });
                 }
                 if row.response().clicked() {
-                    clicked = Some(intent.id.clone());
+                    clicked = Some(intent.id.to_string());
                 }
             });
         });
@@ -241,14 +244,14 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
         0 => {
             let response = ui
                 .label(RichText::new(intent.short_id()).monospace())
-                .on_hover_text(&intent.id);
+                .on_hover_text(intent.id.as_str());
             response.context_menu(|ui| {
                 if format::button(ui, i18n, &i18n.tr("action-copy-id")).clicked() {
-                    ui.ctx().copy_text(intent.id.clone());
+                    ui.ctx().copy_text(intent.id.to_string());
                     ui.close();
                 }
                 if format::button(ui, i18n, &i18n.tr("action-copy-key")).clicked() {
-                    ui.ctx().copy_text(intent.action_key.clone());
+                    ui.ctx().copy_text(intent.action_key.to_string());
                     ui.close();
                 }
             });
@@ -258,7 +261,7 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
             }
         }
         1 => {
-            ui.label(&intent.tenant);
+            ui.label(intent.tenant.as_str());
         }
         2 => {
             ui.label(&intent.operation);
@@ -318,7 +321,7 @@ fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
             ui.label(RichText::new(intent.downstream_ref.clone().unwrap_or_default()).monospace());
         }
         _ => {
-            ui.label(&intent.locale);
+            ui.label(intent.locale.as_str());
         }
     }
 }

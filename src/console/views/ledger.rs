@@ -11,6 +11,7 @@ use super::intent_widgets::{copyable_ui, instant, say, say_colored, say_strong};
 use crate::console::model::{AttemptRow, IntentDetail};
 use crate::console::theme;
 use crate::domain::retry::RetryPolicy;
+use crate::domain::{AttemptKind, AttemptOutcome};
 use crate::i18n::Localizer;
 
 /// What one use of the key did downstream.
@@ -34,9 +35,9 @@ pub enum KeyUse {
 
 impl KeyUse {
     fn of(a: &AttemptRow) -> KeyUse {
-        if a.kind == "lookup" {
+        if a.kind == AttemptKind::Lookup {
             return KeyUse::Lookup {
-                found: a.outcome == "succeeded",
+                found: a.outcome == AttemptOutcome::Succeeded,
             };
         }
         if a.http_status == Some(422) {
@@ -112,13 +113,13 @@ impl Ledger {
             .iter()
             .enumerate()
             .filter(|(_, a)| {
-                a.kind == "lookup"
-                    || (!key.is_empty() && a.presented_key.as_deref() == Some(key.as_str()))
+                a.kind == AttemptKind::Lookup || a.presented_key.as_deref() == Some(key.as_str())
             })
             .map(|(i, a)| LedgerRow {
                 attempt: i,
                 use_: KeyUse::of(a),
-                after_forget: a.kind != "lookup" && forget.is_some_and(|f| a.started_at_ms >= f),
+                after_forget: a.kind != AttemptKind::Lookup
+                    && forget.is_some_and(|f| a.started_at_ms >= f),
             })
             .collect();
         rows.sort_by_key(|r| (detail.attempts[r.attempt].started_at_ms, r.attempt));
@@ -141,7 +142,7 @@ impl Ledger {
             fresh: count(KeyUse::Fresh),
             replays: count(KeyUse::Replay),
             mismatches: count(KeyUse::Mismatch),
-            key,
+            key: key.to_string(),
             rows,
             forget_at_ms: forget,
             warning,
@@ -275,7 +276,7 @@ fn use_row_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, row: &
         };
         let words = i18n.tr(row.use_.label_key());
         format::label_colored(ui, i18n, &words, color);
-        ui.label(RichText::new(&a.id).monospace())
+        ui.label(RichText::new(a.id.as_str()).monospace())
             .on_hover_text(super::timeline_model::lane_label(a));
         if row.after_forget {
             let late = i18n.tr("ledger-after-forget");
@@ -291,14 +292,16 @@ mod tests {
 
     fn detail(state: &str, forget: u64, deadline: u64) -> IntentDetail {
         serde_json::from_value(json!({
-            "intent": {"id": "int_01", "tenant": "acme", "operation": "purchase_order.create", "state": state,
-                       "action_key": "po:acme:int_01", "created_at_ms": 0, "deadline_at_ms": deadline},
+            "intent": {"id": "int_01kbx7q3p9d2m8v4r6t0y5zs01", "tenant": "acme",
+                       "operation": "purchase_order.create", "consequence": "write", "state": state,
+                       "action_key": "po:acme:int_01kbx7q3p9d2m8v4r6t0y5zs01", "created_at_ms": 0,
+                       "deadline_at_ms": deadline},
             "attempts": [
-                {"id": "att_1", "kind": "dispatch", "provider": "erp", "outcome": "lost", "sent": true,
-                 "presented_key": "po:acme:int_01", "started_at_ms": 10},
-                {"id": "att_2", "kind": "dispatch", "provider": "erp", "outcome": "succeeded", "replayed": true,
-                 "presented_key": "po:acme:int_01", "started_at_ms": 2_000},
-                {"id": "att_3", "kind": "inference", "provider": "p", "outcome": "succeeded", "started_at_ms": 5}
+                {"id": "att_01kbx7q3p9d2m8v4r6t0y5zsa1", "kind": "dispatch", "provider": "erp", "outcome": "lost", "sent": true,
+                 "presented_key": "po:acme:int_01kbx7q3p9d2m8v4r6t0y5zs01", "started_at_ms": 10},
+                {"id": "att_01kbx7q3p9d2m8v4r6t0y5zsa2", "kind": "dispatch", "provider": "erp", "outcome": "succeeded", "replayed": true,
+                 "presented_key": "po:acme:int_01kbx7q3p9d2m8v4r6t0y5zs01", "started_at_ms": 2_000},
+                {"id": "att_01kbx7q3p9d2m8v4r6t0y5zsa3", "kind": "inference", "provider": "p", "outcome": "succeeded", "started_at_ms": 5}
             ],
             "key_forget_at_ms": forget
         }))

@@ -33,11 +33,12 @@ pub(super) fn hover_ui(
             if let Some(m) = mark {
                 say(ui, &i18n.tr(m.kind.label_key()));
             }
-            let outcome = super::intent_widgets::tr_named(i18n, "timeline-outcome", &a.outcome);
+            let outcome =
+                super::intent_widgets::tr_named(i18n, "timeline-outcome", a.outcome.as_str());
             let duration = super::format::duration_ms(i18n, lane.end_ms - lane.start_ms);
             say(ui, &format!("{outcome} · {duration}"));
             say(ui, &at(lane.start_ms));
-            ui.label(egui::RichText::new(&a.id).monospace());
+            ui.label(egui::RichText::new(a.id.as_str()).monospace());
             if let Some(status) = a.http_status {
                 ui.label(format!("HTTP {status}"));
             }

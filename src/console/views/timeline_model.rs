@@ -286,13 +286,9 @@ impl TimelineModel {
         let paused = detail
             .pauses
             .iter()
-            .filter_map(|p| {
-                let from = p.get("created_at_ms")?.as_u64()?;
-                let to = p
-                    .get("resumed_at_ms")
-                    .and_then(serde_json::Value::as_u64)
-                    .map(|t| rel(t, origin));
-                Some((rel(from, origin), to))
+            .map(|p| {
+                let to = p.resumed_at_ms.map(|t| rel(t, origin));
+                (rel(p.created_at_ms, origin), to)
             })
             .collect();
         let label_chars = lanes
@@ -301,7 +297,7 @@ impl TimelineModel {
             .max()
             .unwrap_or(0);
         TimelineModel {
-            intent_id: intent.id.clone(),
+            intent_id: intent.id.to_string(),
             origin_ms: origin,
             span_ms,
             activity_ms: activity,
@@ -391,7 +387,7 @@ fn lanes(detail: &IntentDetail, origin: u64, now_ms: i64) -> (Vec<Lane>, Vec<Hed
 
 fn lane(a: &AttemptRow, index: usize, origin: u64, now_ms: i64, group: Option<usize>) -> Lane {
     let start_ms = rel(a.started_at_ms, origin);
-    let outcome = Outcome::parse(&a.outcome);
+    let outcome = Outcome::parse(a.outcome.as_str());
     let (end_ms, open) = match a.ended_at_ms {
         Some(end) => (rel(end, origin).max(start_ms), false),
         None if outcome == Outcome::Pending => (now_ms.max(start_ms), true),
@@ -556,8 +552,9 @@ mod tests {
 
     fn detail(attempts: serde_json::Value) -> IntentDetail {
         serde_json::from_value(json!({
-            "intent": {"id": "int_01", "tenant": "acme", "operation": "quote.compare", "state": "executing",
-                       "created_at_ms": 1_000, "deadline_at_ms": 11_000},
+            "intent": {"id": "int_01kbx7q3p9d2m8v4r6t0y5zs01", "tenant": "acme", "operation": "quote.compare",
+                       "consequence": "compute", "action_key": "quote:acme:int_01kbx7q3p9d2m8v4r6t0y5zs01",
+                       "state": "executing", "created_at_ms": 1_000, "deadline_at_ms": 11_000},
             "attempts": attempts,
             "transitions": [
                 {"from": null, "to": "prepared", "event": "validated", "at_ms": 1_000},
@@ -575,6 +572,8 @@ mod tests {
         outcome: &str,
         hedge: Option<&str>,
     ) -> serde_json::Value {
+        // Each test names its attempts by one letter; the id carries it.
+        let id = format!("att_01kbx7q3p9d2m8v4r6t0y5zs{id}0");
         json!({"id": id, "kind": "inference", "provider": "p", "outcome": outcome, "hedge_group": hedge,
                "started_at_ms": start, "ended_at_ms": end})
     }

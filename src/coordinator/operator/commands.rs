@@ -24,7 +24,6 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
 
@@ -35,12 +34,9 @@ use crate::coordinator::error::ApiError;
 use crate::coordinator::ingest::{parse_body, visible_intent};
 use crate::coordinator::reconciler::reconcile_intent;
 use crate::domain::canonical::canonicalize;
-use crate::domain::{
-    CommandId, CommandKind, Disposition, Evidence, IntentId, Permission, Role, Tenant,
-};
-use crate::store::{
-    CommandAction, CommandRecord, MAX_PAGE, NewCommand, PauseScope, RecordedCommand, StoreError,
-};
+use crate::domain::{CommandId, CommandKind, Evidence, IntentId, Permission, Role, Tenant};
+use crate::store::{CommandAction, MAX_PAGE, NewCommand, RecordedCommand, StoreError};
+use crate::wire::{CommandBody, CommandRecord, PauseScope, ScopeBody};
 
 /// A reconcile command looks up at most this many intents; the rest are left to the
 /// reconciler's own sweep and counted in the result as `not_looked_up`.
@@ -54,53 +50,6 @@ const MAX_SCOPE_CHARS: usize = 100;
 
 pub fn routes() -> Router<AppState> {
     Router::new().route("/v1/commands", post(run_command).get(audit))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CommandBody {
-    command_id: CommandId,
-    kind: CommandKind,
-    target: TargetBody,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    disposition: Option<Disposition>,
-    #[serde(default)]
-    evidence: Option<EvidenceBody>,
-    #[serde(default)]
-    dry_run: bool,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TargetBody {
-    #[serde(default)]
-    intent_id: Option<String>,
-    #[serde(default)]
-    scope: Option<ScopeBody>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ScopeBody {
-    #[serde(default)]
-    tenant: Option<String>,
-    #[serde(default)]
-    provider: Option<String>,
-    #[serde(default)]
-    tool: Option<String>,
-    #[serde(default)]
-    operation: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EvidenceBody {
-    #[serde(default)]
-    reference: Option<String>,
-    #[serde(default)]
-    note: Option<String>,
 }
 
 /// What a command is aimed at, once its body is checked.

@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use super::ChartQuery;
 use super::index::{self, IntentRec, MetricIndex};
 use super::select::{Compiled, group_name, intent_groups, rank, single_group};
-use super::{Chart, ChartMetric, ChartQuery, ChartSeries, GroupBy};
+use crate::wire::{Chart, ChartMetric, ChartSeries, GroupBy};
 
 /// The buckets of a window.
 #[derive(Debug, Clone, Copy)]

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use super::index::{Dict, IntentRec, MetricIndex, provider_bit};
-use super::{ALL_GROUP, GroupBy};
 use crate::store::query::IntentFilter;
+use crate::wire::{ALL_GROUP, GroupBy};
 
 /// The nearest-rank percentile of sorted values (the domain's definition).
 pub(super) fn rank<T: Copy + Default>(sorted: &[T], p: usize) -> T {

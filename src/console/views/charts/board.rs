@@ -68,14 +68,14 @@ pub fn board_ui(
                         Column::Intent => {
                             if ui
                                 .button(egui::RichText::new(row.short_id()).monospace())
-                                .on_hover_text(&row.id)
+                                .on_hover_text(row.id.as_str())
                                 .clicked()
                             {
-                                clicked = Some(row.id.clone());
+                                clicked = Some(row.id.to_string());
                             }
                         }
                         Column::Tenant => {
-                            ui.label(&row.tenant);
+                            ui.label(row.tenant.as_str());
                         }
                         Column::Operation => {
                             ui.label(&row.operation);

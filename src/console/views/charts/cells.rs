@@ -13,7 +13,7 @@ use crate::console::app::ConsoleApp;
 use crate::console::text;
 use crate::console::views::dashboard::DashboardState;
 use crate::i18n::Localizer;
-use crate::store::metric_series::{ALL_GROUP, ChartMetric};
+use crate::wire::{ALL_GROUP, ChartMetric};
 
 /// The height of every chart.
 pub const CHART_HEIGHT: f32 = 170.0;

@@ -6,7 +6,7 @@ use crate::console::app::ConsoleApp;
 use crate::console::views::format::{self, duration_ms};
 use crate::console::{text, theme};
 use crate::i18n::Localizer;
-use crate::store::metric_series::GroupBy;
+use crate::wire::GroupBy;
 
 pub(crate) fn controls_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     let i18n = &app.i18n;

@@ -1,0 +1,197 @@
+//! An intent: the envelope every answer carries, the body that creates one, its
+//! authorisation, and the answer to a dispatch.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale, Tenant};
+
+/// An intent with its envelope. `args` is filled only when one intent is read whole.
+///
+/// `S` is how its state is read: [`IntentState`] by the coordinator, [`StateName`] by a
+/// client that keeps a state it does not know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Intent<S = IntentState> {
+    pub id: IntentId,
+    pub tenant: Tenant,
+    #[serde(default)]
+    pub caller_key: String,
+    #[serde(default)]
+    pub actor: String,
+    #[serde(default)]
+    pub purpose: String,
+    pub operation: String,
+    #[serde(default)]
+    pub tool: String,
+    pub consequence: ConsequenceTier,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    #[serde(default)]
+    pub canonical_args_hash: String,
+    #[serde(default)]
+    pub release_id: String,
+    #[serde(default = "default_locale")]
+    pub locale: Locale,
+    #[serde(default)]
+    pub connector: String,
+    pub action_key: ActionKey,
+    pub state: S,
+    #[serde(default)]
+    pub state_reason: Option<String>,
+    #[serde(default)]
+    pub authorization_version: Option<String>,
+    #[serde(default)]
+    pub approver: Option<String>,
+    #[serde(default)]
+    pub authorized_at_ms: Option<u64>,
+    #[serde(default)]
+    pub authorization_expires_at_ms: Option<u64>,
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub max_attempts: u32,
+    pub created_at_ms: u64,
+    #[serde(default)]
+    pub updated_at_ms: u64,
+    #[serde(default)]
+    pub deadline_at_ms: u64,
+    #[serde(default)]
+    pub indeterminate_since_ms: Option<u64>,
+    #[serde(default)]
+    pub committed_at_ms: Option<u64>,
+    #[serde(default)]
+    pub first_dispatch_at_ms: Option<u64>,
+    #[serde(default)]
+    pub key_retention_secs: Option<u64>,
+    #[serde(default)]
+    pub receipt_id: Option<String>,
+    #[serde(default)]
+    pub downstream_ref: Option<String>,
+    #[serde(default)]
+    pub retry_owner: String,
+    #[serde(default)]
+    pub providers: Vec<String>,
+    #[serde(default)]
+    pub paused: bool,
+    /// True once a dispatch may have reached the downstream.
+    #[serde(default)]
+    pub may_have_crossed_boundary: bool,
+}
+
+fn default_locale() -> Locale {
+    Locale::EnUs
+}
+
+impl<S> Intent<S> {
+    /// Attempts per intent is the amplification of one intent.
+    pub fn amplification(&self) -> f64 {
+        f64::from(self.attempts)
+    }
+
+    /// The first ten characters after the prefix: enough to tell intents apart on screen.
+    pub fn short_id(&self) -> &str {
+        let id = self.id.as_str();
+        &id[..id.len().min(4 + 10)]
+    }
+}
+
+/// An intent state as received: known, or a name this client does not know yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateName {
+    Known(IntentState),
+    Unknown(String),
+}
+
+impl StateName {
+    pub fn parse(raw: &str) -> StateName {
+        raw.parse()
+            .map_or_else(|_| StateName::Unknown(raw.to_string()), StateName::Known)
+    }
+
+    pub fn known(&self) -> Option<IntentState> {
+        match self {
+            StateName::Known(s) => Some(*s),
+            StateName::Unknown(_) => None,
+        }
+    }
+
+    pub fn wire(&self) -> &str {
+        match self {
+            StateName::Known(s) => s.as_str(),
+            StateName::Unknown(raw) => raw,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StateName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(StateName::parse(&String::deserialize(d)?))
+    }
+}
+
+impl Serialize for StateName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.wire())
+    }
+}
+
+/// The body of `POST /v1/intents` (with the caller's `Idempotency-Key` header). The
+/// tenant and the text fields are checked by the coordinator, which names every bad one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateIntent {
+    pub tenant: String,
+    pub actor: String,
+    pub purpose: String,
+    pub operation: String,
+    pub tool: String,
+    pub consequence: ConsequenceTier,
+    pub args: Value,
+    pub deadline_secs: u64,
+    pub max_attempts: u32,
+    pub release_id: String,
+    /// The interface the order was written in; `en-US` when absent.
+    #[serde(default = "default_locale")]
+    pub locale: Locale,
+    /// `erp` when absent.
+    #[serde(default = "default_connector")]
+    pub connector: String,
+}
+
+fn default_connector() -> String {
+    "erp".to_string()
+}
+
+/// The body of `POST /v1/intents/{id}/authorize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Authorize {
+    pub authorization_version: String,
+    pub approver: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_for_secs: Option<u64>,
+}
+
+/// The answer to `POST /v1/intents/{id}/dispatch` (202): whether this call enqueued the
+/// dispatch, and where the intent stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dispatched<S = IntentState> {
+    pub dispatched: bool,
+    pub intent: Intent<S>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_state_from_a_newer_coordinator_is_kept_not_dropped() {
+        let row: Intent<StateName> = serde_json::from_value(serde_json::json!({
+            "id": "int_01kbx7q3p9d2m8v4r6t0y5zs01", "tenant": "acme", "operation": "x",
+            "consequence": "write", "action_key": "po:acme:int_01kbx7q3p9d2m8v4r6t0y5zs01",
+            "state": "quarantined", "created_at_ms": 1
+        }))
+        .expect("lenient parse");
+        assert_eq!(row.state, StateName::Unknown("quarantined".into()));
+    }
+}
