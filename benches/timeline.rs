@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use intentdesk::console::client::ApiClient;
+use intentdesk::client::Client;
 use intentdesk::console::model::IntentDetail;
 use intentdesk::console::views::ledger::Ledger;
 use intentdesk::console::views::timeline::{TimelineView, timeline_ui};
@@ -266,7 +266,7 @@ fn open_on_loopback(c: &mut Criterion) {
     for attempts in [50usize, 10_000] {
         let dir = tempfile::tempdir().expect("dir");
         let (url, id) = coordinator_with(&runtime, dir.path(), attempts);
-        let client = ApiClient::new(&url, TOKEN).expect("client");
+        let client = Client::new(&url, TOKEN).expect("client");
         let ctx = context();
         group.bench_function(format!("{attempts}_attempts_to_first_frame"), |b| {
             b.iter(|| {

@@ -8,6 +8,7 @@
 //! - [`store`]: SQLite persistence of intents, attempts, receipts, outbox, commands.
 //! - [`sandbox`]: a stand-in downstream ERP with switchable faults.
 
+pub mod client;
 pub mod clock;
 #[cfg(feature = "console")]
 pub mod console;

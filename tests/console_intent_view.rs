@@ -13,8 +13,8 @@ use common::console::{ADMIN, Rig, RigOptions, SUPERVISOR, until};
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
+use intentdesk::client::Client;
 use intentdesk::console::ConsoleApp;
-use intentdesk::console::client::ApiClient;
 use intentdesk::console::model::IntentDetail;
 use intentdesk::console::views::timeline::{TimelineView, legend_ui, timeline_ui};
 use intentdesk::console::views::timeline_model::TimelineModel;
@@ -137,7 +137,7 @@ fn a_close_without_evidence_is_refused_with_the_reason_shown() {
     );
 
     // The coordinator refuses it too, with the same words, and records the refusal.
-    let client = ApiClient::new(&rig.base, ADMIN).expect("client");
+    let client = Client::new(&rig.base, ADMIN).expect("client");
     let body = json!({"command_id": "cmd_01kbx0000000000000000000aa", "kind": "close",
         "target": {"intent_id": id}, "reason": "no evidence", "disposition": "committed"});
     let refused = rig
@@ -261,7 +261,7 @@ fn a_command_retried_after_a_network_failure_applies_once() {
     );
 
     // Its answer lost once more, the same body arrives again: the first result is replayed.
-    let client = ApiClient::new(&rig.base, ADMIN).expect("client");
+    let client = Client::new(&rig.base, ADMIN).expect("client");
     let replay = rig
         .runtime
         .block_on(client.command(&body))

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::cache::Cache;
-use super::client::{ApiClient, ClientError};
 use super::commands::ConsoleCommand;
 use super::filters::{Filters, SavedView, default_views};
 use super::model::IntentDetail;
 use super::table::TableData;
 use super::views;
 use super::worker::{OneInFlight, Reply, Request, Worker};
+use crate::client::{Client, ClientError};
 use crate::clock::{ManualClock, SharedClock, SharedEntropy, os_entropy, system_clock};
 use crate::domain::Locale;
 use crate::i18n::Localizer;
@@ -181,7 +181,7 @@ impl ConsoleApp {
         let client = if options.offline {
             None
         } else {
-            ApiClient::new(&options.coordinator_url, &options.token).ok()
+            Client::new(&options.coordinator_url, &options.token).ok()
         };
         let cache = options
             .cache_path

@@ -8,7 +8,6 @@
 
 pub mod app;
 pub mod cache;
-pub mod client;
 pub mod commands;
 pub mod filters;
 pub mod model;

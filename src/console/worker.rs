@@ -10,8 +10,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::cache::Cache;
-use super::client::{ApiClient, ClientError};
 use super::model::{IntentDetail, IntentPage, IntentRow};
+use crate::client::events::SseParser;
+use crate::client::{Client, ClientError};
 
 /// How often coalesced event batches reach the UI at most.
 const EVENT_FLUSH: Duration = Duration::from_millis(300);
@@ -162,7 +163,7 @@ impl Worker {
     /// Start the worker on `runtime`; `repaint` is called after every reply.
     pub fn start(
         runtime: &tokio::runtime::Handle,
-        client: Option<ApiClient>,
+        client: Option<Client>,
         cache: Option<Cache>,
         repaint: impl Fn() + Send + Sync + Clone + 'static,
     ) -> Worker {
@@ -207,7 +208,7 @@ impl Worker {
     }
 }
 
-async fn serve(client: Option<&ApiClient>, cache: Option<&Cache>, request: Request) -> Vec<Reply> {
+async fn serve(client: Option<&Client>, cache: Option<&Cache>, request: Request) -> Vec<Reply> {
     let offline = || ClientError::Unreachable {
         url: "offline".into(),
         detail: "the console runs offline".into(),
@@ -308,7 +309,7 @@ async fn serve(client: Option<&ApiClient>, cache: Option<&Cache>, request: Reque
 /// Send a command, retrying transport failures with the same body (and so the same command
 /// id): the coordinator answers a replay with the first result, so a retry never applies a
 /// command twice.
-async fn send_command(client: &ApiClient, body: &Value) -> Result<Value, ClientError> {
+async fn send_command(client: &Client, body: &Value) -> Result<Value, ClientError> {
     let mut delay = Duration::from_millis(200);
     let mut last = None;
     for _ in 0..4 {
@@ -325,17 +326,12 @@ async fn send_command(client: &ApiClient, body: &Value) -> Result<Value, ClientE
 }
 
 /// An intent id opens directly; anything else is tried as an action key.
-async fn resolve(client: &ApiClient, needle: &str) -> Result<String, ClientError> {
+async fn resolve(client: &Client, needle: &str) -> Result<String, ClientError> {
     let needle = needle.trim();
     if needle.starts_with("int_") {
         return Ok(needle.to_string());
     }
-    let ledger = client.action_key(needle).await?;
-    ledger
-        .pointer("/intent/id")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| ClientError::BadResponse("the action-key ledger has no intent id".into()))
+    Ok(client.action_key(needle).await?.intent.id.to_string())
 }
 
 /// The cache key of a page: its query, sorted, and its cursor.
@@ -357,7 +353,7 @@ async fn cached_page(cache: Option<&Cache>, key: &str) -> Option<IntentPage> {
 
 /// Follow the coordinator's event stream for as long as the console runs.
 async fn stream_events(
-    client: ApiClient,
+    client: Client,
     outbox: mpsc::Sender<Reply>,
     repaint: impl Fn() + Send + Sync + 'static,
 ) {
@@ -416,10 +412,9 @@ async fn follow(
     outbox: &mpsc::Sender<Reply>,
     repaint: &(impl Fn() + Send + Sync),
 ) -> String {
-    let mut buffer = String::new();
+    let mut parser = SseParser::default();
     let mut pending: BTreeMap<String, IntentRow> = BTreeMap::new();
     let mut other_events = 0usize;
-    let mut event = SseEvent::default();
     let mut flush_at = tokio::time::Instant::now() + EVENT_FLUSH;
     loop {
         let chunk = tokio::select! {
@@ -442,47 +437,25 @@ async fn follow(
             Ok(None) => return "the coordinator closed the event stream".into(),
             Err(_) => return "the event stream broke".into(),
         };
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find('\n') {
-            let line: String = buffer.drain(..=end).collect();
-            let line = line.trim_end_matches(['\r', '\n']);
-            if line.is_empty() {
-                let done = std::mem::take(&mut event);
-                if let Some(id) = done.id {
-                    *last_event_id = Some(id);
+        for frame in parser.push(&chunk) {
+            if let Some(id) = frame.id {
+                *last_event_id = Some(id);
+            }
+            match (
+                frame.event.as_str(),
+                serde_json::from_str::<IntentRow>(&frame.data),
+            ) {
+                ("intent", Ok(row)) => {
+                    pending.insert(row.id.to_string(), row);
                 }
-                match (
-                    done.kind.as_str(),
-                    serde_json::from_str::<IntentRow>(&done.data),
-                ) {
-                    ("intent", Ok(row)) => {
-                        pending.insert(row.id.to_string(), row);
-                    }
-                    ("", _) => {}
-                    _ => other_events += 1,
-                }
-            } else if let Some(v) = line.strip_prefix("id:") {
-                event.id = v.trim().parse().ok();
-            } else if let Some(v) = line.strip_prefix("event:") {
-                event.kind = v.trim().to_string();
-            } else if let Some(v) = line.strip_prefix("data:") {
-                if !event.data.is_empty() {
-                    event.data.push('\n');
-                }
-                event.data.push_str(v.trim_start());
+                ("", _) => {}
+                _ => other_events += 1,
             }
         }
-        if buffer.len() > 4 * 1024 * 1024 {
+        if parser.buffered() > 4 * 1024 * 1024 {
             return "an event was larger than the console accepts".into();
         }
     }
-}
-
-#[derive(Default)]
-struct SseEvent {
-    id: Option<i64>,
-    kind: String,
-    data: String,
 }
 
 #[cfg(test)]

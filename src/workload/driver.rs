@@ -22,9 +22,9 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
-use super::api::{Answer, Created, IngestClient};
 use super::error::WorkloadError;
 use super::generator::{Call, CallOutcome, Generator, Mix, Plan, Replay, Step, Work};
+use crate::client::ingest::{Answer, Created, IngestClient};
 use crate::clock::SharedClock;
 use crate::domain::{ActionKey, AttemptOutcome, ConsequenceTier, IntentId, IntentState};
 use crate::wire::{AttemptReport, Intent, NewAttempt};

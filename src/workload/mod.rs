@@ -5,7 +5,6 @@
 //! - [`catalog`]: tenants, operations, providers, goods, and how each interface writes an
 //!   order (Persian or ASCII digits).
 //! - [`generator`]: seeded plans of agent behaviour; pure.
-//! - [`api`]: the agent's client of the ingest API (repeats only what is safe to repeat).
 //! - [`driver`]: runs plans over real HTTP at a rate.
 //! - [`naive`]: the same workload sent straight to the downstream by a client that retries
 //!   at every layer with fresh keys: the baseline the coordinator is measured against.
@@ -13,7 +12,6 @@
 //!   from the coordinator and the sandbox's ground truth.
 //! - [`cli`]: the `load` subcommand.
 
-pub mod api;
 pub mod catalog;
 pub mod cli;
 pub mod driver;

@@ -26,11 +26,11 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
-use super::api::with_trailing_slash;
 use super::catalog::resource_of;
 use super::error::WorkloadError;
 use super::generator::{Call, CallOutcome, Generator, Mix, Plan, Replay, Step, Work};
 use super::report::{Amplification, Indeterminate, NaiveFigures, Report};
+use crate::client::ingest::with_trailing_slash;
 use crate::clock::SharedClock;
 use crate::domain::metrics::goodput_per_min;
 use crate::wire::CreateIntent;
@@ -263,7 +263,7 @@ async fn effects(http: &reqwest::Client, sandbox: &Url, key: &str) -> Result<u64
         .await
         .map_err(|e| WorkloadError::Lost {
             what,
-            detail: super::api::kind(&e).to_string(),
+            detail: crate::client::ingest::kind(&e).to_string(),
         })?;
     if response.status() != StatusCode::OK {
         return Err(WorkloadError::Unexpected {

@@ -25,9 +25,9 @@ use reqwest::{StatusCode, Url};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::api::with_trailing_slash;
 use super::driver::{DriveLog, DriveTotals};
 use super::error::WorkloadError;
+use crate::client::ingest::with_trailing_slash;
 use crate::clock::SharedClock;
 use crate::domain::metrics::{distribution, goodput_per_min};
 use crate::domain::{ActionKey, IntentId, IntentState};
@@ -162,7 +162,7 @@ impl ReportSource {
             .await
             .map_err(|e| WorkloadError::Lost {
                 what,
-                detail: super::api::kind(&e).to_string(),
+                detail: crate::client::ingest::kind(&e).to_string(),
             })?;
         let status = response.status();
         let text = response.text().await.unwrap_or_default();

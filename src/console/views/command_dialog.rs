@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 pub use super::command_dialog_ui::command_dialog_ui;
+use crate::client::ClientError;
 use crate::clock::Entropy;
-use crate::console::client::ClientError;
 use crate::console::model::IntentDetail;
 use crate::console::text::BidiEditState;
 use crate::domain::{CommandId, CommandKind, IntentState, Role};

@@ -11,7 +11,7 @@ use super::command_dialog::{
 };
 use super::format;
 use super::intent_widgets::{column, row, say, say_colored, say_strong, wt};
-use crate::console::client::ClientError;
+use crate::client::ClientError;
 use crate::console::model::IntentDetail;
 use crate::console::text::BidiTextEdit;
 use crate::console::theme;

@@ -11,7 +11,7 @@ use super::export::ExportState;
 use super::ledger::Ledger;
 use super::timeline::TimelineView;
 use super::timeline_model::TimelineModel;
-use crate::console::client::ClientError;
+use crate::client::ClientError;
 use crate::console::model::IntentDetail;
 
 /// The tabs of the intent view.

@@ -1,13 +1,21 @@
-//! The console's HTTP client of the coordinator's operator API. Every answer is bounded in
-//! size and time and every failure is a [`ClientError`] that says what went wrong in words
-//! an operator can act on.
+//! The one HTTP client of the coordinator's API, typed by the wire shapes (`crate::wire`):
+//! [`Client`] for the operator API the console reads and commands through, and
+//! [`ingest::IngestClient`] for agents, which repeats a call only when repeating it is safe.
+//! Every answer is bounded in size and time and every failure says what went wrong in
+//! words an operator can act on. Builds without the console.
+
+pub mod error;
+pub mod events;
+pub mod ingest;
+
+pub use error::CallError;
 
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::model::{IntentDetail, IntentPage};
+use crate::wire::{ErrorBody, IntentDetail, IntentPage, KeyLedger, StateName, Whoami};
 
 /// The largest answer the console reads; a larger one is refused, not buffered.
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
@@ -37,14 +45,14 @@ pub enum ClientError {
 
 /// A client bound to one coordinator and token.
 #[derive(Clone)]
-pub struct ApiClient {
+pub struct Client {
     base: String,
     token: String,
     http: reqwest::Client,
 }
 
-impl ApiClient {
-    pub fn new(base: &str, token: &str) -> Result<ApiClient, ClientError> {
+impl Client {
+    pub fn new(base: &str, token: &str) -> Result<Client, ClientError> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(3))
             .timeout(Duration::from_secs(15))
@@ -53,7 +61,7 @@ impl ApiClient {
                 url: base.to_string(),
                 detail: e.to_string(),
             })?;
-        Ok(ApiClient {
+        Ok(Client {
             base: base.trim_end_matches('/').to_string(),
             token: token.trim().to_string(),
             http,
@@ -95,17 +103,9 @@ impl ApiClient {
             return serde_json::from_slice(&body)
                 .map_err(|e| ClientError::BadResponse(e.to_string()));
         }
-        let error: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let message = error
-            .pointer("/error/message")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let code = error
-            .pointer("/error/code")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let (code, message) = serde_json::from_slice::<ErrorBody>(&body)
+            .map(|e| (e.error.code, e.error.message))
+            .unwrap_or_default();
         Err(match status {
             401 => ClientError::Unauthorized,
             403 => ClientError::Forbidden(message),
@@ -149,20 +149,28 @@ impl ApiClient {
     }
 
     /// One page of intents.
-    pub async fn intents(&self, query: &[(String, String)]) -> Result<IntentPage, ClientError> {
+    pub async fn intents(
+        &self,
+        query: &[(String, String)],
+    ) -> Result<IntentPage<StateName>, ClientError> {
         self.get("/v1/intents", query).await
     }
 
     /// One intent with everything attached.
-    pub async fn intent(&self, id: &str) -> Result<IntentDetail, ClientError> {
+    pub async fn intent(&self, id: &str) -> Result<IntentDetail<StateName>, ClientError> {
         self.get(&format!("/v1/intents/{}", urlencode(id)), &[])
             .await
     }
 
-    /// The intent an action key belongs to.
-    pub async fn action_key(&self, key: &str) -> Result<Value, ClientError> {
+    /// Everything known about an action key, the intent it belongs to first.
+    pub async fn action_key(&self, key: &str) -> Result<KeyLedger<StateName>, ClientError> {
         self.get(&format!("/v1/action-keys/{}", urlencode(key)), &[])
             .await
+    }
+
+    /// What this client's token is and may do.
+    pub async fn whoami(&self) -> Result<Whoami, ClientError> {
+        self.get("/v1/whoami", &[]).await
     }
 
     /// Any JSON read (metrics, pauses, audit).

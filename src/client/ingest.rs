@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
-use super::error::WorkloadError;
+use super::error::CallError;
 use crate::domain::{AttemptId, IntentId, Jitter, SplitMix64};
 use crate::wire::{Attempt, AttemptReport, CreateIntent, Dispatched, Intent, NewAttempt};
 
@@ -73,13 +73,13 @@ impl IngestClient {
         request_timeout: Duration,
         patience: Duration,
         seed: u64,
-    ) -> Result<Self, WorkloadError> {
+    ) -> Result<Self, CallError> {
         let http = reqwest::Client::builder()
             .timeout(request_timeout)
             .no_proxy()
             .pool_max_idle_per_host(64)
             .build()
-            .map_err(|e| WorkloadError::Invalid(format!("cannot build the HTTP client: {e}")))?;
+            .map_err(|e| CallError::Invalid(format!("cannot build the HTTP client: {e}")))?;
         Ok(IngestClient {
             http,
             base: with_trailing_slash(base),
@@ -89,8 +89,8 @@ impl IngestClient {
         })
     }
 
-    fn url(&self, path: &str) -> Result<Url, WorkloadError> {
-        self.base.join(path).map_err(|e| WorkloadError::BadUrl {
+    fn url(&self, path: &str) -> Result<Url, CallError> {
+        self.base.join(path).map_err(|e| CallError::BadUrl {
             url: format!("{}{path}", self.base),
             detail: e.to_string(),
         })
@@ -117,7 +117,7 @@ impl IngestClient {
         headers: &[(&str, &str)],
         body: Option<&Value>,
         repeatable: bool,
-    ) -> Result<Reply, WorkloadError> {
+    ) -> Result<Reply, CallError> {
         let url = self.url(path)?;
         let started = Instant::now();
         let mut repeat = 0u32;
@@ -142,8 +142,7 @@ impl IngestClient {
                     let text = response.text().await.unwrap_or_default();
                     let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
                     let in_progress = status == StatusCode::CONFLICT
-                        && body.pointer("/error/code").and_then(Value::as_str)
-                            == Some("request_in_progress");
+                        && error_code(&body) == "request_in_progress";
                     if !(status.is_server_error() || in_progress) || !repeatable {
                         return Ok(Reply {
                             status,
@@ -156,14 +155,14 @@ impl IngestClient {
                 Err(e) if e.is_connect() => "connection refused".to_string(),
                 Err(e) if repeatable => format!("request failed: {}", kind(&e)),
                 Err(e) => {
-                    return Err(WorkloadError::Lost {
+                    return Err(CallError::Lost {
                         what,
                         detail: kind(&e).to_string(),
                     });
                 }
             };
             if started.elapsed() >= self.patience {
-                return Err(WorkloadError::Unavailable {
+                return Err(CallError::Unavailable {
                     what,
                     peer: "the coordinator",
                     patience_secs: self.patience.as_secs(),
@@ -175,38 +174,34 @@ impl IngestClient {
         }
     }
 
-    fn unexpected(what: &'static str, reply: &Reply) -> WorkloadError {
+    fn unexpected(what: &'static str, reply: &Reply) -> CallError {
         match reply.status.as_u16() {
-            401 | 403 => WorkloadError::Forbidden {
+            401 | 403 => CallError::Forbidden {
                 what,
                 status: reply.status.as_u16(),
                 hint: "driving a workload needs an `agent` or `admin` token for every tenant it uses",
             },
-            status => WorkloadError::Unexpected {
+            status => CallError::Unexpected {
                 what,
                 status,
-                body: WorkloadError::clip(&reply.body.to_string()),
+                body: CallError::clip(&reply.body.to_string()),
             },
         }
     }
 
     fn refusal_code(reply: &Reply) -> Option<String> {
-        (reply.status == StatusCode::CONFLICT).then(|| {
-            reply
-                .body
-                .pointer("/error/code")
-                .and_then(Value::as_str)
-                .unwrap_or("conflict")
-                .to_string()
+        (reply.status == StatusCode::CONFLICT).then(|| match error_code(&reply.body) {
+            "" => "conflict".to_string(),
+            code => code.to_string(),
         })
     }
 
-    fn view(what: &'static str, reply: &Reply) -> Result<Intent, WorkloadError> {
+    fn view(what: &'static str, reply: &Reply) -> Result<Intent, CallError> {
         let body = reply.body.get("intent").unwrap_or(&reply.body);
-        serde_json::from_value(body.clone()).map_err(|e| WorkloadError::Unexpected {
+        serde_json::from_value(body.clone()).map_err(|e| CallError::Unexpected {
             what,
             status: reply.status.as_u16(),
-            body: WorkloadError::clip(&format!("{e}: {}", reply.body)),
+            body: CallError::clip(&format!("{e}: {}", reply.body)),
         })
     }
 
@@ -215,10 +210,9 @@ impl IngestClient {
         &self,
         caller_key: &str,
         request: &CreateIntent,
-    ) -> Result<Created, WorkloadError> {
+    ) -> Result<Created, CallError> {
         let what = "create intent";
-        let body =
-            serde_json::to_value(request).map_err(|e| WorkloadError::Invalid(e.to_string()))?;
+        let body = serde_json::to_value(request).map_err(|e| CallError::Invalid(e.to_string()))?;
         let reply = self
             .send(
                 what,
@@ -232,11 +226,7 @@ impl IngestClient {
         match reply.status.as_u16() {
             201 => Ok(Created::New(Self::view(what, &reply)?)),
             200 if reply.replayed => Ok(Created::Replayed(Self::view(what, &reply)?)),
-            422 if reply.body.pointer("/error/code").and_then(Value::as_str)
-                == Some("idempotency_key_mismatch") =>
-            {
-                Ok(Created::Mismatch)
-            }
+            422 if error_code(&reply.body) == "idempotency_key_mismatch" => Ok(Created::Mismatch),
             _ => Err(Self::unexpected(what, &reply)),
         }
     }
@@ -247,7 +237,7 @@ impl IngestClient {
         id: &IntentId,
         approver: &str,
         valid_for_secs: Option<u64>,
-    ) -> Result<Answer<Intent>, WorkloadError> {
+    ) -> Result<Answer<Intent>, CallError> {
         let what = "authorize intent";
         let mut body = serde_json::json!({"authorization_version": "procurement-policy-v7", "approver": approver});
         if let Some(secs) = valid_for_secs {
@@ -271,10 +261,9 @@ impl IngestClient {
         &self,
         id: &IntentId,
         start: &NewAttempt,
-    ) -> Result<Answer<AttemptId>, WorkloadError> {
+    ) -> Result<Answer<AttemptId>, CallError> {
         let what = "report attempt";
-        let body =
-            serde_json::to_value(start).map_err(|e| WorkloadError::Invalid(e.to_string()))?;
+        let body = serde_json::to_value(start).map_err(|e| CallError::Invalid(e.to_string()))?;
         let path = format!("v1/intents/{id}/attempts");
         let reply = self
             .send(what, Method::POST, &path, &[], Some(&body), false)
@@ -282,7 +271,7 @@ impl IngestClient {
         match reply.status.as_u16() {
             201 => {
                 let started: Attempt = serde_json::from_value(reply.body.clone()).map_err(|e| {
-                    WorkloadError::Unexpected {
+                    CallError::Unexpected {
                         what,
                         status: 201,
                         body: e.to_string(),
@@ -303,9 +292,9 @@ impl IngestClient {
         id: &IntentId,
         attempt: &AttemptId,
         end: &AttemptReport,
-    ) -> Result<bool, WorkloadError> {
+    ) -> Result<bool, CallError> {
         let what = "finish attempt";
-        let body = serde_json::to_value(end).map_err(|e| WorkloadError::Invalid(e.to_string()))?;
+        let body = serde_json::to_value(end).map_err(|e| CallError::Invalid(e.to_string()))?;
         let path = format!("v1/intents/{id}/attempts/{attempt}");
         let reply = self
             .send(what, Method::PATCH, &path, &[], Some(&body), true)
@@ -314,7 +303,7 @@ impl IngestClient {
             200 => {
                 let finished: Attempt =
                     serde_json::from_value(reply.body.clone()).map_err(|e| {
-                        WorkloadError::Unexpected {
+                        CallError::Unexpected {
                             what,
                             status: 200,
                             body: e.to_string(),
@@ -327,7 +316,7 @@ impl IngestClient {
     }
 
     /// `POST /v1/intents/{id}/dispatch`: whether this call enqueued the dispatch.
-    pub async fn dispatch(&self, id: &IntentId) -> Result<Answer<bool>, WorkloadError> {
+    pub async fn dispatch(&self, id: &IntentId) -> Result<Answer<bool>, CallError> {
         let what = "dispatch intent";
         let path = format!("v1/intents/{id}/dispatch");
         let reply = self
@@ -336,7 +325,7 @@ impl IngestClient {
         match reply.status.as_u16() {
             202 => {
                 let d: Dispatched = serde_json::from_value(reply.body.clone()).map_err(|e| {
-                    WorkloadError::Unexpected {
+                    CallError::Unexpected {
                         what,
                         status: 202,
                         body: e.to_string(),
@@ -353,7 +342,7 @@ impl IngestClient {
 }
 
 /// `base` with a path ending in `/`, so relative paths join beneath it.
-pub(crate) fn with_trailing_slash(mut base: Url) -> Url {
+pub fn with_trailing_slash(mut base: Url) -> Url {
     if !base.path().ends_with('/') {
         let path = format!("{}/", base.path());
         base.set_path(&path);
@@ -361,8 +350,16 @@ pub(crate) fn with_trailing_slash(mut base: Url) -> Url {
     base
 }
 
+/// The code of an error envelope (`crate::wire::ErrorBody`), or "" for another body.
+fn error_code(body: &Value) -> &str {
+    body.get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
 /// The kind of a transport failure, never its URL.
-pub(crate) fn kind(e: &reqwest::Error) -> &'static str {
+pub fn kind(e: &reqwest::Error) -> &'static str {
     if e.is_connect() {
         "connection could not be opened"
     } else if e.is_timeout() {
