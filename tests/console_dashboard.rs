@@ -245,8 +245,8 @@ fn generated(db: &Path) {
         })
         .expect("generate");
     store
-        .connection()
-        .execute_batch(
+        .conn()
+        .batch(
             "INSERT INTO transitions (intent_seq, from_state, to_state, event, at_ms)
                SELECT seq, 'executing', 'indeterminate', 'outcome_unknown', created_at_ms + 1000 FROM intents
                WHERE state = 'committed' AND tier IN ('write', 'financial') AND seq % 6 = 0;

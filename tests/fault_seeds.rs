@@ -329,10 +329,11 @@ impl Rig {
 
     /// A raw query on the coordinator's database, for what the API does not show.
     fn query_u64(&self, sql: &str, id: &str) -> u64 {
-        let mut store = intentdesk::store::Store::open(&self.db).expect("open the database");
+        use intentdesk::store::sql::{ConnExt, params};
+        let store = intentdesk::store::Store::open(&self.db).expect("open the database");
         store
-            .connection()
-            .query_row(sql, [id], |r| r.get::<_, i64>(0))
+            .conn()
+            .one(sql, params![id], |r| r.get::<i64>(0))
             .map(|v| v as u64)
             .expect("query answers")
     }

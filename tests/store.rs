@@ -10,6 +10,7 @@ use intentdesk::domain::{
     AttemptId, AttemptOutcome, ConsequenceTier, Disposition, Event, Evidence, IntentId,
     IntentState, KeyContract, Locale, ReceiptId,
 };
+use intentdesk::store::sql::{ConnExt, params};
 use intentdesk::store::{
     ApplyContext, CreateOutcome, DispatchPlan, Durability, IntentFilter, NewIntent,
     ReceiptObservation, ReceiptSource, SortKey, Store, StoreError, search_form,
@@ -311,10 +312,10 @@ fn power_loss_durability_syncs_every_commit() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("t.sqlite");
     for (durability, synchronous) in [(Durability::PowerLoss, 2), (Durability::ProcessCrash, 1)] {
-        let mut store = Store::open_with(&path, durability).expect("store opens");
+        let store = Store::open_with(&path, durability).expect("store opens");
         let found: i64 = store
-            .connection()
-            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .conn()
+            .one("PRAGMA synchronous", params![], |r| r.get(0))
             .expect("pragma");
         assert_eq!(found, synchronous, "{durability:?}");
     }
@@ -524,18 +525,18 @@ fn a_write_interrupted_by_a_crash_leaves_no_half_intent() {
         child.kill().expect("SIGKILL");
         child.wait().expect("reaped");
     }
-    let mut store = Store::open(&db).expect("reopens after crashes");
-    let conn = store.connection();
+    let store = Store::open(&db).expect("reopens after crashes");
+    let conn = store.conn();
     let check: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .one("PRAGMA integrity_check", params![], |r| r.get(0))
         .expect("check");
     assert_eq!(check, "ok");
     let orphans: i64 = conn
-        .query_row(
+        .one(
             "SELECT count(*) FROM intents i WHERE NOT EXISTS (SELECT 1 FROM ingest_keys k WHERE k.intent_seq = i.seq) \
              OR (SELECT count(*) FROM transitions t WHERE t.intent_seq = i.seq) <> 2 \
              OR NOT EXISTS (SELECT 1 FROM events e WHERE e.intent_id = i.id)",
-            [],
+            params![],
             |r| r.get(0),
         )
         .expect("query");

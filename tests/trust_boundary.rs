@@ -282,10 +282,11 @@ impl Rig {
 
     /// A count from the coordinator's database, for what the API does not show.
     fn count(&self, sql: &str) -> i64 {
-        let mut store = intentdesk::store::Store::open(&self.db).expect("open the database");
+        use intentdesk::store::sql::{ConnExt, params};
+        let store = intentdesk::store::Store::open(&self.db).expect("open the database");
         store
-            .connection()
-            .query_row(sql, [], |r| r.get::<_, i64>(0))
+            .conn()
+            .one(sql, params![], |r| r.get::<i64>(0))
             .expect("query answers")
     }
 

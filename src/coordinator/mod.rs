@@ -9,7 +9,7 @@ pub mod auth;
 pub mod charts;
 pub mod config;
 pub mod connector;
-pub mod db;
+
 pub mod dispatcher;
 pub mod error;
 pub mod events;
@@ -30,7 +30,7 @@ use tokio::sync::{Notify, watch};
 pub use config::{Config, ConfigError, EXAMPLE_CONFIG, token_sha256};
 
 use crate::clock::{SharedClock, SharedEntropy, os_entropy, system_clock};
-use db::Db;
+use crate::store::sqlite::Db;
 
 /// Shared state of one coordinator.
 #[derive(Clone)]

@@ -2,11 +2,10 @@
 //! pure state machine, then persist the new state, the transition, the effects that live in
 //! the store (dispatch attempt + outbox row, receipt) and the change event together.
 
-use rusqlite::{Connection, params};
-
 use super::attempts::announce as announce_attempt;
 use super::intents::load;
-use super::{Cached, Store, StoreError, events, to_i64};
+use super::sql::{Conn, ConnExt, params};
+use super::{Store, StoreError, events, to_i64};
 use crate::domain::{
     AttemptId, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId, Transition, state,
 };
@@ -86,16 +85,16 @@ pub(crate) fn facts_of(intent: &Intent, now_ms: u64, dispatch_in_flight: bool) -
 }
 
 /// Whether a dispatcher holds a claimed send of the intent `seq`.
-pub(crate) fn dispatch_in_flight(tx: &Connection, seq: i64) -> Result<bool, StoreError> {
-    Ok(tx.one(
+pub(crate) fn dispatch_in_flight(tx: &dyn Conn, seq: i64) -> Result<bool, StoreError> {
+    tx.one(
         "SELECT EXISTS (SELECT 1 FROM outbox WHERE status = 'claimed' AND intent_seq = ?1)",
-        [seq],
+        params![seq],
         |r| r.get(0),
-    )?)
+    )
 }
 
 pub(crate) fn apply_in(
-    tx: &Connection,
+    tx: &dyn Conn,
     id: &IntentId,
     event: &Event,
     ctx: &ApplyContext,
@@ -193,21 +192,19 @@ pub(crate) fn apply_in(
 /// An intent that reached a final state sends nothing more: its planned sends are withdrawn
 /// in the same transaction, their attempts ended as abandoned and never sent.
 pub(crate) fn withdraw_pending(
-    tx: &Connection,
+    tx: &dyn Conn,
     seq: i64,
     intent: &Intent,
     state: IntentState,
     now_ms: u64,
 ) -> Result<(), StoreError> {
-    let withdrawn: Vec<String> = {
-        let mut stmt = tx.prepare_cached(
-            "UPDATE outbox SET status = 'withdrawn', done_at_ms = ?2 \
-             WHERE status = 'pending' AND intent_seq = ?1 \
-             RETURNING (SELECT id FROM attempts a WHERE a.seq = outbox.attempt_seq)",
-        )?;
-        let rows = stmt.query_map(params![seq, to_i64(now_ms)], |r| r.get(0))?;
-        rows.collect::<Result<_, _>>()?
-    };
+    let withdrawn: Vec<String> = tx.rows(
+        "UPDATE outbox SET status = 'withdrawn', done_at_ms = ?2 \
+         WHERE status = 'pending' AND intent_seq = ?1 \
+         RETURNING (SELECT id FROM attempts a WHERE a.seq = outbox.attempt_seq)",
+        params![seq, to_i64(now_ms)],
+        |r| r.get(0),
+    )?;
     for attempt in withdrawn {
         let attempt: AttemptId = attempt.parse()?;
         tx.run(
@@ -226,15 +223,15 @@ pub(crate) fn withdraw_pending(
 }
 
 fn enqueue_dispatch(
-    tx: &Connection,
+    tx: &dyn Conn,
     seq: i64,
     intent: &Intent,
     plan: &DispatchPlan,
     now: i64,
 ) -> Result<(), StoreError> {
-    tx.run(
+    let attempt_seq: i64 = tx.one(
         "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, release_id, outcome, presented_key, started_at_ms) \
-         VALUES (?1, ?2, ?3, 'dispatch', ?4, ?5, 'pending', ?6, ?7)",
+         VALUES (?1, ?2, ?3, 'dispatch', ?4, ?5, 'pending', ?6, ?7) RETURNING seq",
         params![
             plan.attempt_id.as_str(),
             seq,
@@ -244,15 +241,15 @@ fn enqueue_dispatch(
             intent.action_key.as_str(),
             now
         ],
+        |r| r.get(0),
     )?;
-    let attempt_seq = tx.last_insert_rowid();
     tx.run(
-        "INSERT OR IGNORE INTO intent_providers (provider, intent_seq) VALUES (?1, ?2)",
+        "INSERT INTO intent_providers (provider, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
         params![intent.connector, seq],
     )?;
     tx.run(
         "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
-        [seq],
+        params![seq],
     )?;
     tx.run(
         "INSERT INTO outbox (intent_seq, attempt_seq, action_key, connector, operation, payload_json, status, \

@@ -1,11 +1,10 @@
 //! The `attempts` table: reported non-mutating attempts (budget enforced, mutating kinds
 //! refused), the dispatcher's own dispatch and lookup attempts, and their outcomes.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
-
 use super::apply::apply_in;
 use super::intents::load;
-use super::{ApplyContext, Cached, Store, StoreError, events, to_i64, to_u64};
+use super::sql::{Conn, ConnExt, Optional, Row, params};
+use super::{ApplyContext, Store, StoreError, events, to_i64};
 use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, Refusal,
 };
@@ -55,66 +54,38 @@ pub(crate) const ATTEMPT_COLUMNS: &str = "a.id, i.id, a.kind, a.provider, a.regi
      a.provider_request_id, a.hedge_group, a.outcome, a.error_class, a.http_status, a.retry_after_ms, a.proposal_hash, \
      a.presented_key, a.replayed, a.sent, a.late, a.detail, a.started_at_ms, a.ended_at_ms, a.reported_by";
 
-pub(crate) fn attempt_from_row(row: &Row<'_>) -> rusqlite::Result<Result<Attempt, StoreError>> {
-    let id: String = row.get(0)?;
-    let intent: String = row.get(1)?;
-    let kind: String = row.get(2)?;
-    let outcome: String = row.get(10)?;
-    let base = (
-        row.get(3)?,
-        row.get(4)?,
-        row.get(5)?,
-        row.get(6)?,
-        row.get(7)?,
-        row.get(8)?,
-        row.get(9)?,
-    );
-    let rest = (
-        row.get(11)?,
-        row.get(12)?,
-        row.get::<_, Option<i64>>(13)?,
-        row.get(14)?,
-        row.get(15)?,
-        row.get(16)?,
-        row.get(17)?,
-        row.get(18)?,
-        row.get(19)?,
-        row.get::<_, i64>(20)?,
-        row.get::<_, Option<i64>>(21)?,
-        row.get::<_, Option<String>>(22)?,
-    );
-    Ok((|| {
-        Ok(Attempt {
-            id: id.parse()?,
-            intent_id: Some(intent.parse()?),
-            kind: kind.parse()?,
-            provider: base.0,
-            region: base.1,
-            model: base.2,
-            release_id: base.3,
-            worker: base.4,
-            provider_request_id: base.5,
-            hedge_group: base.6,
-            outcome: outcome.parse()?,
-            error_class: rest.0,
-            http_status: rest.1,
-            retry_after_ms: rest.2.map(to_u64),
-            proposal_hash: rest.3,
-            presented_key: rest.4,
-            replayed: rest.5,
-            sent: rest.6,
-            late: rest.7,
-            detail: rest.8,
-            started_at_ms: to_u64(rest.9),
-            ended_at_ms: rest.10.map(to_u64),
-            reported_by: rest.11,
-        })
-    })())
+pub(crate) fn attempt_from_row(row: &Row<'_>) -> Result<Attempt, StoreError> {
+    let text = |i: usize| row.get::<String>(i);
+    Ok(Attempt {
+        id: text(0)?.parse()?,
+        intent_id: Some(text(1)?.parse()?),
+        kind: text(2)?.parse()?,
+        provider: row.get(3)?,
+        region: row.get(4)?,
+        model: row.get(5)?,
+        release_id: row.get(6)?,
+        worker: row.get(7)?,
+        provider_request_id: row.get(8)?,
+        hedge_group: row.get(9)?,
+        outcome: text(10)?.parse()?,
+        error_class: row.get(11)?,
+        http_status: row.get(12)?,
+        retry_after_ms: row.get(13)?,
+        proposal_hash: row.get(14)?,
+        presented_key: row.get(15)?,
+        replayed: row.get(16)?,
+        sent: row.get(17)?,
+        late: row.get(18)?,
+        detail: row.get(19)?,
+        started_at_ms: row.get(20)?,
+        ended_at_ms: row.get(21)?,
+        reported_by: row.get(22)?,
+    })
 }
 
 /// Read an attempt back as stored and announce it on the change feed.
 pub(crate) fn announce(
-    tx: &Connection,
+    tx: &dyn Conn,
     intent: &Intent,
     attempt_id: &AttemptId,
     now_ms: u64,
@@ -131,16 +102,16 @@ pub(crate) fn announce(
     Ok(attempt)
 }
 
-fn load_attempt(tx: &Connection, id: &AttemptId) -> Result<Attempt, StoreError> {
+fn load_attempt(tx: &dyn Conn, id: &AttemptId) -> Result<Attempt, StoreError> {
     let sql = format!(
         "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE a.id = ?1"
     );
-    tx.one(&sql, [id.as_str()], attempt_from_row)
+    tx.one(&sql, params![id.as_str()], attempt_from_row)
         .optional()?
         .ok_or_else(|| StoreError::NotFound {
             what: "attempt",
             id: id.to_string(),
-        })?
+        })
 }
 
 impl Store {
@@ -189,7 +160,7 @@ impl Store {
             apply_in(&tx, intent_id, &Event::AttemptStarted, &ctx)?;
             tx.run(
                 "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
-                [seq],
+                params![seq],
             )?;
         }
         tx.run(
@@ -214,7 +185,7 @@ impl Store {
             ],
         )?;
         tx.run(
-            "INSERT OR IGNORE INTO intent_providers (provider, intent_seq) VALUES (?1, ?2)",
+            "INSERT INTO intent_providers (provider, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             params![new.provider, seq],
         )?;
         let attempt = announce(&tx, &intent, attempt_id, now_ms)?;
@@ -344,8 +315,7 @@ impl Store {
             "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN intents i ON i.seq = a.intent_seq \
              WHERE i.id = ?1 ORDER BY a.seq"
         );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map([intent_id.as_str()], attempt_from_row)?;
-        rows.map(|r| r?).collect()
+        self.conn
+            .rows(&sql, params![intent_id.as_str()], attempt_from_row)
     }
 }

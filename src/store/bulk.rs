@@ -5,8 +5,7 @@
 //! attempts, providers, receipts) in large transactions, skipping the per-intent audit rows
 //! a live coordinator also keeps. Deterministic for a given seed.
 
-use rusqlite::params;
-
+use super::sql::{Conn, ConnExt, params};
 use super::{Store, StoreError, search_form, to_i64};
 use crate::domain::retry::SplitMix64;
 use crate::domain::{ActionKey, AttemptId, IntentId, ReceiptId, Tenant};
@@ -54,23 +53,18 @@ impl Store {
         let chunk = 20_000;
         let mut n = 0;
         while n < spec.intents {
-            let tx = self.conn.transaction()?;
+            self.conn.batch("BEGIN")?;
+            let tx = &self.conn;
             {
-                let mut intent_stmt = tx.prepare_cached(
-                    "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
+                let intent_sql = "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
                      canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, attempts, \
                      max_attempts, crossed, created_at_ms, updated_at_ms, deadline_at_ms, indeterminate_since_ms, \
                      committed_at_ms, first_dispatch_at_ms, key_retention_secs, receipt_id, downstream_ref) \
                      VALUES (?1, ?2, ?3, 'agent', 'bulk', ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, 'erp', ?12, ?13, ?14, 5, \
-                     ?15, ?16, ?17, ?18, ?19, ?20, ?21, 86400, ?22, ?23)",
-                )?;
-                let mut attempt_stmt = tx.prepare_cached(
-                    "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, release_id, outcome, sent, late, \
-                     presented_key, started_at_ms, ended_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                )?;
-                let mut provider_stmt = tx.prepare_cached(
-                    "INSERT OR IGNORE INTO intent_providers (provider, intent_seq) VALUES (?1, ?2)",
-                )?;
+                     ?15, ?16, ?17, ?18, ?19, ?20, ?21, 86400, ?22, ?23) RETURNING seq";
+                let attempt_sql = "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, release_id, outcome, sent, late, \
+                     presented_key, started_at_ms, ended_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
+                let provider_sql = "INSERT INTO intent_providers (provider, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING";
                 let end = (n + chunk).min(spec.intents);
                 while n < end {
                     let created = start_ms + n * step;
@@ -114,32 +108,35 @@ impl Store {
                     let receipt = downstream
                         .as_ref()
                         .map(|_| ReceiptId::generate(ended, u128::from(n)).to_string());
-                    intent_stmt.execute(params![
-                        id.as_str(),
-                        tenant_name,
-                        format!("bulk-{n}"),
-                        operation,
-                        tool,
-                        tier,
-                        args,
-                        format!("{:064x}", rng.next_u64()),
-                        search_form(&args),
-                        format!("r{}", rng.next_u64() % 4 + 1),
-                        locale,
-                        key.as_str(),
-                        state,
-                        to_i64(attempts),
-                        mutating,
-                        to_i64(created),
-                        to_i64(ended),
-                        to_i64(created + 120_000),
-                        (state == "indeterminate").then_some(to_i64(ended)),
-                        committed,
-                        mutating.then_some(to_i64(created + 100)),
-                        receipt,
-                        downstream,
-                    ])?;
-                    let seq = tx.last_insert_rowid();
+                    let seq: i64 = tx.one(
+                        intent_sql,
+                        params![
+                            id.as_str(),
+                            tenant_name,
+                            format!("bulk-{n}"),
+                            operation,
+                            tool,
+                            tier,
+                            args,
+                            format!("{:064x}", rng.next_u64()),
+                            search_form(&args),
+                            format!("r{}", rng.next_u64() % 4 + 1),
+                            locale,
+                            key.as_str(),
+                            state,
+                            to_i64(attempts),
+                            mutating,
+                            to_i64(created),
+                            to_i64(ended),
+                            to_i64(created + 120_000),
+                            (state == "indeterminate").then_some(to_i64(ended)),
+                            committed,
+                            mutating.then_some(to_i64(created + 100)),
+                            receipt,
+                            downstream,
+                        ],
+                        |r| r.get(0),
+                    )?;
                     for a in 0..attempts {
                         let last = a + 1 == attempts;
                         let (kind, provider) = if mutating && last {
@@ -158,30 +155,33 @@ impl Store {
                             "succeeded"
                         };
                         let started = created + 400 * a;
-                        attempt_stmt.execute(params![
-                            AttemptId::generate(started, u128::from(rng.next_u64())).as_str(),
-                            seq,
-                            tenant_name,
-                            kind,
-                            provider,
-                            "r1",
-                            outcome,
-                            kind == "dispatch",
-                            rng.next_u64().is_multiple_of(200),
-                            (kind == "dispatch").then_some(key.as_str()),
-                            to_i64(started),
-                            to_i64(started + 350),
-                        ])?;
-                        provider_stmt.execute(params![provider, seq])?;
+                        tx.run(
+                            attempt_sql,
+                            params![
+                                AttemptId::generate(started, u128::from(rng.next_u64())).as_str(),
+                                seq,
+                                tenant_name,
+                                kind,
+                                provider,
+                                "r1",
+                                outcome,
+                                kind == "dispatch",
+                                rng.next_u64().is_multiple_of(200),
+                                (kind == "dispatch").then_some(key.as_str()),
+                                to_i64(started),
+                                to_i64(started + 350),
+                            ],
+                        )?;
+                        tx.run(provider_sql, params![provider, seq])?;
                         stats.attempts += 1;
                     }
                     stats.intents += 1;
                     n += 1;
                 }
             }
-            tx.commit()?;
+            tx.batch("COMMIT")?;
         }
-        self.conn.execute_batch("ANALYZE")?;
+        self.conn.batch("ANALYZE")?;
         Ok(stats)
     }
 }

@@ -6,11 +6,10 @@
 //! the same id with another body is a mismatch. A command the state machine refuses is
 //! recorded as `refused` with the reason, so the audit trail shows attempts too.
 
-use rusqlite::{Connection, OptionalExtension, params};
-
 use super::apply::apply_in;
 use super::pauses::{self};
-use super::{ApplyContext, Cached, Store, StoreError, to_i64, to_u64};
+use super::sql::{Conn, ConnExt, Optional, Row, params, params_of};
+use super::{ApplyContext, Store, StoreError, to_i64};
 use crate::domain::{CommandId, CommandKind, Disposition, Event, Evidence, IntentId, Role};
 use crate::wire::CommandRecord;
 use crate::wire::PauseScope;
@@ -76,51 +75,34 @@ pub enum RecordedCommand {
 
 const RECORD_COLUMNS: &str = "c.id, c.kind, c.actor, c.role, c.reason, c.dry_run, c.status, c.result_json, c.body_json, c.created_at_ms";
 
-fn record_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<CommandRecord, StoreError>> {
-    let kind: String = r.get(1)?;
-    let role: String = r.get(3)?;
-    let result: String = r.get(7)?;
-    let body: String = r.get(8)?;
-    let fields = (
-        r.get(0)?,
-        r.get(2)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-        r.get::<_, i64>(9)?,
-    );
-    Ok((|| {
-        Ok(CommandRecord {
-            command_id: fields.0,
-            kind: kind.parse()?,
-            actor: fields.1,
-            role: role.parse()?,
-            reason: fields.2,
-            dry_run: fields.3,
-            status: fields.4,
-            result: serde_json::from_str(&result)?,
-            body: serde_json::from_str(&body)?,
-            created_at_ms: to_u64(fields.5),
-        })
-    })())
+fn record_from_row(r: &Row<'_>) -> Result<CommandRecord, StoreError> {
+    Ok(CommandRecord {
+        command_id: r.get(0)?,
+        kind: r.get::<String>(1)?.parse()?,
+        actor: r.get(2)?,
+        role: r.get::<String>(3)?.parse()?,
+        reason: r.get(4)?,
+        dry_run: r.get(5)?,
+        status: r.get(6)?,
+        result: serde_json::from_str(&r.get::<String>(7)?)?,
+        body: serde_json::from_str(&r.get::<String>(8)?)?,
+        created_at_ms: r.get(9)?,
+    })
 }
 
-fn load_record(tx: &Connection, id: &str) -> Result<Option<(CommandRecord, String)>, StoreError> {
+fn load_record(tx: &dyn Conn, id: &str) -> Result<Option<(CommandRecord, String)>, StoreError> {
     let sql = format!("SELECT {RECORD_COLUMNS}, c.body_hash FROM commands c WHERE c.id = ?1");
     let found = tx
-        .one(&sql, [id], |r| {
-            Ok((record_from_row(r)?, r.get::<_, String>(10)?))
+        .one(&sql, params![id], |r| {
+            Ok((record_from_row(r)?, r.get::<String>(10)?))
         })
         .optional()?;
-    match found {
-        Some((record, hash)) => Ok(Some((record?, hash))),
-        None => Ok(None),
-    }
+    Ok(found)
 }
 
 /// Open intents in `scope` (optionally within `tenants`), oldest first.
 fn targets(
-    tx: &Connection,
+    tx: &dyn Conn,
     scope: &PauseScope,
     tenants: Option<&[String]>,
 ) -> Result<Vec<(i64, String)>, StoreError> {
@@ -142,11 +124,7 @@ fn targets(
         values.extend(list.iter().cloned());
     }
     sql.push_str(" ORDER BY i.seq");
-    let mut stmt = tx.prepare(&sql)?;
-    let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    tx.rows(&sql, &params_of(&values), |r| Ok((r.get(0)?, r.get(1)?)))
 }
 
 impl Store {
@@ -172,9 +150,9 @@ impl Store {
                 RecordedCommand::Mismatch(record)
             });
         }
-        tx.run(
+        let command_seq: i64 = tx.one(
             "INSERT INTO commands (id, kind, actor, role, body_hash, body_json, reason, dry_run, status, result_json, created_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'accepted', '{}', ?9)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'accepted', '{}', ?9) RETURNING seq",
             params![
                 new.id.as_str(),
                 new.kind.as_str(),
@@ -186,8 +164,8 @@ impl Store {
                 new.dry_run,
                 to_i64(new.now_ms)
             ],
+            |r| r.get(0),
         )?;
-        let command_seq = tx.last_insert_rowid();
         let covered = targets(&tx, &action.scope(), tenants)?;
         let target_ids: Vec<&str> = covered.iter().map(|(_, id)| id.as_str()).collect();
 
@@ -197,10 +175,10 @@ impl Store {
                 serde_json::json!({ "targets": target_ids, "count": target_ids.len() }),
             )
         } else {
-            tx.execute_batch("SAVEPOINT act")?;
+            tx.batch("SAVEPOINT act")?;
             match execute(&tx, command_seq, new, action, covered.len()) {
                 Ok(mut result) => {
-                    tx.execute_batch("RELEASE act")?;
+                    tx.batch("RELEASE act")?;
                     result["targets"] = serde_json::json!(target_ids);
                     let status = if matches!(action, CommandAction::Reconcile { .. }) {
                         "accepted"
@@ -210,7 +188,7 @@ impl Store {
                     (status, result)
                 }
                 Err(StoreError::Refused(refusal)) => {
-                    tx.execute_batch("ROLLBACK TO act; RELEASE act")?;
+                    tx.batch("ROLLBACK TO act; RELEASE act")?;
                     (
                         "refused",
                         serde_json::json!({ "error": refusal.to_string() }),
@@ -222,7 +200,7 @@ impl Store {
         if status != "refused" {
             for (seq, _) in &covered {
                 tx.run(
-                    "INSERT OR IGNORE INTO command_targets (command_seq, intent_seq) VALUES (?1, ?2)",
+                    "INSERT INTO command_targets (command_seq, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
                     params![command_seq, seq],
                 )?;
             }
@@ -269,32 +247,29 @@ impl Store {
         intent: Option<&IntentId>,
         limit: u32,
     ) -> Result<Vec<CommandRecord>, StoreError> {
-        let rows: Vec<Result<CommandRecord, StoreError>> = match intent {
+        let rows: Vec<CommandRecord> = match intent {
             Some(id) => {
                 let sql = format!(
                     "SELECT {RECORD_COLUMNS} FROM commands c WHERE c.seq IN (SELECT t.command_seq FROM command_targets t \
                      JOIN intents i ON i.seq = t.intent_seq WHERE i.id = ?1) OR c.body_json LIKE ?2 \
                      ORDER BY c.seq DESC LIMIT ?3"
                 );
-                let mut stmt = self.conn.prepare_cached(&sql)?;
                 let pattern = format!("%\"{}\"%", id.as_str());
-                stmt.query_map(params![id.as_str(), pattern, limit], record_from_row)?
-                    .collect::<Result<_, _>>()?
+                self.conn
+                    .rows(&sql, params![id.as_str(), pattern, limit], record_from_row)?
             }
             None => {
                 let sql =
                     format!("SELECT {RECORD_COLUMNS} FROM commands c ORDER BY c.seq DESC LIMIT ?1");
-                let mut stmt = self.conn.prepare_cached(&sql)?;
-                stmt.query_map(params![limit], record_from_row)?
-                    .collect::<Result<_, _>>()?
+                self.conn.rows(&sql, params![limit], record_from_row)?
             }
         };
-        rows.into_iter().collect()
+        Ok(rows)
     }
 }
 
 fn execute(
-    tx: &Connection,
+    tx: &dyn Conn,
     command_seq: i64,
     new: &NewCommand,
     action: &CommandAction,

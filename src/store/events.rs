@@ -2,10 +2,10 @@
 //! describes, so the live event stream can resume from any sequence number
 //! (`Last-Event-ID`) without missing or inventing anything.
 
-use rusqlite::{Connection, params};
+use super::sql::{Conn, ConnExt, params};
 use serde::Serialize;
 
-use super::{Cached, Store, StoreError, to_i64, to_u64};
+use super::{Store, StoreError, to_i64};
 use crate::domain::{IntentId, Tenant};
 
 /// One change, as the event stream sends it.
@@ -21,7 +21,7 @@ pub struct StoredEvent {
 }
 
 pub(crate) fn append(
-    tx: &Connection,
+    tx: &dyn Conn,
     kind: &str,
     tenant: Option<&Tenant>,
     intent: Option<&IntentId>,
@@ -29,8 +29,9 @@ pub(crate) fn append(
     at_ms: u64,
 ) -> Result<i64, StoreError> {
     let payload = serde_json::to_string(payload)?;
-    tx.run(
-        "INSERT INTO events (kind, tenant, intent_id, payload, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+    tx.one(
+        "INSERT INTO events (kind, tenant, intent_id, payload, at_ms) VALUES (?1, ?2, ?3, ?4, ?5) \
+         RETURNING seq",
         params![
             kind,
             tenant.map(Tenant::as_str),
@@ -38,13 +39,13 @@ pub(crate) fn append(
             payload,
             to_i64(at_ms)
         ],
-    )?;
-    Ok(tx.last_insert_rowid())
+        |r| r.get(0),
+    )
 }
 
 /// Read an intent back as stored and announce it on the change feed.
 pub(crate) fn announce_intent(
-    tx: &Connection,
+    tx: &dyn Conn,
     id: &IntentId,
     at_ms: u64,
 ) -> Result<crate::wire::Intent, StoreError> {
@@ -60,45 +61,35 @@ impl Store {
         after_seq: i64,
         limit: u32,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
+        self.conn.rows(
             "SELECT seq, kind, tenant, intent_id, payload, at_ms FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![after_seq, limit], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, i64>(5)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, kind, tenant, intent_id, payload, at_ms) = row?;
-            out.push(StoredEvent {
-                seq,
-                kind,
-                tenant,
-                intent_id,
-                payload: serde_json::from_str(&payload)?,
-                at_ms: to_u64(at_ms),
-            });
-        }
-        Ok(out)
+            params![after_seq, limit],
+            |r| {
+                Ok(StoredEvent {
+                    seq: r.get(0)?,
+                    kind: r.get(1)?,
+                    tenant: r.get(2)?,
+                    intent_id: r.get(3)?,
+                    payload: serde_json::from_str(&r.get::<String>(4)?)?,
+                    at_ms: r.get(5)?,
+                })
+            },
+        )
     }
 
     /// The newest event's sequence number (0 when there is none).
     pub fn last_event_seq(&mut self) -> Result<i64, StoreError> {
-        Ok(self
-            .conn
-            .one("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?)
+        self.conn
+            .one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
+                r.get(0)
+            })
     }
 
     /// Drop events older than `before_ms`, keeping the feed bounded.
     pub fn prune_events(&mut self, before_ms: u64) -> Result<usize, StoreError> {
-        Ok(self
-            .conn
-            .run("DELETE FROM events WHERE at_ms < ?1", [to_i64(before_ms)])?)
+        self.conn.run(
+            "DELETE FROM events WHERE at_ms < ?1",
+            params![to_i64(before_ms)],
+        )
     }
 }

@@ -1,9 +1,8 @@
 //! The `intents` and `ingest_keys` tables: creating an intent by the caller's key (or
 //! replaying it), reading one intent, and the row mapping every intent query shares.
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
-
-use super::{Cached, Store, StoreError, events, to_i64, to_u64};
+use super::sql::{Conn, ConnExt, Optional, Row, params};
+use super::{Store, StoreError, events, to_i64};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, Locale, Tenant};
 use crate::wire::Intent;
 
@@ -56,7 +55,7 @@ pub(crate) const INTENT_COLUMNS: &str = "i.seq, i.id, i.tenant, i.caller_key, i.
      i.max_attempts, i.created_at_ms, i.updated_at_ms, i.deadline_at_ms, i.indeterminate_since_ms, \
      i.committed_at_ms, i.first_dispatch_at_ms, i.key_retention_secs, i.receipt_id, i.downstream_ref, \
      i.retry_owner, \
-     (SELECT group_concat(provider, ',') FROM intent_providers p WHERE p.intent_seq = i.seq), \
+     (SELECT string_agg(provider, ',') FROM intent_providers p WHERE p.intent_seq = i.seq), \
      EXISTS (SELECT 1 FROM pauses z WHERE z.resumed_at_ms IS NULL \
         AND (z.tenant IS NULL OR z.tenant = i.tenant) AND (z.tool IS NULL OR z.tool = i.tool) \
         AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
@@ -64,82 +63,65 @@ pub(crate) const INTENT_COLUMNS: &str = "i.seq, i.id, i.tenant, i.caller_key, i.
              OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider))), \
      i.crossed";
 
-fn opt_u64(v: Option<i64>) -> Option<u64> {
-    v.map(to_u64)
-}
-
 /// Map a row selected with [`INTENT_COLUMNS`]; returns the row's sequence number too.
-pub(crate) fn intent_from_row(
-    row: &Row<'_>,
-) -> rusqlite::Result<(i64, Result<Intent, StoreError>)> {
-    let seq: i64 = row.get(0)?;
-    let text = |i: usize| row.get::<_, String>(i);
-    let providers: Option<String> = row.get(32)?;
-    let raw = (
-        text(1)?,
-        text(2)?,
-        text(8)?,
-        text(11)?,
-        text(13)?,
-        text(14)?,
-    );
-    let parsed = (|| -> Result<Intent, StoreError> {
-        let mut providers: Vec<String> = providers
-            .unwrap_or_default()
-            .split(',')
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
-            .collect();
-        providers.sort();
-        Ok(Intent {
-            id: raw.0.parse()?,
-            tenant: raw.1.parse()?,
-            caller_key: row.get(3)?,
-            actor: row.get(4)?,
-            purpose: row.get(5)?,
-            operation: row.get(6)?,
-            tool: row.get(7)?,
-            consequence: raw.2.parse()?,
-            args: None,
-            canonical_args_hash: row.get(9)?,
-            release_id: row.get(10)?,
-            locale: raw.3.parse()?,
-            connector: row.get(12)?,
-            action_key: raw.4.parse()?,
-            state: raw.5.parse()?,
-            state_reason: row.get(15)?,
-            authorization_version: row.get(16)?,
-            approver: row.get(17)?,
-            authorized_at_ms: opt_u64(row.get(18)?),
-            authorization_expires_at_ms: opt_u64(row.get(19)?),
-            attempts: row.get(20)?,
-            max_attempts: row.get(21)?,
-            created_at_ms: to_u64(row.get(22)?),
-            updated_at_ms: to_u64(row.get(23)?),
-            deadline_at_ms: to_u64(row.get(24)?),
-            indeterminate_since_ms: opt_u64(row.get(25)?),
-            committed_at_ms: opt_u64(row.get(26)?),
-            first_dispatch_at_ms: opt_u64(row.get(27)?),
-            key_retention_secs: opt_u64(row.get(28)?),
-            receipt_id: row.get(29)?,
-            downstream_ref: row.get(30)?,
-            retry_owner: row.get(31)?,
-            providers,
-            paused: row.get(33)?,
-            may_have_crossed_boundary: row.get(34)?,
-        })
-    })();
-    Ok((seq, parsed))
+pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError> {
+    let text = |i: usize| row.get::<String>(i);
+    let mut providers: Vec<String> = row
+        .get::<Option<String>>(32)?
+        .unwrap_or_default()
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    providers.sort();
+    let intent = Intent {
+        id: text(1)?.parse()?,
+        tenant: text(2)?.parse()?,
+        caller_key: row.get(3)?,
+        actor: row.get(4)?,
+        purpose: row.get(5)?,
+        operation: row.get(6)?,
+        tool: row.get(7)?,
+        consequence: text(8)?.parse()?,
+        args: None,
+        canonical_args_hash: row.get(9)?,
+        release_id: row.get(10)?,
+        locale: text(11)?.parse()?,
+        connector: row.get(12)?,
+        action_key: text(13)?.parse()?,
+        state: text(14)?.parse()?,
+        state_reason: row.get(15)?,
+        authorization_version: row.get(16)?,
+        approver: row.get(17)?,
+        authorized_at_ms: row.get(18)?,
+        authorization_expires_at_ms: row.get(19)?,
+        attempts: row.get(20)?,
+        max_attempts: row.get(21)?,
+        created_at_ms: row.get(22)?,
+        updated_at_ms: row.get(23)?,
+        deadline_at_ms: row.get(24)?,
+        indeterminate_since_ms: row.get(25)?,
+        committed_at_ms: row.get(26)?,
+        first_dispatch_at_ms: row.get(27)?,
+        key_retention_secs: row.get(28)?,
+        receipt_id: row.get(29)?,
+        downstream_ref: row.get(30)?,
+        retry_owner: row.get(31)?,
+        providers,
+        paused: row.get(33)?,
+        may_have_crossed_boundary: row.get(34)?,
+    };
+    Ok((row.get(0)?, intent))
 }
 
 /// Load one intent (without args) and its sequence number inside a transaction.
-pub(crate) fn load(tx: &Connection, id: &IntentId) -> Result<(i64, Intent), StoreError> {
+pub(crate) fn load(tx: &dyn Conn, id: &IntentId) -> Result<(i64, Intent), StoreError> {
     let sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1");
     let found = tx
         .one(&sql, params![id.as_str()], intent_from_row)
         .optional()?;
     match found {
-        Some((seq, intent)) => Ok((seq, intent?)),
+        Some(found) => Ok(found),
         None => Err(StoreError::NotFound {
             what: "intent",
             id: id.to_string(),
@@ -223,11 +205,11 @@ impl Store {
 
         let action_key = ActionKey::new(&new.operation, &new.tenant, &new.id);
         let now = to_i64(new.created_at_ms);
-        tx.run(
+        let seq: i64 = tx.one(
             "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
              canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, \
              max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20) RETURNING seq",
             params![
                 new.id.as_str(),
                 new.tenant.as_str(),
@@ -250,8 +232,8 @@ impl Store {
                 to_i64(new.deadline_at_ms),
                 new.key_retention_secs.map(to_i64),
             ],
+            |r| r.get(0),
         )?;
-        let seq = tx.last_insert_rowid();
         tx.run(
             "INSERT INTO ingest_keys (tenant, caller_key, intent_seq, args_hash, created_at_ms, principal) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -271,9 +253,11 @@ impl Store {
     pub fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError> {
         let tx = self.conn.savepoint()?;
         let (seq, mut intent) = load(&tx, id)?;
-        let args: String = tx.one("SELECT args_json FROM intents WHERE seq = ?1", [seq], |r| {
-            r.get(0)
-        })?;
+        let args: String = tx.one(
+            "SELECT args_json FROM intents WHERE seq = ?1",
+            params![seq],
+            |r| r.get(0),
+        )?;
         intent.args = Some(serde_json::from_str(&args)?);
         Ok(intent)
     }
@@ -283,7 +267,7 @@ impl Store {
         self.conn
             .one(
                 "SELECT canonical_json FROM intents WHERE id = ?1",
-                [id.as_str()],
+                params![id.as_str()],
                 |r| r.get(0),
             )
             .optional()?

@@ -28,9 +28,8 @@ mod index;
 mod records;
 mod select;
 
+use super::sql::{ConnExt, params_of};
 use std::collections::{HashMap, HashSet};
-
-use rusqlite::params_from_iter;
 
 use chart::chart_over;
 pub use index::MetricIndex;
@@ -55,7 +54,7 @@ pub struct ChartQuery {
 impl Store {
     /// Bring `index` up to date with this connection's view of the database.
     pub fn refresh_metric_index(&mut self, index: &mut MetricIndex) -> Result<(), StoreError> {
-        index.refresh(&self.conn)
+        index.refresh(&*self.conn)
     }
 
     /// The intents a search text or pause filter selects (the rest filters in memory).
@@ -65,11 +64,10 @@ impl Store {
         }
         let w = filter_where(filter);
         let sql = format!("SELECT i.seq FROM intents i WHERE {}", w.sql());
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let seqs = stmt
-            .query_map(params_from_iter(w.values.iter()), |r| r.get::<_, i64>(0))?
-            .collect::<Result<HashSet<_>, _>>()?;
-        Ok(Some(seqs))
+        let seqs = self
+            .conn
+            .rows(&sql, &params_of(&w.values), |r| r.get::<i64>(0))?;
+        Ok(Some(seqs.into_iter().collect()))
     }
 
     /// One chart over `index` (refresh it first).

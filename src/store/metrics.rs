@@ -1,10 +1,9 @@
 //! Metric summaries and time series, aggregated in the database so the console only draws.
 //! Definitions are the domain's (`crate::domain::metrics`); this module feeds them.
 
-use rusqlite::params_from_iter;
-
 use super::query::{IntentFilter, filter_where};
-use super::{Cached, Store, StoreError, to_i64, to_u64};
+use super::sql::{ConnExt, params_of};
+use super::{Store, StoreError, to_i64, to_u64};
 use crate::domain::metrics::distribution;
 use crate::wire::{IndeterminateSummary, SeriesPoint, Summary};
 
@@ -52,13 +51,10 @@ impl Store {
             "SELECT i.indeterminate_since_ms FROM intents i WHERE {} ORDER BY 1",
             w.sql()
         );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let ages: Vec<u64> = stmt
-            .query_map(params_from_iter(w.values.iter()), |r| {
-                r.get::<_, Option<i64>>(0)
-            })?
-            .map(|r| r.map(|v| now_ms.saturating_sub(v.map(to_u64).unwrap_or(now_ms)) / 1000))
-            .collect::<Result<_, _>>()?;
+        let ages: Vec<u64> = self.conn.rows(&sql, &params_of(&w.values), |r| {
+            let since: Option<u64> = r.get(0)?;
+            Ok(now_ms.saturating_sub(since.unwrap_or(now_ms)) / 1000)
+        })?;
         let d = distribution(&ages);
         Ok(IndeterminateSummary {
             count: d.count,
@@ -73,7 +69,8 @@ impl Store {
     pub fn summary(&mut self, filter: &MetricFilter, now_ms: u64) -> Result<Summary, StoreError> {
         let w = filter_where(filter);
         let cond = w.sql();
-        let values = || params_from_iter(w.values.iter());
+        let bound = params_of(&w.values);
+        let values = || bound.as_slice();
 
         let mut per_intent: Vec<u64> = Vec::new();
         let mut budget_exceeded = 0;
@@ -81,16 +78,10 @@ impl Store {
             let sql = format!(
                 "SELECT i.attempts, i.attempts > i.max_attempts, count(*) FROM intents i WHERE {cond} GROUP BY 1, 2"
             );
-            let mut stmt = self.conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(values(), |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, bool>(1)?,
-                    r.get::<_, i64>(2)?,
-                ))
+            let rows = self.conn.rows(&sql, values(), |r| {
+                Ok((r.get::<i64>(0)?, r.get::<bool>(1)?, r.get::<i64>(2)?))
             })?;
-            for row in rows {
-                let (attempts, over, n) = row?;
+            for (attempts, over, n) in rows {
                 if over {
                     budget_exceeded += to_u64(n);
                 }
@@ -103,11 +94,10 @@ impl Store {
         let mut states = std::collections::BTreeMap::new();
         {
             let sql = format!("SELECT i.state, count(*) FROM intents i WHERE {cond} GROUP BY 1");
-            let mut stmt = self.conn.prepare_cached(&sql)?;
-            for row in stmt.query_map(values(), |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-            })? {
-                let (state, n) = row?;
+            let rows = self.conn.rows(&sql, values(), |r| {
+                Ok((r.get::<String>(0)?, r.get::<i64>(1)?))
+            })?;
+            for (state, n) in rows {
                 states.insert(state, to_u64(n));
             }
         }
@@ -228,15 +218,13 @@ impl Store {
              GROUP BY bucket, g ORDER BY bucket, g",
             w.sql()
         );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params_from_iter(w.values.iter()), |r| {
+        self.conn.rows(&sql, &params_of(&w.values), |r| {
             Ok(SeriesPoint {
-                bucket_start_ms: to_u64(r.get(0)?),
-                group: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                bucket_start_ms: r.get(0)?,
+                group: r.get::<Option<String>>(1)?.unwrap_or_default(),
                 value: r.get(2)?,
-                count: to_u64(r.get(3)?),
+                count: r.get(3)?,
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        })
     }
 }

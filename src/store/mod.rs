@@ -25,13 +25,13 @@ mod paging;
 mod pauses;
 mod query;
 mod receipts;
-mod schema;
+pub mod sql;
+pub mod sqlite;
 mod sweeps;
 
 use std::path::Path;
-use std::time::Duration;
 
-use rusqlite::Connection;
+use sql::{Conn, Dialect};
 
 use crate::domain::{IdError, Refusal, UnknownName};
 
@@ -49,7 +49,10 @@ pub use receipts::ReceiptObservation;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Database(String),
+    /// A statement that had to return a row returned none.
+    #[error("no row where one was expected")]
+    NoRow,
     #[error("{what} `{id}` not found")]
     NotFound { what: &'static str, id: String },
     #[error("refused: {0}")]
@@ -94,15 +97,6 @@ pub enum Durability {
     ProcessCrash,
 }
 
-impl Durability {
-    fn synchronous(self) -> &'static str {
-        match self {
-            Durability::PowerLoss => "FULL",
-            Durability::ProcessCrash => "NORMAL",
-        }
-    }
-}
-
 impl From<IdError> for StoreError {
     fn from(e: IdError) -> Self {
         StoreError::Corrupt(e.to_string())
@@ -121,37 +115,33 @@ impl From<serde_json::Error> for StoreError {
     }
 }
 
-/// One connection to the database. Open one per thread; WAL lets readers run beside the
-/// single writer.
+/// One connection to the database, on any backend. Open one per thread; the operations
+/// (one module per table) each run in one transaction.
 pub struct Store {
-    conn: Connection,
+    conn: Box<dyn Conn + Send>,
     /// Rows a list page walks in sort order before the planner takes over
     /// (`paging::DEFAULT_WINDOW`; smaller in tests, to cross many windows).
     list_window: i64,
 }
 
 impl Store {
-    /// Open (or create) the database file and bring its schema up to date, with answers
-    /// that survive power loss.
+    /// The store's operations over `conn`, whose schema is up to date.
+    pub fn on(conn: Box<dyn Conn + Send>) -> Store {
+        Store {
+            conn,
+            list_window: paging::DEFAULT_WINDOW,
+        }
+    }
+
+    /// Open (or create) a SQLite file and bring its schema up to date, with answers that
+    /// survive power loss.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Store::open_with(path, Durability::PowerLoss)
+        sqlite::open(path, Durability::PowerLoss)
     }
 
     /// [`Store::open`] with the given durability.
     pub fn open_with(path: &Path, durability: Durability) -> Result<Store, StoreError> {
-        let mut conn = Connection::open(path)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", durability.synchronous())?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.pragma_update(None, "temp_store", "MEMORY")?;
-        conn.pragma_update(None, "cache_size", -65_536)?; // 64 MiB
-        conn.set_prepared_statement_cache_capacity(128);
-        schema::migrate(&mut conn)?;
-        Ok(Store {
-            conn,
-            list_window: paging::DEFAULT_WINDOW,
-        })
+        sqlite::open(path, durability)
     }
 
     /// Change how many rows a list page walks in sort order before the planner takes over.
@@ -160,26 +150,19 @@ impl Store {
         self.list_window = i64::from(rows.max(1));
     }
 
-    /// Keep each statement's plan whatever values are bound to it. SQLite otherwise
-    /// re-prepares a statement when a bound value might change its plan, which on the
-    /// writer's point lookups and inserts was a tenth of its time and never a better plan.
-    pub fn stable_plans(&mut self) -> Result<(), StoreError> {
-        self.conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
-            true,
-        )?;
-        Ok(())
-    }
-
     /// Run several operations in one transaction (group commit). Each operation should run
     /// through [`Store::atomically`], so one that fails is rolled back alone; all that
     /// succeeded become durable together at the single commit.
     pub fn batch<T>(&mut self, f: impl FnOnce(&mut Store) -> T) -> Result<T, StoreError> {
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let begin = match self.conn.dialect() {
+            Dialect::Sqlite => "BEGIN IMMEDIATE",
+            Dialect::Postgres => "BEGIN",
+        };
+        self.conn.batch(begin)?;
         let out = f(self);
-        if let Err(e) = self.conn.execute_batch("COMMIT") {
-            let _ = self.conn.execute_batch("ROLLBACK");
-            return Err(e.into());
+        if let Err(e) = self.conn.batch("COMMIT") {
+            let _ = self.conn.batch("ROLLBACK");
+            return Err(e);
         }
         Ok(out)
     }
@@ -189,48 +172,24 @@ impl Store {
         &mut self,
         f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        // Cached statements: a savepoint opens and closes several times per request.
-        self.conn.run("SAVEPOINT atomically", [])?;
+        self.conn.batch("SAVEPOINT atomically")?;
         match f(self) {
             Ok(out) => {
-                self.conn.run("RELEASE atomically", [])?;
+                self.conn.batch("RELEASE atomically")?;
                 Ok(out)
             }
             Err(e) => {
-                self.conn
-                    .execute_batch("ROLLBACK TO atomically; RELEASE atomically")?;
+                self.conn.batch("ROLLBACK TO atomically")?;
+                self.conn.batch("RELEASE atomically")?;
                 Err(e)
             }
         }
     }
 
-    /// The raw connection, for benchmarks and data generators in this crate.
-    pub fn connection(&mut self) -> &mut Connection {
-        &mut self.conn
-    }
-}
-
-/// Statements run through the connection's statement cache, so each is parsed and planned
-/// once per connection rather than once per call.
-pub(crate) trait Cached {
-    fn run<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize>;
-    fn one<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
-    where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>;
-}
-
-impl Cached for Connection {
-    fn run<P: rusqlite::Params>(&self, sql: &str, params: P) -> rusqlite::Result<usize> {
-        self.prepare_cached(sql)?.execute(params)
-    }
-
-    fn one<T, P, F>(&self, sql: &str, params: P, f: F) -> rusqlite::Result<T>
-    where
-        P: rusqlite::Params,
-        F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    {
-        self.prepare_cached(sql)?.query_row(params, f)
+    /// The connection, for statements the operations do not cover (tests, benchmarks and
+    /// data generators read and shape the data through it).
+    pub fn conn(&self) -> &dyn Conn {
+        self.conn.as_conn()
     }
 }
 

@@ -8,10 +8,9 @@
 //! without a tenant) are shown only to unrestricted callers, because their results list
 //! intents of every tenant.
 
+use super::sql::{Conn, ConnExt, Value, params, params_of};
 use std::collections::BTreeMap;
 
-use rusqlite::types::Value;
-use rusqlite::{params, params_from_iter};
 use serde::Serialize;
 
 use super::query::{IntentFilter, filter_where};
@@ -62,13 +61,9 @@ impl Store {
                  WHERE i.id = {m}) OR json_extract(c.body_json, '$.target.intent_id') = {m})"
             ));
         }
-        let l = bind(Value::Integer(i64::from(limit)));
+        let l = bind(Value::Int(i64::from(limit)));
         sql.push_str(&format!(" ORDER BY c.seq DESC LIMIT {l}"));
-        let ids: Vec<String> = {
-            let mut stmt = self.conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params_from_iter(values.iter()), |r| r.get(0))?;
-            rows.collect::<Result<_, _>>()?
-        };
+        let ids: Vec<String> = { self.conn.rows(&sql, &params_of(&values), |r| r.get(0))? };
         ids.iter()
             .map(|id| self.command(&id.parse::<CommandId>()?))
             .collect()
@@ -87,18 +82,16 @@ impl Store {
              GROUP BY 1, 2 ORDER BY 1, 2",
             w.sql()
         );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params_from_iter(w.values.iter()), |r| {
+        let rows = self.conn.rows(&sql, &params_of(&w.values), |r| {
             Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, Option<i64>>(3)?,
+                r.get::<String>(0)?,
+                r.get::<String>(1)?,
+                r.get::<i64>(2)?,
+                r.get::<Option<i64>>(3)?,
             ))
         })?;
         let mut out: Vec<TenantCounts> = Vec::new();
-        for row in rows {
-            let (tenant, state, n, oldest) = row?;
+        for (tenant, state, n, oldest) in rows {
             if out.last().is_none_or(|t| t.tenant != tenant) {
                 out.push(TenantCounts {
                     tenant: tenant.clone(),
@@ -132,7 +125,7 @@ impl Store {
     ) -> Result<CommandRecord, StoreError> {
         let record = self.command(id)?;
         let payload = serde_json::to_string(&record)?;
-        self.conn.execute(
+        self.conn.run(
             "INSERT INTO events (kind, tenant, intent_id, payload, at_ms) VALUES ('command', NULL, NULL, ?1, ?2)",
             params![payload, to_i64(now_ms)],
         )?;

@@ -9,14 +9,14 @@
 //! `SELECT … FOR UPDATE SKIP LOCKED`; SQLite has a single writer, so an `UPDATE … RETURNING`
 //! over the chosen rows is already exclusive.
 
-use rusqlite::{Connection, params};
+use super::sql::{Conn, ConnExt, params};
 use serde::Serialize;
 
 use super::apply::{apply_in, facts_of};
 use super::attempts::announce as announce_attempt;
 use super::events::announce_intent;
 use super::intents::load;
-use super::{ApplyContext, Cached, Store, StoreError, to_i64, to_u64};
+use super::{ApplyContext, Store, StoreError, to_i64, to_u64};
 use crate::domain::{
     ActionKey, AttemptId, Event, Hold, IntentId, IntentState, KeyContract, Tenant, may_send,
 };
@@ -101,16 +101,16 @@ impl Store {
         let now = to_i64(now_ms);
         let lease_expires_at_ms = now_ms.saturating_add(lease_ms);
         let due: Vec<(i64, bool, String)> = {
-            let mut stmt = tx.prepare_cached(
+            tx.rows(
                 "SELECT o.seq, o.status = 'claimed', i.id FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
                  WHERE (o.status = 'pending' AND o.available_at_ms <= ?1) \
                     OR (o.status = 'claimed' AND o.claim_expires_at_ms <= ?1) \
                  ORDER BY o.available_at_ms LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![now, limit], |r| {
+                params![now, limit],
+                |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?;
-            rows.collect::<Result<_, _>>()?
+            },
+            )?
         };
         let mut claim = Claim::default();
         for (outbox_seq, reclaimed, intent_id) in due {
@@ -143,7 +143,7 @@ impl Store {
             )?;
             tx.run(
                 "UPDATE attempts SET sent = 1 WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
-                [outbox_seq],
+                params![outbox_seq],
             )?;
             tx.run(
                 "UPDATE intents SET crossed = 1, first_dispatch_at_ms = coalesce(first_dispatch_at_ms, ?2) \
@@ -154,16 +154,16 @@ impl Store {
                 "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms \
                  FROM outbox o JOIN intents i ON i.seq = o.intent_seq JOIN attempts a ON a.seq = o.attempt_seq \
                  WHERE o.seq = ?1",
-                [outbox_seq],
+                params![outbox_seq],
                 |r| {
                     Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, String>(5)?,
-                        r.get::<_, i64>(6)?,
+                        r.get::<String>(0)?,
+                        r.get::<String>(1)?,
+                        r.get::<String>(2)?,
+                        r.get::<String>(3)?,
+                        r.get::<String>(4)?,
+                        r.get::<String>(5)?,
+                        r.get::<i64>(6)?,
                     ))
                 },
             )?;
@@ -205,13 +205,13 @@ impl Store {
         }
         tx.run(
             "UPDATE attempts SET sent = 0 WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
-            [outbox_seq],
+            params![outbox_seq],
         )?;
         tx.run(
             "UPDATE intents SET crossed = EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
              AND a.kind = 'dispatch' AND a.sent = 1) \
              WHERE seq = (SELECT intent_seq FROM outbox WHERE seq = ?1)",
-            [outbox_seq],
+            params![outbox_seq],
         )?;
         tx.commit()?;
         Ok(())
@@ -242,7 +242,7 @@ impl Store {
     pub fn outbox_depth(&mut self) -> Result<u64, StoreError> {
         let n: i64 = self.conn.one(
             "SELECT count(*) FROM outbox WHERE status IN ('pending', 'claimed')",
-            [],
+            params![],
             |r| r.get(0),
         )?;
         Ok(to_u64(n))
@@ -253,7 +253,7 @@ impl Store {
         let at: Option<i64> = self.conn.one(
             "SELECT min(CASE status WHEN 'pending' THEN available_at_ms ELSE claim_expires_at_ms END) \
              FROM outbox WHERE status IN ('pending', 'claimed')",
-            [],
+            params![],
             |r| r.get(0),
         )?;
         Ok(at.map(to_u64))
@@ -261,9 +261,9 @@ impl Store {
 
     /// An outbox row, for tests and inspection.
     pub fn outbox_row(&mut self, outbox_seq: i64) -> Result<OutboxRow, StoreError> {
-        Ok(self.conn.one(
+        self.conn.one(
             "SELECT seq, status, claims FROM outbox WHERE seq = ?1",
-            [outbox_seq],
+            params![outbox_seq],
             |r| {
                 Ok(OutboxRow {
                     outbox_seq: r.get(0)?,
@@ -271,15 +271,15 @@ impl Store {
                     claims: r.get(2)?,
                 })
             },
-        )?)
+        )
     }
 }
 
 /// Give back the unit of budget a planned send took, when it was never made.
-pub(crate) fn refund_attempt(tx: &Connection, id: &IntentId) -> Result<(), StoreError> {
+pub(crate) fn refund_attempt(tx: &dyn Conn, id: &IntentId) -> Result<(), StoreError> {
     tx.run(
         "UPDATE intents SET attempts = attempts - 1 WHERE id = ?1 AND attempts > 0",
-        [id.as_str()],
+        params![id.as_str()],
     )?;
     Ok(())
 }
@@ -287,7 +287,7 @@ pub(crate) fn refund_attempt(tx: &Connection, id: &IntentId) -> Result<(), Store
 /// Carry out a send the gate stopped: the row is withdrawn or done, its attempt abandoned
 /// and never sent, and the intent told what that means for it.
 fn hold_back(
-    tx: &Connection,
+    tx: &dyn Conn,
     outbox_seq: i64,
     intent: &Intent,
     stop: &Stop,

@@ -2,11 +2,10 @@
 //! selective filter, by the filter's own index (see [`Order`] and
 //! [`Store::list_intents`](super::Store::list_intents)).
 
-use rusqlite::{OptionalExtension, params_from_iter};
-
+use super::StoreError;
 use super::intents::{INTENT_COLUMNS, intent_from_row};
 use super::query::{IntentFilter, SortKey, Where};
-use super::{Cached, StoreError};
+use super::sql::{Conn, ConnExt, Optional, params, params_of};
 use crate::wire::Intent;
 
 /// How many rows in sort order the first pass of a page walks before the planner takes over.
@@ -98,7 +97,7 @@ impl Order {
     /// than the window remain (or the order needs no window). Reads the order's index only.
     pub(crate) fn window_boundary(
         &self,
-        conn: &rusqlite::Connection,
+        conn: &dyn Conn,
         after: Option<(i64, i64)>,
         window: i64,
     ) -> Result<Option<(i64, i64)>, StoreError> {
@@ -107,7 +106,8 @@ impl Order {
         }
         if self.column == "i.seq" {
             // Sequence numbers are the rowids, so the window is a range of them.
-            let last: Option<i64> = conn.one("SELECT max(seq) FROM intents", [], |r| r.get(0))?;
+            let last: Option<i64> =
+                conn.one("SELECT max(seq) FROM intents", params![], |r| r.get(0))?;
             let last = last.unwrap_or(0);
             let boundary = match (self.ascending, after) {
                 (true, at) => at.map_or(0, |a| a.1) + window,
@@ -128,18 +128,15 @@ impl Order {
             w.sql(),
             window - 1
         );
-        Ok(conn
-            .one(&sql, params_from_iter(w.values.iter()), |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?)
+        conn.one(&sql, &params_of(&w.values), |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
     }
 
     /// Up to `n` rows matching `filter` after `after` and up to `until`, as
     /// `(sort value, seq, intent)`.
     pub(crate) fn rows(
         &self,
-        conn: &rusqlite::Connection,
+        conn: &dyn Conn,
         filter: &Where,
         after: Option<(i64, i64)>,
         until: Option<(i64, i64)>,
@@ -158,16 +155,13 @@ impl Order {
              ORDER BY {column} {dir}, i.seq {dir} LIMIT {n}",
             w.sql()
         );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params_from_iter(w.values.iter()), |r| {
+        let rows = conn.rows(&sql, &params_of(&w.values), |r| {
             let (seq, intent) = intent_from_row(r)?;
-            Ok((seq, intent, r.get::<_, i64>(35)?))
+            Ok((seq, intent, r.get::<i64>(35)?))
         })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, intent, value) = row?;
-            out.push((value, seq, intent?));
-        }
-        Ok(out)
+        Ok(rows
+            .into_iter()
+            .map(|(seq, intent, value)| (value, seq, intent))
+            .collect())
     }
 }

@@ -1,9 +1,8 @@
 //! The `pauses` table. A pause stops new attempts and automatic retries in its scope; it
 //! does not cancel in-flight work and does not stop read-only lookups.
 
-use rusqlite::{Connection, params};
-
-use super::{Cached, Store, StoreError, to_i64, to_u64};
+use super::sql::{Conn, ConnExt, Row, params};
+use super::{Store, StoreError, to_i64};
 use crate::wire::{Pause, PauseScope};
 
 /// A SQL condition on intents aliased `i` matching `scope`, with its parameters numbered
@@ -48,16 +47,16 @@ pub(crate) fn scope_condition(scope: &PauseScope, first: usize) -> (String, Vec<
 }
 
 pub(crate) fn insert(
-    tx: &Connection,
+    tx: &dyn Conn,
     command_seq: i64,
     scope: &PauseScope,
     reason: &str,
     actor: &str,
     now_ms: u64,
 ) -> Result<i64, StoreError> {
-    tx.run(
+    tx.one(
         "INSERT INTO pauses (command_seq, tenant, provider, tool, operation, intent_id, reason, created_by, created_at_ms) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING seq",
         params![
             command_seq,
             scope.tenant,
@@ -69,18 +68,18 @@ pub(crate) fn insert(
             actor,
             to_i64(now_ms)
         ],
-    )?;
-    Ok(tx.last_insert_rowid())
+        |r| r.get(0),
+    )
 }
 
 /// End the active pauses whose scope is exactly `scope`; returns how many ended.
 pub(crate) fn resume(
-    tx: &Connection,
+    tx: &dyn Conn,
     command_seq: i64,
     scope: &PauseScope,
     now_ms: u64,
 ) -> Result<usize, StoreError> {
-    Ok(tx.run(
+    tx.run(
         "UPDATE pauses SET resumed_at_ms = ?1, resumed_by_command = ?2 WHERE resumed_at_ms IS NULL \
          AND tenant IS ?3 AND provider IS ?4 AND tool IS ?5 AND operation IS ?6 AND intent_id IS ?7",
         params![
@@ -92,22 +91,22 @@ pub(crate) fn resume(
             scope.operation,
             scope.intent_id
         ],
-    )?)
+    )
 }
 
 impl Store {
     /// Active pauses, newest first; only those within `tenants` when given (a pause with no
     /// tenant covers every tenant and is shown to all).
     pub fn active_pauses(&mut self, tenants: Option<&[String]>) -> Result<Vec<Pause>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
+        let rows = self.conn.rows(
             "SELECT p.seq, c.id, p.tenant, p.provider, p.tool, p.operation, p.intent_id, p.reason, p.created_by, \
              p.created_at_ms, p.resumed_at_ms FROM pauses p JOIN commands c ON c.seq = p.command_seq \
              WHERE p.resumed_at_ms IS NULL ORDER BY p.seq DESC",
+            params![],
+            pause_from_row,
         )?;
-        let rows = stmt.query_map([], pause_from_row)?;
         let mut out = Vec::new();
         for pause in rows {
-            let pause = pause?;
             let visible = match (tenants, &pause.scope.tenant) {
                 (None, _) | (Some(_), None) => true,
                 (Some(list), Some(t)) => list.contains(t),
@@ -120,7 +119,7 @@ impl Store {
     }
 }
 
-pub(crate) fn pause_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Pause> {
+pub(crate) fn pause_from_row(r: &Row<'_>) -> Result<Pause, StoreError> {
     Ok(Pause {
         seq: r.get(0)?,
         command_id: r.get(1)?,
@@ -133,7 +132,7 @@ pub(crate) fn pause_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Pause> {
         },
         reason: r.get(7)?,
         created_by: r.get(8)?,
-        created_at_ms: to_u64(r.get(9)?),
-        resumed_at_ms: r.get::<_, Option<i64>>(10)?.map(to_u64),
+        created_at_ms: r.get(9)?,
+        resumed_at_ms: r.get(10)?,
     })
 }

@@ -6,12 +6,12 @@
 //! [`TOTAL_CAP`] rows and reported as a lower bound beyond that, which keeps the first page
 //! fast on a million intents.
 
-use rusqlite::{OptionalExtension, params_from_iter};
+use super::sql::{ConnExt, Optional, Value, params, params_of};
 use serde::{Deserialize, Serialize};
 
 use super::paging::{Order, indexed_filter};
 use super::pauses::pause_from_row;
-use super::{Cached, Store, StoreError, to_u64};
+use super::{Store, StoreError, to_u64};
 use crate::domain::canonical::{fold_digits, normalize_text};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale};
 use crate::wire::{Attempt, Intent, IntentDetail, IntentPage, KeyLedger, Transition};
@@ -147,7 +147,7 @@ impl Cursor {
 #[derive(Default, Clone)]
 pub(crate) struct Where {
     parts: Vec<String>,
-    pub(crate) values: Vec<rusqlite::types::Value>,
+    pub(crate) values: Vec<Value>,
 }
 
 impl Where {
@@ -155,7 +155,7 @@ impl Where {
         self.parts.push(sql.to_string());
     }
 
-    pub(crate) fn bind(&mut self, v: impl Into<rusqlite::types::Value>) -> String {
+    pub(crate) fn bind(&mut self, v: impl Into<Value>) -> String {
         self.values.push(v.into());
         format!("?{}", self.values.len())
     }
@@ -274,11 +274,9 @@ impl Store {
             base.sql(),
             TOTAL_CAP + 1
         );
-        let counted: i64 =
-            self.conn
-                .one(&count_sql, params_from_iter(base.values.iter()), |r| {
-                    r.get(0)
-                })?;
+        let counted: i64 = self
+            .conn
+            .one(&count_sql, &params_of(&base.values), |r| r.get(0))?;
         let counted = to_u64(counted);
 
         if let Some(c) = cursor
@@ -340,12 +338,12 @@ impl Store {
         let attempts = self.attempts_of(id)?;
         let receipts = self.receipts_of(id)?;
         let transitions = {
-            let mut stmt = self.conn.prepare_cached(
+            self.conn.rows(
                 "SELECT t.from_state, t.to_state, t.event, t.reason, c.id, t.at_ms FROM transitions t \
                  JOIN intents i ON i.seq = t.intent_seq LEFT JOIN commands c ON c.seq = t.command_seq \
                  WHERE i.id = ?1 ORDER BY t.seq",
-            )?;
-            let rows = stmt.query_map([id.as_str()], |r| {
+                params![id.as_str()],
+                |r| {
                 Ok(Transition {
                     from: r.get(0)?,
                     to: r.get(1)?,
@@ -354,12 +352,12 @@ impl Store {
                     command_id: r.get(4)?,
                     at_ms: to_u64(r.get(5)?),
                 })
-            })?;
-            rows.collect::<Result<Vec<_>, _>>()?
+            },
+            )?
         };
         let commands = self.audit(Some(id), 200)?;
         let pauses = {
-            let mut stmt = self.conn.prepare_cached(
+            self.conn.rows(
                 "SELECT z.seq, c.id, z.tenant, z.provider, z.tool, z.operation, z.intent_id, z.reason, z.created_by, \
                  z.created_at_ms, z.resumed_at_ms FROM pauses z JOIN commands c ON c.seq = z.command_seq \
                  JOIN intents i ON i.id = ?1 WHERE z.resumed_at_ms IS NULL \
@@ -368,14 +366,14 @@ impl Store {
                  AND (z.provider IS NULL OR z.provider = i.connector \
                       OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider)) \
                  ORDER BY z.seq",
-            )?;
-            let rows = stmt.query_map([id.as_str()], pause_from_row)?;
-            rows.collect::<Result<Vec<_>, _>>()?
+                params![id.as_str()],
+                pause_from_row,
+            )?
         };
         let (replays, mismatches): (u32, u32) = self
             .conn.one(
                 "SELECT k.replays, k.mismatches FROM ingest_keys k JOIN intents i ON i.seq = k.intent_seq WHERE i.id = ?1",
-                [id.as_str()],
+                params![id.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?

@@ -3,11 +3,10 @@
 //! of a duplicate effect, never as a second result. Webhooks are deduplicated by connector,
 //! action key and event id.
 
-use rusqlite::{Connection, OptionalExtension, params};
-
 use super::apply::apply_in;
 use super::intents::load;
-use super::{Applied, ApplyContext, Cached, ReceiptSource, Store, StoreError, to_i64, to_u64};
+use super::sql::{Conn, ConnExt, Optional, params};
+use super::{Applied, ApplyContext, ReceiptSource, Store, StoreError, to_i64, to_u64};
 use crate::domain::{ActionKey, Event, IntentId, IntentState};
 use crate::wire::{Receipt, WebhookOutcome};
 
@@ -65,7 +64,7 @@ impl Store {
             .one(
                 "SELECT id, tenant, connector FROM intents WHERE action_key = ?1 \
                  AND tier IN ('write', 'financial') AND first_dispatch_at_ms IS NOT NULL",
-                [action_key.as_str()],
+                params![action_key.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
@@ -107,25 +106,25 @@ impl Store {
 
     /// Every receipt of one intent, oldest first.
     pub fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
+        let rows = self.conn.rows(
             "SELECT r.id, i.id, r.action_key, r.downstream_id, r.source, r.event_id, r.authoritative, r.received_at_ms \
              FROM receipts r JOIN intents i ON i.seq = r.intent_seq WHERE i.id = ?1 ORDER BY r.seq",
-        )?;
-        let rows = stmt.query_map([intent_id.as_str()], |r| {
+            params![intent_id.as_str()],
+            |r| {
             Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
+                r.get::<String>(0)?,
+                r.get::<String>(1)?,
                 r.get(2)?,
                 r.get(3)?,
                 r.get(4)?,
                 r.get(5)?,
                 r.get(6)?,
-                r.get::<_, i64>(7)?,
+                r.get::<i64>(7)?,
             ))
-        })?;
+        },
+        )?;
         let mut out = Vec::new();
         for row in rows {
-            let row = row?;
             out.push(Receipt {
                 id: row.0,
                 intent_id: Some(row.1.parse()?),
@@ -142,7 +141,7 @@ impl Store {
 }
 
 fn observe_in(
-    tx: &Connection,
+    tx: &dyn Conn,
     intent_id: &IntentId,
     source: &ReceiptSource,
     now_ms: u64,

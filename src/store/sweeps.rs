@@ -2,10 +2,9 @@
 //! indeterminate intents are due for a lookup, and which executing intents stalled with
 //! nothing in flight (a planned retry refused by a pause, or a crash between steps).
 
-use rusqlite::params;
-
 use super::apply::apply_in;
-use super::{Applied, ApplyContext, Cached, Store, StoreError, to_i64};
+use super::sql::{ConnExt, params};
+use super::{Applied, ApplyContext, Store, StoreError, to_i64};
 use crate::domain::{Event, IntentId};
 
 fn ids(rows: Vec<String>) -> Result<Vec<IntentId>, StoreError> {
@@ -23,21 +22,23 @@ impl Store {
         now_ms: u64,
         limit: u32,
     ) -> Result<Vec<IntentId>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
+        let rows = self.conn.rows(
             "SELECT id FROM intents WHERE deadline_at_ms <= ?1 AND state IN ('new', 'prepared', 'authorized', 'executing') \
              ORDER BY deadline_at_ms LIMIT ?2",
+            params![to_i64(now_ms), limit],
+            |r| r.get(0),
         )?;
-        let rows = stmt.query_map(params![to_i64(now_ms), limit], |r| r.get(0))?;
-        ids(rows.collect::<Result<_, _>>()?)
+        ids(rows)
     }
 
     /// Indeterminate intents, the longest unresolved first.
     pub fn indeterminate_batch(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
+        let rows = self.conn.rows(
             "SELECT id FROM intents WHERE state = 'indeterminate' ORDER BY indeterminate_since_ms LIMIT ?1",
+            params![limit],
+            |r| r.get(0),
         )?;
-        let rows = stmt.query_map(params![limit], |r| r.get(0))?;
-        ids(rows.collect::<Result<_, _>>()?)
+        ids(rows)
     }
 
     /// Executing mutating intents that were dispatched before and have nothing planned or on
@@ -47,9 +48,8 @@ impl Store {
     pub fn stalled_executing(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
         let sql =
             format!("SELECT i.id FROM intents i WHERE {STALLED} ORDER BY i.updated_at_ms LIMIT ?1");
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map(params![limit], |r| r.get(0))?;
-        ids(rows.collect::<Result<_, _>>()?)
+        let rows = self.conn.rows(&sql, params![limit], |r| r.get(0))?;
+        ids(rows)
     }
 
     /// Plan the next send of a stalled intent, deciding "stalled" again in this transaction,
@@ -61,7 +61,7 @@ impl Store {
     ) -> Result<Option<Applied>, StoreError> {
         let tx = self.conn.savepoint()?;
         let sql = format!("SELECT EXISTS (SELECT 1 FROM intents i WHERE i.id = ?1 AND {STALLED})");
-        let stalled: bool = tx.one(&sql, [id.as_str()], |r| r.get(0))?;
+        let stalled: bool = tx.one(&sql, params![id.as_str()], |r| r.get(0))?;
         let applied = if stalled {
             Some(apply_in(&tx, id, &Event::Dispatch, ctx)?)
         } else {

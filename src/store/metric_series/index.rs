@@ -12,12 +12,11 @@
 //! About 72 bytes per intent and 16 per attempt: a million intents with five million
 //! attempts take roughly 160 MB, and a scan of all of them takes tens of milliseconds.
 
+use crate::store::sql::{Conn, ConnExt, Optional, Row, params};
 use std::collections::HashMap;
 
-use rusqlite::{Connection, OptionalExtension, params};
-
 pub(crate) use super::records::{AttemptRec, Dict, Dicts, IntentRec, Interval, provider_bit};
-use crate::store::{Cached, StoreError, to_u64};
+use crate::store::{StoreError, to_u64};
 
 /// The whole index.
 #[derive(Debug, Default)]
@@ -73,7 +72,7 @@ type IntentRow = (
     Option<i64>,
 );
 
-fn read_intent(r: &rusqlite::Row<'_>) -> rusqlite::Result<IntentRow> {
+fn read_intent(r: &Row<'_>) -> Result<IntentRow, StoreError> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -93,7 +92,7 @@ fn read_intent(r: &rusqlite::Row<'_>) -> rusqlite::Result<IntentRow> {
 
 type AttemptRow = (i64, i64, Option<i64>, String, String, bool, Option<String>);
 
-fn read_attempt(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
+fn read_attempt(r: &Row<'_>) -> Result<AttemptRow, StoreError> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -108,47 +107,46 @@ fn read_attempt(r: &rusqlite::Row<'_>) -> rusqlite::Result<AttemptRow> {
 impl MetricIndex {
     /// Bring the index up to the database's present state: load it whole the first time,
     /// then apply what changed since.
-    pub fn refresh(&mut self, conn: &Connection) -> Result<(), StoreError> {
-        conn.execute_batch("BEGIN")?;
+    pub fn refresh(&mut self, conn: &dyn Conn) -> Result<(), StoreError> {
+        conn.batch("BEGIN")?;
         let result = self.refresh_in(conn);
-        let _ = conn.execute_batch("COMMIT");
+        let _ = conn.batch("COMMIT");
         result
     }
 
-    fn refresh_in(&mut self, conn: &Connection) -> Result<(), StoreError> {
+    fn refresh_in(&mut self, conn: &dyn Conn) -> Result<(), StoreError> {
         let last_event: i64 =
-            conn.one("SELECT coalesce(max(seq), 0) FROM events", [], |r| r.get(0))?;
+            conn.one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
+                r.get(0)
+            })?;
         // The last event seen must still be there as it was; if the feed was pruned past it,
         // or emptied and numbered again, what changed meanwhile is unknown: read everything.
         if !self.loaded || event_mark(conn, self.last_event)? != self.last_mark {
             return self.load_all(conn, last_event);
         }
         if last_event > self.last_event {
-            let mut stmt = conn.prepare_cached(
+            let seqs = conn.rows(
                 "SELECT DISTINCT i.seq FROM events e JOIN intents i ON i.id = e.intent_id WHERE e.seq > ?1 AND e.seq <= ?2",
+                params![self.last_event, last_event],
+                |r| r.get::<i64>(0),
             )?;
-            let seqs = stmt
-                .query_map(params![self.last_event, last_event], |r| r.get::<_, i64>(0))?
-                .collect::<Result<Vec<_>, _>>()?;
             for seq in seqs {
                 self.reload(conn, seq)?;
             }
             self.last_event = last_event;
             self.last_mark = event_mark(conn, last_event)?;
         }
-        let last_receipt: i64 =
-            conn.one("SELECT coalesce(max(seq), 0) FROM receipts", [], |r| {
-                r.get(0)
-            })?;
+        let last_receipt: i64 = conn.one(
+            "SELECT coalesce(max(seq), 0) FROM receipts",
+            params![],
+            |r| r.get(0),
+        )?;
         if last_receipt > self.last_receipt {
-            let mut stmt = conn.prepare_cached(
+            let seqs = conn.rows(
                 "SELECT DISTINCT intent_seq FROM receipts WHERE seq > ?1 AND seq <= ?2",
+                params![self.last_receipt, last_receipt],
+                |r| r.get::<i64>(0),
             )?;
-            let seqs = stmt
-                .query_map(params![self.last_receipt, last_receipt], |r| {
-                    r.get::<_, i64>(0)
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
             for seq in seqs {
                 self.reload(conn, seq)?;
             }
@@ -161,45 +159,49 @@ impl MetricIndex {
     }
 
     /// Load everything, as of `last_event`.
-    fn load_all(&mut self, conn: &Connection, last_event: i64) -> Result<(), StoreError> {
+    fn load_all(&mut self, conn: &dyn Conn, last_event: i64) -> Result<(), StoreError> {
         *self = MetricIndex {
             dicts: std::mem::take(&mut self.dicts),
             ..MetricIndex::default()
         };
-        self.last_receipt = conn.one("SELECT coalesce(max(seq), 0) FROM receipts", [], |r| {
-            r.get(0)
-        })?;
+        self.last_receipt = conn.one(
+            "SELECT coalesce(max(seq), 0) FROM receipts",
+            params![],
+            |r| r.get(0),
+        )?;
         // Intents indeterminate now, with the time they became so.
         let mut current: Vec<(u32, u64)> = Vec::new();
-        {
-            let mut stmt = conn.prepare(&format!("{INTENT_SQL} ORDER BY i.seq"))?;
-            let rows = stmt.query_map([], read_intent)?;
-            for row in rows {
-                let row = row?;
+        conn.each(
+            &format!("{INTENT_SQL} ORDER BY i.seq"),
+            params![],
+            &mut |r| {
+                let row = read_intent(r)?;
                 let since = row.12;
                 let rec = self.intent_rec(row);
                 let pos = self.place(rec);
                 if self.dicts.state.name(rec.state) == "indeterminate" {
                     current.push((pos, since.map_or(rec.created_ms, to_u64)));
                 }
-            }
-        }
+                Ok(())
+            },
+        )?;
         // Attempts in table order, then grouped by intent (a stable sort keeps their order).
         let mut pending: Vec<(u32, AttemptRec, Option<u32>)> = Vec::new();
         let mut hashes = Dict::default();
-        {
-            let mut stmt = conn.prepare(&format!("{ATTEMPT_SQL} ORDER BY a.seq"))?;
-            let rows = stmt.query_map([], read_attempt)?;
-            for row in rows {
-                let row = row?;
+        conn.each(
+            &format!("{ATTEMPT_SQL} ORDER BY a.seq"),
+            params![],
+            &mut |r| {
+                let row = read_attempt(r)?;
                 let Some(pos) = self.position(row.0) else {
-                    continue;
+                    return Ok(());
                 };
                 let hash = row.6.as_deref().map(|h| u32::from(hashes.id(h)));
                 let rec = self.attempt_rec(&row);
                 pending.push((pos, rec, hash));
-            }
-        }
+                Ok(())
+            },
+        )?;
         pending.sort_by_key(|(pos, _, _)| *pos);
         self.attempts.reserve(pending.len());
         let mut i = 0;
@@ -235,24 +237,24 @@ impl MetricIndex {
             intent.late = late;
         }
         drop(pending);
-        {
-            let mut stmt = conn.prepare(&format!(
+        let spans = conn.rows(
+            &format!(
                 "{SPAN_SQL} WHERE t.to_state = 'indeterminate' OR t.from_state = 'indeterminate' ORDER BY t.seq"
-            ))?;
-            let rows = stmt.query_map([], |r| {
+            ),
+            params![],
+            |r| {
                 Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, i64>(3)?,
+                    r.get::<i64>(0)?,
+                    r.get::<Option<String>>(1)?,
+                    r.get::<String>(2)?,
+                    r.get::<u64>(3)?,
                 ))
-            })?;
-            for row in rows {
-                let (seq, from, to, at) = row?;
-                if let Some(pos) = self.position(seq) {
-                    let spans = self.indeterminate.entry(pos).or_default();
-                    push_span(spans, from.as_deref(), &to, to_u64(at));
-                }
+            },
+        )?;
+        for (seq, from, to, at) in spans {
+            if let Some(pos) = self.position(seq) {
+                let spans = self.indeterminate.entry(pos).or_default();
+                push_span(spans, from.as_deref(), &to, at);
             }
         }
         for (pos, since) in current {
@@ -265,16 +267,14 @@ impl MetricIndex {
             }
         }
         self.indeterminate.retain(|_, spans| !spans.is_empty());
-        {
-            let mut stmt = conn.prepare(&format!(
-                "{DUPLICATE_SQL} GROUP BY r.intent_seq, r.downstream_id"
-            ))?;
-            let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
-            for row in rows {
-                let (seq, at) = row?;
-                if let Some(pos) = self.position(seq) {
-                    self.duplicates.entry(pos).or_default().push(to_u64(at));
-                }
+        let duplicates = conn.rows(
+            &format!("{DUPLICATE_SQL} GROUP BY r.intent_seq, r.downstream_id"),
+            params![],
+            |r| Ok((r.get::<i64>(0)?, r.get::<u64>(1)?)),
+        )?;
+        for (seq, at) in duplicates {
+            if let Some(pos) = self.position(seq) {
+                self.duplicates.entry(pos).or_default().push(at);
             }
         }
         self.last_event = last_event;
@@ -284,7 +284,7 @@ impl MetricIndex {
     }
 
     /// Replace one intent with its present rows.
-    fn reload(&mut self, conn: &Connection, seq: i64) -> Result<(), StoreError> {
+    fn reload(&mut self, conn: &dyn Conn, seq: i64) -> Result<(), StoreError> {
         let loaded = self.read_one(conn, seq)?;
         let old = self.position(seq);
         if let Some(pos) = old {
@@ -318,11 +318,11 @@ impl MetricIndex {
         Ok(())
     }
 
-    fn read_one(&mut self, conn: &Connection, seq: i64) -> Result<Option<Loaded>, StoreError> {
+    fn read_one(&mut self, conn: &dyn Conn, seq: i64) -> Result<Option<Loaded>, StoreError> {
         let row = conn
             .one(
                 &format!("{INTENT_SQL} WHERE i.seq = ?1"),
-                [seq],
+                params![seq],
                 read_intent,
             )
             .optional()?;
@@ -333,12 +333,12 @@ impl MetricIndex {
         let mut rec = self.intent_rec(row);
         let mut attempts = Vec::new();
         let mut hashes: Vec<String> = Vec::new();
-        {
-            let mut stmt = conn.prepare_cached(&format!(
-                "{ATTEMPT_SQL} WHERE a.intent_seq = ?1 ORDER BY a.seq"
-            ))?;
-            for row in stmt.query_map([seq], read_attempt)? {
-                let row = row?;
+        for row in conn.rows(
+            &format!("{ATTEMPT_SQL} WHERE a.intent_seq = ?1 ORDER BY a.seq"),
+            params![seq],
+            read_attempt,
+        )? {
+            {
                 let a = self.attempt_rec(&row);
                 rec.providers |= provider_bit(a.provider);
                 rec.late += u32::from(a.late());
@@ -351,21 +351,19 @@ impl MetricIndex {
         rec.proposals = hashes.len() as u32;
         rec.diverged = hashes.len() >= 2 && hashes.iter().any(|h| h != &hashes[0]);
         let mut intervals = Vec::new();
-        {
-            let mut stmt = conn.prepare_cached(&format!(
-                "{SPAN_SQL} WHERE t.intent_seq = ?1 ORDER BY t.seq"
-            ))?;
-            let rows = stmt.query_map([seq], |r| {
+        let spans = conn.rows(
+            &format!("{SPAN_SQL} WHERE t.intent_seq = ?1 ORDER BY t.seq"),
+            params![seq],
+            |r| {
                 Ok((
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, i64>(3)?,
+                    r.get::<Option<String>>(1)?,
+                    r.get::<String>(2)?,
+                    r.get::<u64>(3)?,
                 ))
-            })?;
-            for row in rows {
-                let (from, to, at) = row?;
-                push_span(&mut intervals, from.as_deref(), &to, to_u64(at));
-            }
+            },
+        )?;
+        for (from, to, at) in spans {
+            push_span(&mut intervals, from.as_deref(), &to, at);
         }
         if self.dicts.state.name(rec.state) == "indeterminate"
             && intervals
@@ -377,14 +375,11 @@ impl MetricIndex {
                 left_ms: u64::MAX,
             });
         }
-        let duplicates = {
-            let mut stmt = conn.prepare_cached(&format!(
-                "{DUPLICATE_SQL} AND r.intent_seq = ?1 GROUP BY r.downstream_id"
-            ))?;
-            stmt.query_map([seq], |r| r.get::<_, i64>(1))?
-                .map(|r| r.map(to_u64))
-                .collect::<Result<Vec<_>, _>>()?
-        };
+        let duplicates = conn.rows(
+            &format!("{DUPLICATE_SQL} AND r.intent_seq = ?1 GROUP BY r.downstream_id"),
+            params![seq],
+            |r| r.get::<u64>(1),
+        )?;
         Ok(Some(Loaded {
             rec,
             attempts,
@@ -489,14 +484,13 @@ impl MetricIndex {
 
 /// What identifies event `seq`: when it was written and which intent it names (`None`
 /// when there is no such event).
-fn event_mark(conn: &Connection, seq: i64) -> Result<Option<(i64, Option<String>)>, StoreError> {
-    Ok(conn
-        .one(
-            "SELECT at_ms, intent_id FROM events WHERE seq = ?1",
-            [seq],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?)
+fn event_mark(conn: &dyn Conn, seq: i64) -> Result<Option<(i64, Option<String>)>, StoreError> {
+    conn.one(
+        "SELECT at_ms, intent_id FROM events WHERE seq = ?1",
+        params![seq],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
 }
 
 /// Follow one transition: entering indeterminate opens a span, leaving it closes the last.

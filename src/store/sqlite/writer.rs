@@ -36,10 +36,9 @@ impl Db {
     /// [`Durability::PowerLoss`] each group commit is synced before any of its writes is
     /// answered: one sync per batch, however many writes it holds.
     pub fn open(path: &Path, durability: Durability) -> Result<Db, StoreError> {
-        let mut writer = Store::open_with(path, durability)?;
-        writer.stable_plans()?;
+        let writer = super::open_writer(path, durability)?;
         let readers = (0..READERS)
-            .map(|_| Store::open_with(path, durability).map(Mutex::new))
+            .map(|_| super::open(path, durability).map(Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new()

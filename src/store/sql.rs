@@ -1,0 +1,406 @@
+//! The one interface the store's operations are written against: a connection that runs
+//! SQL with numbered parameters (`?1`, `?2`, …) and hands rows back as values. Each backend
+//! (`sqlite`, and PostgreSQL beside it) implements [`Conn`]; every table module is written
+//! once, in the SQL both speak, with the few differences asked of the [`Dialect`].
+//!
+//! A statement either runs ([`Conn::run`]) or reads rows ([`Conn::each`]); the helpers on
+//! `dyn Conn` (`one`, `rows`, `savepoint`) are built on those two.
+
+use std::fmt;
+
+use super::StoreError;
+
+/// A parameter as the backend is given it, borrowed from the caller.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueRef<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+}
+
+/// A parameter value owned by a query under construction (a dynamic `WHERE`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+}
+
+/// Something that can be bound as a parameter.
+pub trait ToValue {
+    fn to_value(&self) -> ValueRef<'_>;
+}
+
+impl ToValue for Value {
+    fn to_value(&self) -> ValueRef<'_> {
+        match self {
+            Value::Null => ValueRef::Null,
+            Value::Int(v) => ValueRef::Int(*v),
+            Value::Real(v) => ValueRef::Real(*v),
+            Value::Text(v) => ValueRef::Text(v),
+        }
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::Text(v)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::Text(v.to_string())
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+
+macro_rules! int_value {
+    ($($t:ty),*) => {$(
+        impl ToValue for $t {
+            fn to_value(&self) -> ValueRef<'_> {
+                ValueRef::Int(i64::from(*self))
+            }
+        }
+    )*};
+}
+int_value!(i64, i32, u32, u16, u8, bool);
+
+impl ToValue for f64 {
+    fn to_value(&self) -> ValueRef<'_> {
+        ValueRef::Real(*self)
+    }
+}
+
+impl ToValue for str {
+    fn to_value(&self) -> ValueRef<'_> {
+        ValueRef::Text(self)
+    }
+}
+
+impl ToValue for String {
+    fn to_value(&self) -> ValueRef<'_> {
+        ValueRef::Text(self)
+    }
+}
+
+impl<T: ToValue + ?Sized> ToValue for &T {
+    fn to_value(&self) -> ValueRef<'_> {
+        (**self).to_value()
+    }
+}
+
+impl<T: ToValue> ToValue for Option<T> {
+    fn to_value(&self) -> ValueRef<'_> {
+        self.as_ref().map_or(ValueRef::Null, ToValue::to_value)
+    }
+}
+
+/// Parameters for one statement, in order: `params![a, b]`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! sql_params {
+    ($($p:expr),* $(,)?) => {
+        &[$(&$p as &dyn $crate::store::sql::ToValue),*] as &[&dyn $crate::store::sql::ToValue]
+    };
+}
+pub use crate::sql_params as params;
+
+/// The parameters of a dynamic query, as a statement takes them.
+pub fn params_of<T: ToValue>(values: &[T]) -> Vec<&dyn ToValue> {
+    values.iter().map(|v| v as &dyn ToValue).collect()
+}
+
+/// One column of a row as the backend read it.
+pub trait RowSource {
+    fn value(&self, index: usize) -> Result<ValueRef<'_>, StoreError>;
+}
+
+/// One row of a result.
+pub struct Row<'a> {
+    source: &'a dyn RowSource,
+}
+
+impl<'a> Row<'a> {
+    pub fn new(source: &'a dyn RowSource) -> Self {
+        Row { source }
+    }
+
+    /// Column `index` as `T`; a type that does not fit is a corrupt-data error.
+    pub fn get<T: FromValue>(&self, index: usize) -> Result<T, StoreError> {
+        T::from_value(self.source.value(index)?)
+            .ok_or_else(|| StoreError::Corrupt(format!("column {index} has an unexpected type")))
+    }
+}
+
+/// A type a column can be read as.
+pub trait FromValue: Sized {
+    fn from_value(v: ValueRef<'_>) -> Option<Self>;
+}
+
+impl FromValue for i64 {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+macro_rules! narrow_int {
+    ($($t:ty),*) => {$(
+        impl FromValue for $t {
+            fn from_value(v: ValueRef<'_>) -> Option<Self> {
+                match v {
+                    ValueRef::Int(i) => <$t>::try_from(i).ok(),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+narrow_int!(u64, u32, u16, i32);
+
+impl FromValue for bool {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Int(i) => Some(i != 0),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for f64 {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Real(r) => Some(r),
+            ValueRef::Int(i) => Some(i as f64),
+            _ => None,
+        }
+    }
+}
+
+impl FromValue for String {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Text(t) => Some(t.to_string()),
+            _ => None,
+        }
+    }
+}
+
+impl<T: FromValue> FromValue for Option<T> {
+    fn from_value(v: ValueRef<'_>) -> Option<Self> {
+        match v {
+            ValueRef::Null => Some(None),
+            other => T::from_value(other).map(Some),
+        }
+    }
+}
+
+/// What differs between the backends' SQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// The values of `expr` over a group, joined by `sep`.
+    pub fn group_concat(self, expr: &str, sep: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("group_concat({expr}, '{sep}')"),
+            Dialect::Postgres => format!("string_agg({expr}, '{sep}')"),
+        }
+    }
+
+    /// The text at `path` (dotted keys) in the JSON text `column`.
+    pub fn json_text(self, column: &str, path: &[&str]) -> String {
+        match self {
+            Dialect::Sqlite => format!("json_extract({column}, '$.{}')", path.join(".")),
+            Dialect::Postgres => format!("(({column})::jsonb #>> '{{{}}}')", path.join(",")),
+        }
+    }
+
+    /// An index hint after a table name; only SQLite takes one.
+    pub fn index_hint(self, hint: &str) -> &str {
+        match self {
+            Dialect::Sqlite => hint,
+            Dialect::Postgres => "",
+        }
+    }
+}
+
+/// A connection to the database, open on one thread (or one pooled session).
+pub trait Conn {
+    /// Run a statement; the number of rows it changed.
+    fn run(&self, sql: &str, params: &[&dyn ToValue]) -> Result<usize, StoreError>;
+    /// Run a statement and hand each row it returns to `f`, in order.
+    fn each(
+        &self,
+        sql: &str,
+        params: &[&dyn ToValue],
+        f: &mut dyn FnMut(&Row<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Run several statements without parameters (migrations, transaction control).
+    fn batch(&self, sql: &str) -> Result<(), StoreError>;
+    fn dialect(&self) -> Dialect;
+    /// This connection as a trait object (for a [`Savepoint`] to hold).
+    fn as_conn(&self) -> &dyn Conn;
+}
+
+/// What every connection can do, built on [`Conn`].
+pub trait ConnExt: Conn {
+    /// The first row of a statement, read by `f`; `NoRow` when there is none.
+    fn one<T>(
+        &self,
+        sql: &str,
+        params: &[&dyn ToValue],
+        f: impl FnOnce(&Row<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.each(sql, params, &mut |row| {
+            if let Some(f) = f.take() {
+                out = Some(f(row)?);
+            }
+            Ok(())
+        })?;
+        out.ok_or(StoreError::NoRow)
+    }
+
+    /// Every row of a statement, each read by `f`.
+    fn rows<T>(
+        &self,
+        sql: &str,
+        params: &[&dyn ToValue],
+        mut f: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut out = Vec::new();
+        self.each(sql, params, &mut |row| {
+            out.push(f(row)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Begin a savepoint: everything until its [`Savepoint::commit`] is undone if it is
+    /// dropped first.
+    fn savepoint(&self) -> Result<Savepoint<'_>, StoreError> {
+        self.batch("SAVEPOINT sp")?;
+        Ok(Savepoint {
+            conn: self.as_conn(),
+            done: false,
+        })
+    }
+}
+
+impl<C: Conn + ?Sized> ConnExt for C {}
+
+/// A savepoint on a connection; it derefs to the connection.
+pub struct Savepoint<'a> {
+    conn: &'a dyn Conn,
+    done: bool,
+}
+
+impl Savepoint<'_> {
+    /// Keep what was done since the savepoint began.
+    pub fn commit(mut self) -> Result<(), StoreError> {
+        self.done = true;
+        self.conn.batch("RELEASE sp")
+    }
+}
+
+impl<'a> std::ops::Deref for Savepoint<'a> {
+    type Target = dyn Conn + 'a;
+    fn deref(&self) -> &Self::Target {
+        self.conn
+    }
+}
+
+impl Drop for Savepoint<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            // The error, if any, is the one the caller is already returning.
+            let _ = self.conn.batch("ROLLBACK TO sp; RELEASE sp");
+        }
+    }
+}
+
+/// A savepoint is used as its connection.
+impl Conn for Savepoint<'_> {
+    fn run(&self, sql: &str, params: &[&dyn ToValue]) -> Result<usize, StoreError> {
+        self.conn.run(sql, params)
+    }
+    fn each(
+        &self,
+        sql: &str,
+        params: &[&dyn ToValue],
+        f: &mut dyn FnMut(&Row<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.conn.each(sql, params, f)
+    }
+    fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        self.conn.batch(sql)
+    }
+    fn dialect(&self) -> Dialect {
+        self.conn.dialect()
+    }
+    fn as_conn(&self) -> &dyn Conn {
+        self
+    }
+}
+
+impl<C: Conn + ?Sized> Conn for Box<C> {
+    fn run(&self, sql: &str, params: &[&dyn ToValue]) -> Result<usize, StoreError> {
+        (**self).run(sql, params)
+    }
+    fn each(
+        &self,
+        sql: &str,
+        params: &[&dyn ToValue],
+        f: &mut dyn FnMut(&Row<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        (**self).each(sql, params, f)
+    }
+    fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        (**self).batch(sql)
+    }
+    fn dialect(&self) -> Dialect {
+        (**self).dialect()
+    }
+    fn as_conn(&self) -> &dyn Conn {
+        (**self).as_conn()
+    }
+}
+
+/// `Ok(None)` for a statement that returned no row.
+pub trait Optional<T> {
+    fn optional(self) -> Result<Option<T>, StoreError>;
+}
+
+impl<T> Optional<T> for Result<T, StoreError> {
+    fn optional(self) -> Result<Option<T>, StoreError> {
+        match self {
+            Ok(v) => Ok(Some(v)),
+            Err(StoreError::NoRow) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dialect::Sqlite => "SQLite",
+            Dialect::Postgres => "PostgreSQL",
+        })
+    }
+}
