@@ -51,7 +51,7 @@ pub fn routes() -> Router<AppState> {
 /// A dashboard asking meanwhile waits until it is loaded before it takes a read connection,
 /// so lists and details are not held up behind it.
 pub fn warm_up(state: &AppState) {
-    let database = state.config.database.clone();
+    let db = state.db.clone();
     let index = state.metrics.clone();
     state.metrics_ready.send_replace(false);
     // Loaded, failed or panicked: requests go on, and load what is missing themselves.
@@ -59,7 +59,7 @@ pub fn warm_up(state: &AppState) {
     tokio::task::spawn_blocking(move || {
         let _ready = ready;
         let started = std::time::Instant::now();
-        let loaded = Store::open(&database).and_then(|mut store| {
+        let loaded = db.open_reader().and_then(|mut store| {
             let mut index = index.lock().map_err(|_| {
                 StoreError::Unavailable("the metric index lock was poisoned".into())
             })?;

@@ -30,7 +30,7 @@ use tokio::sync::{Notify, watch};
 pub use config::{Config, ConfigError, EXAMPLE_CONFIG, token_sha256};
 
 use crate::clock::{SharedClock, SharedEntropy, os_entropy, system_clock};
-use crate::store::sqlite::Db;
+use crate::store::Db;
 
 /// Shared state of one coordinator.
 #[derive(Clone)]
@@ -75,7 +75,7 @@ impl AppState {
         clock: SharedClock,
         entropy: SharedEntropy,
     ) -> Result<AppState, crate::store::StoreError> {
-        let db = Db::open(&config.database, config.durability)?;
+        let db = crate::store::sqlite::db(&config.database, config.durability)?;
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(64)
             .build()

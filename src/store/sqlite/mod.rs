@@ -20,7 +20,7 @@ use rusqlite::Connection;
 
 use super::{Durability, Store, StoreError};
 pub use conn::SqliteConn;
-pub use writer::{Db, MAX_BATCH};
+pub use writer::{MAX_BATCH, SqliteBackend, db};
 
 impl Durability {
     fn synchronous(self) -> &'static str {
