@@ -11,6 +11,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use intentdesk::domain::canonical::canonicalize;
 use intentdesk::domain::{AttemptId, ConsequenceTier, Event, IntentId, IntentState, Locale};
 use intentdesk::store::bulk::BulkSpec;
+use intentdesk::store::ops::*;
 use intentdesk::store::{
     ApplyContext, DispatchPlan, IntentFilter, NewIntent, SortKey, Store, StoreError, search_form,
 };

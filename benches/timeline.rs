@@ -18,6 +18,7 @@ use intentdesk::console::views::timeline_model::TimelineModel;
 use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::domain::{AttemptId, AttemptKind, AttemptOutcome, IntentId, Locale};
 use intentdesk::i18n::Localizer;
+use intentdesk::store::ops::*;
 use intentdesk::store::{AttemptFinish, Store};
 use intentdesk::wire::NewAttempt;
 use serde_json::{Value, json};

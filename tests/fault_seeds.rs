@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use intentdesk::domain::{AttemptId, Event, IntentId, KeyContract};
 use intentdesk::sandbox::{FaultSpec, Resource, SandboxState, WebhookTarget};
+use intentdesk::store::ops::*;
 use intentdesk::store::{ApplyContext, ClaimedRow, DispatchPlan};
 use intentdesk::workload::{DriverConfig, Mix, drive};
 use reqwest::StatusCode;

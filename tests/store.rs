@@ -10,6 +10,7 @@ use intentdesk::domain::{
     AttemptId, AttemptOutcome, ConsequenceTier, Disposition, Event, Evidence, IntentId,
     IntentState, KeyContract, Locale, ReceiptId,
 };
+use intentdesk::store::ops::*;
 use intentdesk::store::sql::{ConnExt, params};
 use intentdesk::store::{
     ApplyContext, CreateOutcome, DispatchPlan, Durability, IntentFilter, NewIntent,

@@ -26,6 +26,7 @@ use crate::domain::retry::{BudgetView, GiveUpReason, RetryPolicy, SplitMix64};
 use crate::domain::{
     AttemptId, AttemptOutcome, Event, IntentState, KeyContract, ReceiptId, Refusal,
 };
+use crate::store::ops::*;
 use crate::store::{
     ApplyContext, AttemptFinish, ClaimedRow, DispatchPlan, ReceiptSource, Store, StoreError,
 };

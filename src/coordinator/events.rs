@@ -35,6 +35,7 @@ use super::error::ApiError;
 use super::operator::params::{Params, RawQuery};
 use crate::domain::Permission;
 use crate::store::StoredEvent;
+use crate::store::ops::*;
 
 /// Events read from the store per pass.
 const BATCH: u32 = 500;

@@ -17,6 +17,7 @@ use crate::domain::{
     ActionKey, AttemptId, AttemptKind, AttemptOutcome, ErrorClass, Event, IntentId, Permission,
     ReceiptId, Tenant,
 };
+use crate::store::ops::*;
 use crate::store::{
     ApplyContext, AttemptFinish, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource,
     ReportedFinish, StoreError, search_form,

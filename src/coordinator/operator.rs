@@ -20,6 +20,7 @@ use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
 use crate::domain::{ActionKey, IntentId, Permission};
+use crate::store::ops::*;
 use crate::store::{Cursor, MAX_PAGE, SERIES_METRICS, SortKey};
 use crate::wire::{IntentDetail, IntentPage, KeyLedger, Summary};
 

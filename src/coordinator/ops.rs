@@ -31,6 +31,7 @@ use super::error::ApiError;
 use crate::domain::{IntentState, Permission};
 use crate::store::IntentFilter;
 use crate::store::operator_queries::TenantCounts;
+use crate::store::ops::*;
 use crate::wire::Summary;
 
 /// The OpenAPI 3.1 description of every coordinator route.

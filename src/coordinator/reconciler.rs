@@ -16,6 +16,7 @@ use super::connector::{self, Call};
 use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, ReceiptId,
 };
+use crate::store::ops::*;
 use crate::store::{ApplyContext, AttemptFinish, DispatchPlan, ReceiptSource, StoreError};
 use crate::wire::NewAttempt;
 

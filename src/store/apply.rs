@@ -51,9 +51,19 @@ pub struct Applied {
     pub attempt_id: Option<AttemptId>,
 }
 
-impl Store {
+/// Moving an intent by a domain event, with the effects that live in the store.
+pub trait Transitions {
     /// Apply `event` to the intent `id`. A refusal by the state machine changes nothing.
-    pub fn apply(
+    fn apply(
+        &mut self,
+        id: &IntentId,
+        event: &Event,
+        ctx: &ApplyContext,
+    ) -> Result<Applied, StoreError>;
+}
+
+impl Transitions for Store {
+    fn apply(
         &mut self,
         id: &IntentId,
         event: &Event,

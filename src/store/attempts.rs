@@ -114,12 +114,50 @@ fn load_attempt(tx: &dyn Conn, id: &AttemptId) -> Result<Attempt, StoreError> {
         })
 }
 
-impl Store {
+/// Attempts: reported ones, the coordinator's own, and how they ended.
+pub trait Attempts {
     /// Record a reported non-mutating attempt (`reported_by` the agent's principal) or the
     /// coordinator's own lookup (`None`). Refused for `dispatch` (only the coordinator
     /// crosses the action boundary), when paused for its provider, past the deadline, or
     /// when the budget is spent. Lookups do not count against the budget.
-    pub fn record_attempt(
+    fn record_attempt(
+        &mut self,
+        intent_id: &IntentId,
+        attempt_id: &AttemptId,
+        new: &NewAttempt,
+        reported_by: Option<&str>,
+        now_ms: u64,
+    ) -> Result<Attempt, StoreError>;
+
+    /// Record how an agent says its reported attempt ended. Only the principal that reported
+    /// it may (attempts from before reporters were recorded: any agent of the tenant); the
+    /// coordinator's dispatches and lookups are its own. An attempt ends once: the same
+    /// outcome again answers the attempt as it stands, another outcome is refused.
+    fn finish_reported_attempt(
+        &mut self,
+        intent_id: &IntentId,
+        attempt_id: &AttemptId,
+        finish: &AttemptFinish,
+        principal: &str,
+        now_ms: u64,
+    ) -> Result<ReportedFinish, StoreError>;
+
+    /// Record how an attempt ended. An attempt that ends after its intent's deadline, or
+    /// after the intent reached a final state by other means, is marked late.
+    fn finish_attempt(
+        &mut self,
+        intent_id: &IntentId,
+        attempt_id: &AttemptId,
+        finish: &AttemptFinish,
+        now_ms: u64,
+    ) -> Result<Attempt, StoreError>;
+
+    /// Every attempt of one intent, oldest first.
+    fn attempts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Attempt>, StoreError>;
+}
+
+impl Attempts for Store {
+    fn record_attempt(
         &mut self,
         intent_id: &IntentId,
         attempt_id: &AttemptId,
@@ -193,11 +231,7 @@ impl Store {
         Ok(attempt)
     }
 
-    /// Record how an agent says its reported attempt ended. Only the principal that reported
-    /// it may (attempts from before reporters were recorded: any agent of the tenant); the
-    /// coordinator's dispatches and lookups are its own. An attempt ends once: the same
-    /// outcome again answers the attempt as it stands, another outcome is refused.
-    pub fn finish_reported_attempt(
+    fn finish_reported_attempt(
         &mut self,
         intent_id: &IntentId,
         attempt_id: &AttemptId,
@@ -242,9 +276,7 @@ impl Store {
             .map(ReportedFinish::Finished)
     }
 
-    /// Record how an attempt ended. An attempt that ends after its intent's deadline, or
-    /// after the intent reached a final state by other means, is marked late.
-    pub fn finish_attempt(
+    fn finish_attempt(
         &mut self,
         intent_id: &IntentId,
         attempt_id: &AttemptId,
@@ -309,8 +341,7 @@ impl Store {
         Ok(attempt)
     }
 
-    /// Every attempt of one intent, oldest first.
-    pub fn attempts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Attempt>, StoreError> {
+    fn attempts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Attempt>, StoreError> {
         let sql = format!(
             "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN intents i ON i.seq = a.intent_seq \
              WHERE i.id = ?1 ORDER BY a.seq"

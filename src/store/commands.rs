@@ -127,10 +127,38 @@ fn targets(
     tx.rows(&sql, &params_of(&values), |r| Ok((r.get(0)?, r.get(1)?)))
 }
 
-impl Store {
+/// Operator commands, applied once, and the audit trail.
+pub trait Commands {
     /// Record and execute a command in one transaction, or answer a replay or mismatch.
     /// `tenants` limits the affected intents to the caller's tenants (`None` = all).
-    pub fn run_command(
+    fn run_command(
+        &mut self,
+        new: &NewCommand,
+        action: &CommandAction,
+        tenants: Option<&[String]>,
+    ) -> Result<RecordedCommand, StoreError>;
+
+    /// Replace a command's result once asynchronous work (reconcile lookups) is done.
+    fn finish_command(
+        &mut self,
+        id: &CommandId,
+        status: &str,
+        result: &serde_json::Value,
+    ) -> Result<(), StoreError>;
+
+    /// One recorded command.
+    fn command(&mut self, id: &CommandId) -> Result<CommandRecord, StoreError>;
+
+    /// The audit trail, newest first: all commands, or those touching one intent.
+    fn audit(
+        &mut self,
+        intent: Option<&IntentId>,
+        limit: u32,
+    ) -> Result<Vec<CommandRecord>, StoreError>;
+}
+
+impl Commands for Store {
+    fn run_command(
         &mut self,
         new: &NewCommand,
         action: &CommandAction,
@@ -217,8 +245,7 @@ impl Store {
         Ok(RecordedCommand::Fresh(record))
     }
 
-    /// Replace a command's result once asynchronous work (reconcile lookups) is done.
-    pub fn finish_command(
+    fn finish_command(
         &mut self,
         id: &CommandId,
         status: &str,
@@ -231,8 +258,7 @@ impl Store {
         Ok(())
     }
 
-    /// One recorded command.
-    pub fn command(&mut self, id: &CommandId) -> Result<CommandRecord, StoreError> {
+    fn command(&mut self, id: &CommandId) -> Result<CommandRecord, StoreError> {
         let tx = self.conn.savepoint()?;
         let found = load_record(&tx, id.as_str())?;
         found.map(|(r, _)| r).ok_or_else(|| StoreError::NotFound {
@@ -241,8 +267,7 @@ impl Store {
         })
     }
 
-    /// The audit trail, newest first: all commands, or those touching one intent.
-    pub fn audit(
+    fn audit(
         &mut self,
         intent: Option<&IntentId>,
         limit: u32,

@@ -54,13 +54,20 @@ pub(crate) fn announce_intent(
     Ok(intent)
 }
 
-impl Store {
+/// The change feed, written in the same transaction as every change it describes.
+pub trait ChangeFeed {
     /// Events after `after_seq`, oldest first, at most `limit`.
-    pub fn events_after(
-        &mut self,
-        after_seq: i64,
-        limit: u32,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
+    fn events_after(&mut self, after_seq: i64, limit: u32) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// The newest event's sequence number (0 when there is none).
+    fn last_event_seq(&mut self) -> Result<i64, StoreError>;
+
+    /// Drop events older than `before_ms`, keeping the feed bounded.
+    fn prune_events(&mut self, before_ms: u64) -> Result<usize, StoreError>;
+}
+
+impl ChangeFeed for Store {
+    fn events_after(&mut self, after_seq: i64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
         self.conn.rows(
             "SELECT seq, kind, tenant, intent_id, payload, at_ms FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
             params![after_seq, limit],
@@ -77,16 +84,14 @@ impl Store {
         )
     }
 
-    /// The newest event's sequence number (0 when there is none).
-    pub fn last_event_seq(&mut self) -> Result<i64, StoreError> {
+    fn last_event_seq(&mut self) -> Result<i64, StoreError> {
         self.conn
             .one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
                 r.get(0)
             })
     }
 
-    /// Drop events older than `before_ms`, keeping the feed bounded.
-    pub fn prune_events(&mut self, before_ms: u64) -> Result<usize, StoreError> {
+    fn prune_events(&mut self, before_ms: u64) -> Result<usize, StoreError> {
         self.conn.run(
             "DELETE FROM events WHERE at_ms < ?1",
             params![to_i64(before_ms)],

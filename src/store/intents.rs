@@ -129,7 +129,8 @@ pub(crate) fn load(tx: &dyn Conn, id: &IntentId) -> Result<(i64, Intent), StoreE
     }
 }
 
-impl Store {
+/// Creating intents by the caller's key and reading one back.
+pub trait Intents {
     /// Create an intent under the caller's key, or answer with the intent that key already
     /// names: a replay when it names the same outcome (tenant, operation, consequence tier,
     /// connector and canonical arguments), a mismatch otherwise. What is only presentation
@@ -137,7 +138,14 @@ impl Store {
     /// make a mismatch: the first request's values stand. One transaction: either the
     /// intent, its key, its first transitions and its event all exist afterwards, or none
     /// of them do.
-    pub fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError> {
+    fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError>;
+
+    /// One intent with its arguments, or `NotFound`.
+    fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError>;
+}
+
+impl Intents for Store {
+    fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError> {
         let tx = self.conn.savepoint()?;
         let existing: Option<(i64, String, String, String, String, String)> = tx
             .one(
@@ -249,8 +257,7 @@ impl Store {
         Ok(CreateOutcome::Created(intent))
     }
 
-    /// One intent with its arguments, or `NotFound`.
-    pub fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError> {
+    fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError> {
         let tx = self.conn.savepoint()?;
         let (seq, mut intent) = load(&tx, id)?;
         let args: String = tx.one(
@@ -260,20 +267,5 @@ impl Store {
         )?;
         intent.args = Some(serde_json::from_str(&args)?);
         Ok(intent)
-    }
-
-    /// The canonical JSON frozen for an intent (what a dispatch sends).
-    pub fn canonical_args(&mut self, id: &IntentId) -> Result<String, StoreError> {
-        self.conn
-            .one(
-                "SELECT canonical_json FROM intents WHERE id = ?1",
-                params![id.as_str()],
-                |r| r.get(0),
-            )
-            .optional()?
-            .ok_or_else(|| StoreError::NotFound {
-                what: "intent",
-                id: id.to_string(),
-            })
     }
 }

@@ -38,9 +38,34 @@ pub const SERIES_METRICS: &[&str] = &[
     "duplicate_effects",
 ];
 
-impl Store {
+/// The logical-outcome summary and time series, aggregated in the database.
+pub trait Metrics {
     /// The indeterminate count and ages over the filtered intents.
-    pub fn indeterminate_summary(
+    fn indeterminate_summary(
+        &mut self,
+        filter: &MetricFilter,
+        now_ms: u64,
+    ) -> Result<IndeterminateSummary, StoreError>;
+
+    /// The whole logical-outcome summary.
+    fn summary(&mut self, filter: &MetricFilter, now_ms: u64) -> Result<Summary, StoreError>;
+
+    /// A time series of `metric` in buckets of `bucket_ms` between `from_ms` and `to_ms`,
+    /// one series per value of `group_by`. Unknown metric or group names are `Conflict`.
+    #[allow(clippy::too_many_arguments)]
+    fn series(
+        &mut self,
+        metric: &str,
+        bucket_ms: u64,
+        group_by: &str,
+        filter: &MetricFilter,
+        from_ms: u64,
+        to_ms: u64,
+    ) -> Result<Vec<SeriesPoint>, StoreError>;
+}
+
+impl Metrics for Store {
+    fn indeterminate_summary(
         &mut self,
         filter: &MetricFilter,
         now_ms: u64,
@@ -65,8 +90,7 @@ impl Store {
         })
     }
 
-    /// The whole logical-outcome summary.
-    pub fn summary(&mut self, filter: &MetricFilter, now_ms: u64) -> Result<Summary, StoreError> {
+    fn summary(&mut self, filter: &MetricFilter, now_ms: u64) -> Result<Summary, StoreError> {
         let w = filter_where(filter);
         let cond = w.sql();
         let bound = params_of(&w.values);
@@ -155,7 +179,7 @@ impl Store {
     /// A time series of `metric` in buckets of `bucket_ms` between `from_ms` and `to_ms`,
     /// one series per value of `group_by`. Unknown metric or group names are `Conflict`.
     #[allow(clippy::too_many_arguments)]
-    pub fn series(
+    fn series(
         &mut self,
         metric: &str,
         bucket_ms: u64,

@@ -37,13 +37,64 @@ use sql::{Conn, Dialect};
 use crate::domain::{IdError, Refusal, UnknownName};
 
 pub use apply::{Applied, ApplyContext, DispatchPlan, ReceiptSource};
+
+/// The store's operations, one small trait per table module, all implemented by [`Store`]
+/// over any backend's connection: `use crate::store::ops::*` brings them into scope.
+pub mod ops {
+    pub use super::StoreOps;
+    pub use super::apply::Transitions;
+    pub use super::attempts::Attempts;
+    pub use super::commands::Commands;
+    pub use super::events::ChangeFeed;
+    pub use super::intents::Intents;
+    pub use super::metrics::Metrics;
+    pub use super::operator_queries::OperatorQueries;
+    pub use super::outbox::Outbox;
+    pub use super::pauses::Pauses;
+    pub use super::query::Queries;
+    pub use super::receipts::Receipts;
+    pub use super::sweeps::Sweeps;
+}
+
+/// Everything the coordinator asks of a store, as one bound.
+pub trait StoreOps:
+    ops::Intents
+    + ops::Transitions
+    + ops::Attempts
+    + ops::Outbox
+    + ops::Receipts
+    + ops::Commands
+    + ops::OperatorQueries
+    + ops::Pauses
+    + ops::Queries
+    + ops::Metrics
+    + ops::ChangeFeed
+    + ops::Sweeps
+{
+}
+
+impl<T> StoreOps for T where
+    T: ops::Intents
+        + ops::Transitions
+        + ops::Attempts
+        + ops::Outbox
+        + ops::Receipts
+        + ops::Commands
+        + ops::OperatorQueries
+        + ops::Pauses
+        + ops::Queries
+        + ops::Metrics
+        + ops::ChangeFeed
+        + ops::Sweeps
+{
+}
 pub use attempts::{AttemptFinish, ReportedFinish};
 pub use commands::{CommandAction, NewCommand, RecordedCommand};
 pub use db::Db;
 pub use events::StoredEvent;
 pub use intents::{CreateOutcome, NewIntent};
 pub use metrics::{MetricFilter, SERIES_METRICS};
-pub use outbox::{Claim, ClaimedRow, ContractOf, HeldSend, OutboxRow};
+pub use outbox::{Claim, ClaimedRow, ContractOf, HeldSend};
 pub use query::{Cursor, IntentFilter, MAX_PAGE, SortKey, forget_at, search_form};
 pub use receipts::ReceiptObservation;
 

@@ -8,6 +8,7 @@
 //! without a tenant) are shown only to unrestricted callers, because their results list
 //! intents of every tenant.
 
+use super::ops::*;
 use super::sql::{Conn, ConnExt, Value, params, params_of};
 use std::collections::BTreeMap;
 
@@ -27,10 +28,39 @@ pub struct TenantCounts {
     pub indeterminate_oldest_age_secs: u64,
 }
 
-impl Store {
+/// What tenant-limited operators and the health page read.
+pub trait OperatorQueries {
     /// The audit trail, newest first, limited to commands whose target lies within `tenants`;
     /// with `intent`, only commands that covered or named that intent.
-    pub fn audit_within(
+    fn audit_within(
+        &mut self,
+        intent: Option<&IntentId>,
+        tenants: &[String],
+        limit: u32,
+    ) -> Result<Vec<CommandRecord>, StoreError>;
+
+    /// Intent counts per tenant and state, and each tenant's indeterminate count and oldest
+    /// age, over the intents `filter` selects (its `allowed_tenants` included).
+    fn tenant_counts(
+        &mut self,
+        filter: &IntentFilter,
+        now_ms: u64,
+    ) -> Result<Vec<TenantCounts>, StoreError>;
+
+    /// Append a `command` event carrying the command's current record, after its result was
+    /// replaced (a reconcile whose lookups finished).
+    ///
+    /// One statement, so it is atomic without a transaction of its own and may run inside
+    /// the caller's (a group commit); it writes the same row `events::append` does.
+    fn announce_command(
+        &mut self,
+        id: &CommandId,
+        now_ms: u64,
+    ) -> Result<CommandRecord, StoreError>;
+}
+
+impl OperatorQueries for Store {
+    fn audit_within(
         &mut self,
         intent: Option<&IntentId>,
         tenants: &[String],
@@ -69,9 +99,7 @@ impl Store {
             .collect()
     }
 
-    /// Intent counts per tenant and state, and each tenant's indeterminate count and oldest
-    /// age, over the intents `filter` selects (its `allowed_tenants` included).
-    pub fn tenant_counts(
+    fn tenant_counts(
         &mut self,
         filter: &IntentFilter,
         now_ms: u64,
@@ -113,12 +141,7 @@ impl Store {
         Ok(out)
     }
 
-    /// Append a `command` event carrying the command's current record, after its result was
-    /// replaced (a reconcile whose lookups finished).
-    ///
-    /// One statement, so it is atomic without a transaction of its own and may run inside
-    /// the caller's (a group commit); it writes the same row `events::append` does.
-    pub fn announce_command(
+    fn announce_command(
         &mut self,
         id: &CommandId,
         now_ms: u64,

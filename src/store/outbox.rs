@@ -61,14 +61,6 @@ pub struct Claim {
     pub held: Vec<HeldSend>,
 }
 
-/// One outbox row, for inspection.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct OutboxRow {
-    pub outbox_seq: i64,
-    pub status: String,
-    pub claims: u32,
-}
-
 /// A connector's key contract for a send of `operation` by `connector`, or why no send of
 /// it can be made (the connector or its resource is not configured).
 pub type ContractOf<'a> = &'a dyn Fn(&str, &str) -> Result<KeyContract, String>;
@@ -80,7 +72,8 @@ enum Stop {
     Gate(Hold),
 }
 
-impl Store {
+/// The dispatches waiting to cross the action boundary, and their claims.
+pub trait Outbox {
     /// Claim up to `limit` dispatches that are due, or whose lease ran out, for `worker`.
     ///
     /// A due send is first put to the send gate ([`may_send`]) with its intent as it stands
@@ -89,7 +82,34 @@ impl Store {
     /// stopped, expired or left for an operator), so nothing that changed since the send was
     /// planned can let it through. A row whose lease ran out is claimed again as
     /// `reclaimed`, never to be resent.
-    pub fn claim_outbox(
+    fn claim_outbox(
+        &mut self,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        limit: u32,
+        contract_of: ContractOf<'_>,
+    ) -> Result<Claim, StoreError>;
+
+    /// Give a claim back unsent: the row is due again at once and its attempt is no longer
+    /// taken as possibly sent. `Fenced` when the claim was taken over meanwhile.
+    fn release_claim(&mut self, outbox_seq: i64, fence: u32, now_ms: u64)
+    -> Result<(), StoreError>;
+
+    /// End a claim whose outcome is being recorded, in the same transaction as the record.
+    /// `Fenced` when the claim was taken over (its lease ran out and another claimed the
+    /// row): the caller's whole record must then be rolled back.
+    fn finish_claim(&mut self, outbox_seq: i64, fence: u32, now_ms: u64) -> Result<(), StoreError>;
+
+    /// Dispatches not yet handled: pending plus claimed.
+    fn outbox_depth(&mut self) -> Result<u64, StoreError>;
+
+    /// The earliest time a pending dispatch becomes due, if any.
+    fn next_outbox_due_ms(&mut self) -> Result<Option<u64>, StoreError>;
+}
+
+impl Outbox for Store {
+    fn claim_outbox(
         &mut self,
         worker: &str,
         now_ms: u64,
@@ -186,9 +206,7 @@ impl Store {
         Ok(claim)
     }
 
-    /// Give a claim back unsent: the row is due again at once and its attempt is no longer
-    /// taken as possibly sent. `Fenced` when the claim was taken over meanwhile.
-    pub fn release_claim(
+    fn release_claim(
         &mut self,
         outbox_seq: i64,
         fence: u32,
@@ -217,15 +235,7 @@ impl Store {
         Ok(())
     }
 
-    /// End a claim whose outcome is being recorded, in the same transaction as the record.
-    /// `Fenced` when the claim was taken over (its lease ran out and another claimed the
-    /// row): the caller's whole record must then be rolled back.
-    pub fn finish_claim(
-        &mut self,
-        outbox_seq: i64,
-        fence: u32,
-        now_ms: u64,
-    ) -> Result<(), StoreError> {
+    fn finish_claim(&mut self, outbox_seq: i64, fence: u32, now_ms: u64) -> Result<(), StoreError> {
         let ended = self.conn.run(
             "UPDATE outbox SET status = 'done', done_at_ms = ?3, claim_expires_at_ms = NULL \
              WHERE seq = ?1 AND status = 'claimed' AND claims = ?2",
@@ -238,8 +248,7 @@ impl Store {
         }
     }
 
-    /// Dispatches not yet handled: pending plus claimed.
-    pub fn outbox_depth(&mut self) -> Result<u64, StoreError> {
+    fn outbox_depth(&mut self) -> Result<u64, StoreError> {
         let n: i64 = self.conn.one(
             "SELECT count(*) FROM outbox WHERE status IN ('pending', 'claimed')",
             params![],
@@ -248,8 +257,7 @@ impl Store {
         Ok(to_u64(n))
     }
 
-    /// The earliest time a pending dispatch becomes due, if any.
-    pub fn next_outbox_due_ms(&mut self) -> Result<Option<u64>, StoreError> {
+    fn next_outbox_due_ms(&mut self) -> Result<Option<u64>, StoreError> {
         let at: Option<i64> = self.conn.one(
             "SELECT min(CASE status WHEN 'pending' THEN available_at_ms ELSE claim_expires_at_ms END) \
              FROM outbox WHERE status IN ('pending', 'claimed')",
@@ -257,21 +265,6 @@ impl Store {
             |r| r.get(0),
         )?;
         Ok(at.map(to_u64))
-    }
-
-    /// An outbox row, for tests and inspection.
-    pub fn outbox_row(&mut self, outbox_seq: i64) -> Result<OutboxRow, StoreError> {
-        self.conn.one(
-            "SELECT seq, status, claims FROM outbox WHERE seq = ?1",
-            params![outbox_seq],
-            |r| {
-                Ok(OutboxRow {
-                    outbox_seq: r.get(0)?,
-                    status: r.get(1)?,
-                    claims: r.get(2)?,
-                })
-            },
-        )
     }
 }
 

@@ -94,10 +94,15 @@ pub(crate) fn resume(
     )
 }
 
-impl Store {
+/// Active pauses.
+pub trait Pauses {
     /// Active pauses, newest first; only those within `tenants` when given (a pause with no
     /// tenant covers every tenant and is shown to all).
-    pub fn active_pauses(&mut self, tenants: Option<&[String]>) -> Result<Vec<Pause>, StoreError> {
+    fn active_pauses(&mut self, tenants: Option<&[String]>) -> Result<Vec<Pause>, StoreError>;
+}
+
+impl Pauses for Store {
+    fn active_pauses(&mut self, tenants: Option<&[String]>) -> Result<Vec<Pause>, StoreError> {
         let rows = self.conn.rows(
             "SELECT p.seq, c.id, p.tenant, p.provider, p.tool, p.operation, p.intent_id, p.reason, p.created_by, \
              p.created_at_ms, p.resumed_at_ms FROM pauses p JOIN commands c ON c.seq = p.command_seq \

@@ -6,6 +6,7 @@
 //! [`TOTAL_CAP`] rows and reported as a lower bound beyond that, which keeps the first page
 //! fast on a million intents.
 
+use super::ops::*;
 use super::sql::{ConnExt, Optional, Value, params, params_of};
 use serde::{Deserialize, Serialize};
 
@@ -251,7 +252,8 @@ pub(crate) fn filter_where(f: &IntentFilter) -> Where {
     w
 }
 
-impl Store {
+/// The console's reads: lists, one intent whole, the action-key ledger.
+pub trait Queries {
     /// One page of intents matching `filter`, ordered by `sort`.
     ///
     /// Two passes keep every page cheap whatever the filter (see [`Order`]): first the next
@@ -259,7 +261,24 @@ impl Store {
     /// which fills the page at once when the filter matches more than about one row in a
     /// hundred; only if it does not — a selective filter — is the rest left to SQLite's
     /// planner, which then reaches the few matching rows through the filter's index.
-    pub fn list_intents(
+    fn list_intents(
+        &mut self,
+        filter: &IntentFilter,
+        sort: SortKey,
+        ascending: bool,
+        cursor: Option<&Cursor>,
+        limit: u32,
+    ) -> Result<IntentPage, StoreError>;
+
+    /// One intent with attempts, receipts, transitions, commands and covering pauses.
+    fn intent_detail(&mut self, id: &IntentId) -> Result<IntentDetail, StoreError>;
+
+    /// The ledger of one action key.
+    fn key_ledger(&mut self, key: &ActionKey) -> Result<KeyLedger, StoreError>;
+}
+
+impl Queries for Store {
+    fn list_intents(
         &mut self,
         filter: &IntentFilter,
         sort: SortKey,
@@ -332,8 +351,7 @@ impl Store {
         })
     }
 
-    /// One intent with attempts, receipts, transitions, commands and covering pauses.
-    pub fn intent_detail(&mut self, id: &IntentId) -> Result<IntentDetail, StoreError> {
+    fn intent_detail(&mut self, id: &IntentId) -> Result<IntentDetail, StoreError> {
         let intent = self.intent(id)?;
         let attempts = self.attempts_of(id)?;
         let receipts = self.receipts_of(id)?;
@@ -392,8 +410,7 @@ impl Store {
         })
     }
 
-    /// The ledger of one action key.
-    pub fn key_ledger(&mut self, key: &ActionKey) -> Result<KeyLedger, StoreError> {
+    fn key_ledger(&mut self, key: &ActionKey) -> Result<KeyLedger, StoreError> {
         let detail = self.intent_detail(&key.intent_id())?;
         if &detail.intent.action_key != key {
             return Err(StoreError::NotFound {

@@ -24,19 +24,15 @@ pub enum ReceiptObservation {
     Contradicts { state: IntentState },
 }
 
-impl Store {
+/// Receipts from every source and webhook deliveries.
+pub trait Receipts {
     /// Observe a receipt for `intent_id` from any source.
-    pub fn observe_receipt(
+    fn observe_receipt(
         &mut self,
         intent_id: &IntentId,
         source: &ReceiptSource,
         now_ms: u64,
-    ) -> Result<ReceiptObservation, StoreError> {
-        let tx = self.conn.savepoint()?;
-        let out = observe_in(&tx, intent_id, source, now_ms)?;
-        tx.commit()?;
-        Ok(out)
-    }
+    ) -> Result<ReceiptObservation, StoreError>;
 
     /// Record a webhook delivery from `connector` and, on its first delivery, observe the
     /// receipt it carries. The key must be the stored action key of an intent of that
@@ -48,7 +44,33 @@ impl Store {
     /// the sender's, and one already stored for another key (a mistake or a squatter with
     /// a token of the same connector) never makes a real receipt for this key look like a
     /// duplicate.
-    pub fn record_webhook(
+    fn record_webhook(
+        &mut self,
+        connector: &str,
+        action_key: &ActionKey,
+        tenants: Option<&[String]>,
+        source: &ReceiptSource,
+        now_ms: u64,
+    ) -> Result<WebhookOutcome, StoreError>;
+
+    /// Every receipt of one intent, oldest first.
+    fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError>;
+}
+
+impl Receipts for Store {
+    fn observe_receipt(
+        &mut self,
+        intent_id: &IntentId,
+        source: &ReceiptSource,
+        now_ms: u64,
+    ) -> Result<ReceiptObservation, StoreError> {
+        let tx = self.conn.savepoint()?;
+        let out = observe_in(&tx, intent_id, source, now_ms)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    fn record_webhook(
         &mut self,
         connector: &str,
         action_key: &ActionKey,
@@ -104,8 +126,7 @@ impl Store {
         })
     }
 
-    /// Every receipt of one intent, oldest first.
-    pub fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError> {
+    fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError> {
         let rows = self.conn.rows(
             "SELECT r.id, i.id, r.action_key, r.downstream_id, r.source, r.event_id, r.authoritative, r.received_at_ms \
              FROM receipts r JOIN intents i ON i.seq = r.intent_seq WHERE i.id = ?1 ORDER BY r.seq",

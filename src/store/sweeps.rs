@@ -13,15 +13,33 @@ fn ids(rows: Vec<String>) -> Result<Vec<IntentId>, StoreError> {
         .collect()
 }
 
-impl Store {
+/// The reconciler's sweeps.
+pub trait Sweeps {
     /// Open intents whose deadline has passed and that a deadline can still move (never
     /// indeterminate ones: a deadline does not relabel them). Executing non-mutating work
     /// is among them: nothing of it crossed the action boundary, so it expires.
-    pub fn overdue_intents(
+    fn overdue_intents(&mut self, now_ms: u64, limit: u32) -> Result<Vec<IntentId>, StoreError>;
+
+    /// Indeterminate intents, the longest unresolved first.
+    fn indeterminate_batch(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError>;
+
+    /// Executing mutating intents that were dispatched before and have nothing planned or on
+    /// its way: no send pending or claimed and no dispatch attempt still open. Such an intent
+    /// was held (a pause held its planned send, or a crash fell between two steps) and its
+    /// next send is planned again; the send gate judges it when it comes due.
+    fn stalled_executing(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError>;
+
+    /// Plan the next send of a stalled intent, deciding "stalled" again in this transaction,
+    /// so two planners never plan two sends. `None` when it is no longer stalled.
+    fn replan_stalled(
         &mut self,
-        now_ms: u64,
-        limit: u32,
-    ) -> Result<Vec<IntentId>, StoreError> {
+        id: &IntentId,
+        ctx: &ApplyContext,
+    ) -> Result<Option<Applied>, StoreError>;
+}
+
+impl Sweeps for Store {
+    fn overdue_intents(&mut self, now_ms: u64, limit: u32) -> Result<Vec<IntentId>, StoreError> {
         let rows = self.conn.rows(
             "SELECT id FROM intents WHERE deadline_at_ms <= ?1 AND state IN ('new', 'prepared', 'authorized', 'executing') \
              ORDER BY deadline_at_ms LIMIT ?2",
@@ -31,8 +49,7 @@ impl Store {
         ids(rows)
     }
 
-    /// Indeterminate intents, the longest unresolved first.
-    pub fn indeterminate_batch(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
+    fn indeterminate_batch(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
         let rows = self.conn.rows(
             "SELECT id FROM intents WHERE state = 'indeterminate' ORDER BY indeterminate_since_ms LIMIT ?1",
             params![limit],
@@ -41,20 +58,14 @@ impl Store {
         ids(rows)
     }
 
-    /// Executing mutating intents that were dispatched before and have nothing planned or on
-    /// its way: no send pending or claimed and no dispatch attempt still open. Such an intent
-    /// was held (a pause held its planned send, or a crash fell between two steps) and its
-    /// next send is planned again; the send gate judges it when it comes due.
-    pub fn stalled_executing(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
+    fn stalled_executing(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
         let sql =
             format!("SELECT i.id FROM intents i WHERE {STALLED} ORDER BY i.updated_at_ms LIMIT ?1");
         let rows = self.conn.rows(&sql, params![limit], |r| r.get(0))?;
         ids(rows)
     }
 
-    /// Plan the next send of a stalled intent, deciding "stalled" again in this transaction,
-    /// so two planners never plan two sends. `None` when it is no longer stalled.
-    pub fn replan_stalled(
+    fn replan_stalled(
         &mut self,
         id: &IntentId,
         ctx: &ApplyContext,

@@ -35,6 +35,7 @@ use crate::coordinator::ingest::{parse_body, visible_intent};
 use crate::coordinator::reconciler::reconcile_intent;
 use crate::domain::canonical::canonicalize;
 use crate::domain::{CommandId, CommandKind, Evidence, IntentId, Permission, Role, Tenant};
+use crate::store::ops::*;
 use crate::store::{CommandAction, MAX_PAGE, NewCommand, RecordedCommand, StoreError};
 use crate::wire::{CommandBody, CommandRecord, PauseScope, ScopeBody};
 

@@ -7,6 +7,7 @@ use super::*;
 use crate::domain::canonical::canonicalize;
 use crate::domain::{AttemptId, ConsequenceTier, Event, IntentId, Locale, ReceiptId};
 use crate::store::bulk::BulkSpec;
+use crate::store::ops::*;
 use crate::store::{
     ApplyContext, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource, search_form,
 };
