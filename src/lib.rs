@@ -16,6 +16,7 @@ pub mod coordinator;
 pub mod domain;
 pub mod embedded;
 pub mod i18n;
+pub mod metrics;
 pub mod sandbox;
 pub mod store;
 pub mod wire;

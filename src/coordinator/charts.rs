@@ -1,7 +1,7 @@
 //! The dashboard's metric routes, aggregated here so the console only draws:
 //!
 //! - `GET /v1/metrics/chart?metric=&group_by=&bucket_secs=|buckets=&from=&to=&<filters>` —
-//!   one time series per value of `group_by` (see `crate::store::metric_series` for what
+//!   one time series per value of `group_by` (see `crate::metrics` for what
 //!   each metric counts). Without `bucket_secs` the bucket is the first round step that
 //!   makes at most `buckets` (default 300) buckets; without `from` the window starts at the
 //!   first selected intent, without `to` it ends now.
@@ -24,7 +24,7 @@ use super::auth::Principal;
 use super::error::ApiError;
 use super::operator::params::{FILTER_PARAMS, Params, RawQuery};
 use crate::domain::Permission;
-use crate::store::metric_series::{ChartQuery, MetricIndex};
+use crate::metrics::{self, ChartQuery, MetricIndex};
 use crate::store::{Store, StoreError};
 use crate::wire::{AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview};
 
@@ -63,7 +63,7 @@ pub fn warm_up(state: &AppState) {
             let mut index = index.lock().map_err(|_| {
                 StoreError::Unavailable("the metric index lock was poisoned".into())
             })?;
-            store.refresh_metric_index(&mut index)
+            metrics::refresh(&mut index, &mut store)
         });
         match loaded {
             Ok(()) => tracing::info!(
@@ -111,7 +111,7 @@ async fn with_index<T: Send + 'static>(
             let mut index = index.lock().map_err(|_| {
                 StoreError::Unavailable("the metric index lock was poisoned".into())
             })?;
-            store.refresh_metric_index(&mut index)?;
+            metrics::refresh(&mut index, store)?;
             f(store, &index)
         })
         .await?)
@@ -184,7 +184,7 @@ async fn chart(
         let to_ms = to.or(filter.until_ms).unwrap_or(now);
         let from_ms = match from.or(filter.since_ms) {
             Some(f) => f,
-            None => match store.first_created(index, &filter)? {
+            None => match metrics::first_created(store, index, &filter)? {
                 Some(first) if first < to_ms => first,
                 _ => to_ms.saturating_sub(3_600_000),
             },
@@ -205,7 +205,7 @@ async fn chart(
             to_ms,
             now_ms: now.min(to_ms),
         };
-        store.chart(index, &q, &filter)
+        metrics::chart(store, index, &q, &filter)
     })
     .await?;
     Ok(Json(chart))
@@ -224,7 +224,7 @@ async fn histogram(
     let to = p.number("to", 0u64, u64::MAX).unwrap_or(u64::MAX);
     p.finish()?;
     let h = with_index(&state, move |store, index| {
-        store.attempts_histogram(index, group_by, &filter, from, to)
+        metrics::attempts_histogram(store, index, group_by, &filter, from, to)
     })
     .await?;
     Ok(Json(h))
@@ -243,7 +243,7 @@ async fn overview(
         .unwrap_or_else(|| state.clock.now_ms());
     p.finish()?;
     let o = with_index(&state, move |store, index| {
-        store.overview(index, &filter, at)
+        metrics::overview(store, index, &filter, at)
     })
     .await?;
     Ok(Json(o))

@@ -18,7 +18,7 @@ mod commands;
 pub mod db;
 mod events;
 mod intents;
-pub mod metric_series;
+pub mod metric_source;
 mod metrics;
 pub mod operator_queries;
 mod outbox;

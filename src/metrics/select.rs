@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use super::index::{Dict, IntentRec, MetricIndex, provider_bit};
-use crate::store::query::IntentFilter;
+use crate::store::IntentFilter;
 use crate::wire::{ALL_GROUP, GroupBy};
 
 /// The nearest-rank percentile of sorted values (the domain's definition).

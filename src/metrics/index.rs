@@ -12,11 +12,11 @@
 //! About 72 bytes per intent and 16 per attempt: a million intents with five million
 //! attempts take roughly 160 MB, and a scan of all of them takes tens of milliseconds.
 
-use crate::store::sql::{Conn, ConnExt, Optional, Row, params};
 use std::collections::HashMap;
 
 pub(crate) use super::records::{AttemptRec, Dict, Dicts, IntentRec, Interval, provider_bit};
-use crate::store::{StoreError, to_u64};
+use crate::store::StoreError;
+use crate::store::metric_source::{EventMark, IndexAttempt, IndexIntent, MetricSource};
 
 /// The whole index.
 #[derive(Debug, Default)]
@@ -35,7 +35,7 @@ pub struct MetricIndex {
     last_event: i64,
     /// When the last event seen was written, and for which intent: how a rewritten feed is
     /// told from the one read.
-    last_mark: Option<(i64, Option<String>)>,
+    last_mark: EventMark,
     last_receipt: i64,
     loaded: bool,
 }
@@ -48,107 +48,31 @@ struct Loaded {
     duplicates: Vec<u64>,
 }
 
-const INTENT_SQL: &str = "SELECT i.seq, i.created_at_ms, i.committed_at_ms, i.attempts, i.max_attempts, i.tenant, \
-     i.operation, i.tool, i.release_id, i.locale, i.tier, i.state, i.indeterminate_since_ms FROM intents i";
-const ATTEMPT_SQL: &str = "SELECT a.intent_seq, a.started_at_ms, a.ended_at_ms, a.provider, \
-     coalesce(a.release_id, i.release_id), a.late, a.proposal_hash FROM attempts a JOIN intents i ON i.seq = a.intent_seq";
-const SPAN_SQL: &str = "SELECT t.intent_seq, t.from_state, t.to_state, t.at_ms FROM transitions t";
-const DUPLICATE_SQL: &str = "SELECT r.intent_seq, min(r.received_at_ms) FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
-     WHERE r.authoritative = 0 AND r.downstream_id IS NOT i.downstream_ref";
-
-type IntentRow = (
-    i64,
-    i64,
-    Option<i64>,
-    i64,
-    i64,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    Option<i64>,
-);
-
-fn read_intent(r: &Row<'_>) -> Result<IntentRow, StoreError> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-        r.get(7)?,
-        r.get(8)?,
-        r.get(9)?,
-        r.get(10)?,
-        r.get(11)?,
-        r.get(12)?,
-    ))
-}
-
-type AttemptRow = (i64, i64, Option<i64>, String, String, bool, Option<String>);
-
-fn read_attempt(r: &Row<'_>) -> Result<AttemptRow, StoreError> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-    ))
-}
-
 impl MetricIndex {
-    /// Bring the index up to the database's present state: load it whole the first time,
-    /// then apply what changed since.
-    pub fn refresh(&mut self, conn: &dyn Conn) -> Result<(), StoreError> {
-        conn.batch("BEGIN")?;
-        let result = self.refresh_in(conn);
-        let _ = conn.batch("COMMIT");
-        result
+    /// Bring the index up to the source's present state: load it whole the first time,
+    /// then apply what the change feed says changed since, all from one snapshot.
+    pub fn refresh(&mut self, source: &mut dyn MetricSource) -> Result<(), StoreError> {
+        source.snapshot(&mut |s| self.refresh_in(s))
     }
 
-    fn refresh_in(&mut self, conn: &dyn Conn) -> Result<(), StoreError> {
-        let last_event: i64 =
-            conn.one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
-                r.get(0)
-            })?;
+    fn refresh_in(&mut self, source: &mut dyn MetricSource) -> Result<(), StoreError> {
+        let last_event = source.last_event()?;
         // The last event seen must still be there as it was; if the feed was pruned past it,
         // or emptied and numbered again, what changed meanwhile is unknown: read everything.
-        if !self.loaded || event_mark(conn, self.last_event)? != self.last_mark {
-            return self.load_all(conn, last_event);
+        if !self.loaded || source.event_mark(self.last_event)? != self.last_mark {
+            return self.load_all(source, last_event);
         }
         if last_event > self.last_event {
-            let seqs = conn.rows(
-                "SELECT DISTINCT i.seq FROM events e JOIN intents i ON i.id = e.intent_id WHERE e.seq > ?1 AND e.seq <= ?2",
-                params![self.last_event, last_event],
-                |r| r.get::<i64>(0),
-            )?;
-            for seq in seqs {
-                self.reload(conn, seq)?;
+            for seq in source.changed_intents(self.last_event, last_event)? {
+                self.reload(source, seq)?;
             }
             self.last_event = last_event;
-            self.last_mark = event_mark(conn, last_event)?;
+            self.last_mark = source.event_mark(last_event)?;
         }
-        let last_receipt: i64 = conn.one(
-            "SELECT coalesce(max(seq), 0) FROM receipts",
-            params![],
-            |r| r.get(0),
-        )?;
+        let last_receipt = source.last_receipt()?;
         if last_receipt > self.last_receipt {
-            let seqs = conn.rows(
-                "SELECT DISTINCT intent_seq FROM receipts WHERE seq > ?1 AND seq <= ?2",
-                params![self.last_receipt, last_receipt],
-                |r| r.get::<i64>(0),
-            )?;
-            for seq in seqs {
-                self.reload(conn, seq)?;
+            for seq in source.receipted_intents(self.last_receipt, last_receipt)? {
+                self.reload(source, seq)?;
             }
             self.last_receipt = last_receipt;
         }
@@ -159,49 +83,42 @@ impl MetricIndex {
     }
 
     /// Load everything, as of `last_event`.
-    fn load_all(&mut self, conn: &dyn Conn, last_event: i64) -> Result<(), StoreError> {
+    fn load_all(
+        &mut self,
+        source: &mut dyn MetricSource,
+        last_event: i64,
+    ) -> Result<(), StoreError> {
         *self = MetricIndex {
             dicts: std::mem::take(&mut self.dicts),
             ..MetricIndex::default()
         };
-        self.last_receipt = conn.one(
-            "SELECT coalesce(max(seq), 0) FROM receipts",
-            params![],
-            |r| r.get(0),
-        )?;
+        self.last_receipt = source.last_receipt()?;
         // Intents indeterminate now, with the time they became so.
         let mut current: Vec<(u32, u64)> = Vec::new();
-        conn.each(
-            &format!("{INTENT_SQL} ORDER BY i.seq"),
-            params![],
-            &mut |r| {
-                let row = read_intent(r)?;
-                let since = row.12;
-                let rec = self.intent_rec(row);
-                let pos = self.place(rec);
-                if self.dicts.state.name(rec.state) == "indeterminate" {
-                    current.push((pos, since.map_or(rec.created_ms, to_u64)));
-                }
-                Ok(())
-            },
-        )?;
+        source.each_intent(&mut |row| {
+            let since = row.indeterminate_since_ms;
+            let rec = self.intent_rec(&row);
+            let pos = self.place(rec);
+            if self.dicts.state.name(rec.state) == "indeterminate" {
+                current.push((pos, since.unwrap_or(rec.created_ms)));
+            }
+            Ok(())
+        })?;
         // Attempts in table order, then grouped by intent (a stable sort keeps their order).
         let mut pending: Vec<(u32, AttemptRec, Option<u32>)> = Vec::new();
         let mut hashes = Dict::default();
-        conn.each(
-            &format!("{ATTEMPT_SQL} ORDER BY a.seq"),
-            params![],
-            &mut |r| {
-                let row = read_attempt(r)?;
-                let Some(pos) = self.position(row.0) else {
-                    return Ok(());
-                };
-                let hash = row.6.as_deref().map(|h| u32::from(hashes.id(h)));
-                let rec = self.attempt_rec(&row);
-                pending.push((pos, rec, hash));
-                Ok(())
-            },
-        )?;
+        source.each_attempt(&mut |row| {
+            let Some(pos) = self.position(row.intent_seq) else {
+                return Ok(());
+            };
+            let hash = row
+                .proposal_hash
+                .as_deref()
+                .map(|h| u32::from(hashes.id(h)));
+            let rec = self.attempt_rec(&row);
+            pending.push((pos, rec, hash));
+            Ok(())
+        })?;
         pending.sort_by_key(|(pos, _, _)| *pos);
         self.attempts.reserve(pending.len());
         let mut i = 0;
@@ -237,24 +154,10 @@ impl MetricIndex {
             intent.late = late;
         }
         drop(pending);
-        let spans = conn.rows(
-            &format!(
-                "{SPAN_SQL} WHERE t.to_state = 'indeterminate' OR t.from_state = 'indeterminate' ORDER BY t.seq"
-            ),
-            params![],
-            |r| {
-                Ok((
-                    r.get::<i64>(0)?,
-                    r.get::<Option<String>>(1)?,
-                    r.get::<String>(2)?,
-                    r.get::<u64>(3)?,
-                ))
-            },
-        )?;
-        for (seq, from, to, at) in spans {
-            if let Some(pos) = self.position(seq) {
+        for span in source.indeterminate_spans()? {
+            if let Some(pos) = self.position(span.intent_seq) {
                 let spans = self.indeterminate.entry(pos).or_default();
-                push_span(spans, from.as_deref(), &to, at);
+                push_span(spans, span.from.as_deref(), &span.to, span.at_ms);
             }
         }
         for (pos, since) in current {
@@ -267,25 +170,20 @@ impl MetricIndex {
             }
         }
         self.indeterminate.retain(|_, spans| !spans.is_empty());
-        let duplicates = conn.rows(
-            &format!("{DUPLICATE_SQL} GROUP BY r.intent_seq, r.downstream_id"),
-            params![],
-            |r| Ok((r.get::<i64>(0)?, r.get::<u64>(1)?)),
-        )?;
-        for (seq, at) in duplicates {
+        for (seq, at) in source.duplicate_effects()? {
             if let Some(pos) = self.position(seq) {
                 self.duplicates.entry(pos).or_default().push(at);
             }
         }
         self.last_event = last_event;
-        self.last_mark = event_mark(conn, last_event)?;
+        self.last_mark = source.event_mark(last_event)?;
         self.loaded = true;
         Ok(())
     }
 
     /// Replace one intent with its present rows.
-    fn reload(&mut self, conn: &dyn Conn, seq: i64) -> Result<(), StoreError> {
-        let loaded = self.read_one(conn, seq)?;
+    fn reload(&mut self, source: &mut dyn MetricSource, seq: i64) -> Result<(), StoreError> {
+        let loaded = self.read_one(source, seq)?;
         let old = self.position(seq);
         if let Some(pos) = old {
             let rec = &mut self.intents[pos as usize];
@@ -318,52 +216,32 @@ impl MetricIndex {
         Ok(())
     }
 
-    fn read_one(&mut self, conn: &dyn Conn, seq: i64) -> Result<Option<Loaded>, StoreError> {
-        let row = conn
-            .one(
-                &format!("{INTENT_SQL} WHERE i.seq = ?1"),
-                params![seq],
-                read_intent,
-            )
-            .optional()?;
-        let Some(row) = row else {
+    fn read_one(
+        &mut self,
+        source: &mut dyn MetricSource,
+        seq: i64,
+    ) -> Result<Option<Loaded>, StoreError> {
+        let Some(row) = source.intent_at(seq)? else {
             return Ok(None);
         };
-        let since = row.12;
-        let mut rec = self.intent_rec(row);
+        let since = row.indeterminate_since_ms;
+        let mut rec = self.intent_rec(&row);
         let mut attempts = Vec::new();
         let mut hashes: Vec<String> = Vec::new();
-        for row in conn.rows(
-            &format!("{ATTEMPT_SQL} WHERE a.intent_seq = ?1 ORDER BY a.seq"),
-            params![seq],
-            read_attempt,
-        )? {
-            {
-                let a = self.attempt_rec(&row);
-                rec.providers |= provider_bit(a.provider);
-                rec.late += u32::from(a.late());
-                if let Some(h) = row.6 {
-                    hashes.push(h);
-                }
-                attempts.push(a);
+        for row in source.attempts_at(seq)? {
+            let a = self.attempt_rec(&row);
+            rec.providers |= provider_bit(a.provider);
+            rec.late += u32::from(a.late());
+            if let Some(h) = row.proposal_hash {
+                hashes.push(h);
             }
+            attempts.push(a);
         }
         rec.proposals = hashes.len() as u32;
         rec.diverged = hashes.len() >= 2 && hashes.iter().any(|h| h != &hashes[0]);
         let mut intervals = Vec::new();
-        let spans = conn.rows(
-            &format!("{SPAN_SQL} WHERE t.intent_seq = ?1 ORDER BY t.seq"),
-            params![seq],
-            |r| {
-                Ok((
-                    r.get::<Option<String>>(1)?,
-                    r.get::<String>(2)?,
-                    r.get::<u64>(3)?,
-                ))
-            },
-        )?;
-        for (from, to, at) in spans {
-            push_span(&mut intervals, from.as_deref(), &to, at);
+        for span in source.spans_at(seq)? {
+            push_span(&mut intervals, span.from.as_deref(), &span.to, span.at_ms);
         }
         if self.dicts.state.name(rec.state) == "indeterminate"
             && intervals
@@ -371,15 +249,11 @@ impl MetricIndex {
                 .is_none_or(|s: &Interval| s.left_ms != u64::MAX)
         {
             intervals.push(Interval {
-                entered_ms: since.map_or(rec.created_ms, to_u64),
+                entered_ms: since.unwrap_or(rec.created_ms),
                 left_ms: u64::MAX,
             });
         }
-        let duplicates = conn.rows(
-            &format!("{DUPLICATE_SQL} AND r.intent_seq = ?1 GROUP BY r.downstream_id"),
-            params![seq],
-            |r| r.get::<u64>(1),
-        )?;
+        let duplicates = source.duplicates_at(seq)?;
         Ok(Some(Loaded {
             rec,
             attempts,
@@ -388,34 +262,34 @@ impl MetricIndex {
         }))
     }
 
-    fn intent_rec(&mut self, row: IntentRow) -> IntentRec {
+    fn intent_rec(&mut self, row: &IndexIntent) -> IntentRec {
         let d = &mut self.dicts;
         IntentRec {
-            seq: row.0,
-            created_ms: to_u64(row.1),
-            committed_ms: row.2.map_or(0, to_u64),
-            attempts: u32::try_from(row.3).unwrap_or(0),
-            max_attempts: u32::try_from(row.4).unwrap_or(0),
-            tenant: d.tenant.id(&row.5),
-            operation: d.operation.id(&row.6),
-            tool: d.tool.id(&row.7),
-            release: d.release.id(&row.8),
-            locale: d.locale.id(&row.9),
-            tier: d.tier.id(&row.10),
-            state: d.state.id(&row.11),
+            seq: row.seq,
+            created_ms: row.created_at_ms,
+            committed_ms: row.committed_at_ms.unwrap_or(0),
+            attempts: row.attempts,
+            max_attempts: row.max_attempts,
+            tenant: d.tenant.id(&row.tenant),
+            operation: d.operation.id(&row.operation),
+            tool: d.tool.id(&row.tool),
+            release: d.release.id(&row.release_id),
+            locale: d.locale.id(&row.locale),
+            tier: d.tier.id(&row.tier),
+            state: d.state.id(&row.state),
             live: true,
             ..IntentRec::default()
         }
     }
 
-    fn attempt_rec(&mut self, row: &AttemptRow) -> AttemptRec {
-        let started_ms = to_u64(row.1);
-        let ended_after_ms = row.2.map_or(u32::MAX, |e| {
-            u32::try_from(to_u64(e).saturating_sub(started_ms)).unwrap_or(u32::MAX - 1)
+    fn attempt_rec(&mut self, row: &IndexAttempt) -> AttemptRec {
+        let started_ms = row.started_at_ms;
+        let ended_after_ms = row.ended_at_ms.map_or(u32::MAX, |e| {
+            u32::try_from(e.saturating_sub(started_ms)).unwrap_or(u32::MAX - 1)
         });
-        let release = self.dicts.release.id(&row.4);
-        let provider = self.dicts.provider.id(&row.3);
-        AttemptRec::new(started_ms, ended_after_ms, provider, release, row.5)
+        let release = self.dicts.release.id(&row.release_id);
+        let provider = self.dicts.provider.id(&row.provider);
+        AttemptRec::new(started_ms, ended_after_ms, provider, release, row.late)
     }
 
     /// Append `rec` and point its sequence number at it.
@@ -484,15 +358,6 @@ impl MetricIndex {
 
 /// What identifies event `seq`: when it was written and which intent it names (`None`
 /// when there is no such event).
-fn event_mark(conn: &dyn Conn, seq: i64) -> Result<Option<(i64, Option<String>)>, StoreError> {
-    conn.one(
-        "SELECT at_ms, intent_id FROM events WHERE seq = ?1",
-        params![seq],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )
-    .optional()
-}
-
 /// Follow one transition: entering indeterminate opens a span, leaving it closes the last.
 fn push_span(spans: &mut Vec<Interval>, from: Option<&str>, to: &str, at_ms: u64) {
     if to == "indeterminate" && from != Some("indeterminate") {

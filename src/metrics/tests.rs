@@ -9,7 +9,7 @@ use crate::domain::{AttemptId, ConsequenceTier, Event, IntentId, Locale, Receipt
 use crate::store::bulk::BulkSpec;
 use crate::store::ops::*;
 use crate::store::{
-    ApplyContext, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource, search_form,
+    ApplyContext, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource, Store, search_form,
 };
 
 const END: u64 = 1_764_489_600_000;
@@ -45,28 +45,28 @@ fn query(metric: ChartMetric, group_by: GroupBy) -> ChartQuery {
 fn attempts_by_provider_add_up_to_the_summary() {
     let (_dir, mut store) = bulk(2_000);
     let mut index = MetricIndex::default();
-    store.refresh_metric_index(&mut index).expect("refresh");
+    refresh(&mut index, &mut store).expect("refresh");
     let filter = IntentFilter::default();
     let summary = store.summary(&filter, END).expect("summary");
-    let chart = store
-        .chart(
-            &index,
-            &query(ChartMetric::Attempts, GroupBy::Provider),
-            &filter,
-        )
-        .expect("chart");
+    let chart = super::chart(
+        &mut store,
+        &index,
+        &query(ChartMetric::Attempts, GroupBy::Provider),
+        &filter,
+    )
+    .expect("chart");
     let total: f64 = chart.series.iter().map(|s| s.total).sum();
     assert_eq!(total as u64, summary.attempts);
     let names: Vec<&str> = chart.series.iter().map(|s| s.group.as_str()).collect();
     assert_eq!(names, ["anthropic", "erp", "mistral", "openai"]);
 
-    let late = store
-        .chart(
-            &index,
-            &query(ChartMetric::LateResults, GroupBy::None),
-            &filter,
-        )
-        .expect("late");
+    let late = super::chart(
+        &mut store,
+        &index,
+        &query(ChartMetric::LateResults, GroupBy::None),
+        &filter,
+    )
+    .expect("late");
     assert_eq!(late.series[0].total as u64, summary.late_results);
 }
 
@@ -74,7 +74,7 @@ fn attempts_by_provider_add_up_to_the_summary() {
 fn the_overview_matches_the_summary_under_a_filter() {
     let (_dir, mut store) = bulk(2_000);
     let mut index = MetricIndex::default();
-    store.refresh_metric_index(&mut index).expect("refresh");
+    refresh(&mut index, &mut store).expect("refresh");
     let filter = IntentFilter {
         tenants: vec!["acme".into(), "globex".into()],
         providers: vec!["openai".into()],
@@ -82,9 +82,7 @@ fn the_overview_matches_the_summary_under_a_filter() {
         ..IntentFilter::default()
     };
     let summary = store.summary(&filter, END + HOUR).expect("summary");
-    let o = store
-        .overview(&index, &filter, END + HOUR)
-        .expect("overview");
+    let o = overview(&mut store, &index, &filter, END + HOUR).expect("overview");
     assert_eq!(o.intents, summary.intents);
     assert_eq!(o.attempts, summary.attempts);
     assert_eq!(o.amplification_p99, summary.amplification.p99);
@@ -106,13 +104,13 @@ fn the_overview_matches_the_summary_under_a_filter() {
 fn a_search_filter_is_applied_through_sql() {
     let (_dir, mut store) = bulk(500);
     let mut index = MetricIndex::default();
-    store.refresh_metric_index(&mut index).expect("refresh");
+    refresh(&mut index, &mut store).expect("refresh");
     let filter = IntentFilter {
         q: Some("s-7\"".into()),
         ..IntentFilter::default()
     };
     let summary = store.summary(&filter, END).expect("summary");
-    let o = store.overview(&index, &filter, END).expect("overview");
+    let o = overview(&mut store, &index, &filter, END).expect("overview");
     assert!(summary.intents > 0);
     assert_eq!(o.intents, summary.intents);
 }
@@ -121,10 +119,16 @@ fn a_search_filter_is_applied_through_sql() {
 fn the_histogram_counts_intents_per_attempt_count_and_marks_the_budget() {
     let (_dir, mut store) = bulk(1_000);
     let mut index = MetricIndex::default();
-    store.refresh_metric_index(&mut index).expect("refresh");
-    let h = store
-        .attempts_histogram(&index, GroupBy::None, &IntentFilter::default(), 0, u64::MAX)
-        .expect("histogram");
+    refresh(&mut index, &mut store).expect("refresh");
+    let h = attempts_histogram(
+        &mut store,
+        &index,
+        GroupBy::None,
+        &IntentFilter::default(),
+        0,
+        u64::MAX,
+    )
+    .expect("histogram");
     assert_eq!(h.budget, 5);
     let g = &h.groups[0];
     assert_eq!(g.intents, 1_000);
@@ -137,15 +141,15 @@ fn the_histogram_counts_intents_per_attempt_count_and_marks_the_budget() {
 fn indeterminate_is_a_level_over_time() {
     let (_dir, mut store) = bulk(2_000);
     let mut index = MetricIndex::default();
-    store.refresh_metric_index(&mut index).expect("refresh");
+    refresh(&mut index, &mut store).expect("refresh");
     let filter = IntentFilter::default();
-    let chart = store
-        .chart(
-            &index,
-            &query(ChartMetric::Indeterminate, GroupBy::None),
-            &filter,
-        )
-        .expect("chart");
+    let chart = super::chart(
+        &mut store,
+        &index,
+        &query(ChartMetric::Indeterminate, GroupBy::None),
+        &filter,
+    )
+    .expect("chart");
     let points = &chart.series[0].points;
     // Nothing had been created before the data's span; all of them are open at the end.
     assert_eq!(points[0][1], 0.0);
@@ -188,12 +192,17 @@ fn new_intent(n: u64) -> NewIntent {
 fn writes_after_the_load_reach_the_index_through_the_change_feed() {
     let (_dir, mut store) = bulk(100);
     let mut index = MetricIndex::default();
-    store.refresh_metric_index(&mut index).expect("refresh");
+    refresh(&mut index, &mut store).expect("refresh");
     let filter = IntentFilter {
         releases: vec!["r9".into()],
         ..IntentFilter::default()
     };
-    assert_eq!(store.overview(&index, &filter, END).expect("o").intents, 0);
+    assert_eq!(
+        overview(&mut store, &index, &filter, END)
+            .expect("o")
+            .intents,
+        0
+    );
 
     let CreateOutcome::Created(intent) = store.create_or_replay(&new_intent(1)).expect("create")
     else {
@@ -217,8 +226,8 @@ fn writes_after_the_load_reach_the_index_through_the_change_feed() {
     store
         .apply(&intent.id, &Event::OutcomeUnknown, &at(1_000))
         .expect("unknown");
-    store.refresh_metric_index(&mut index).expect("refresh");
-    let o = store.overview(&index, &filter, END + 61_000).expect("o");
+    refresh(&mut index, &mut store).expect("refresh");
+    let o = overview(&mut store, &index, &filter, END + 61_000).expect("o");
     assert_eq!((o.intents, o.attempts, o.indeterminate), (1, 1, 1));
     assert_eq!(o.indeterminate_oldest_age_secs, 60);
 
@@ -234,8 +243,8 @@ fn writes_after_the_load_reach_the_index_through_the_change_feed() {
     store
         .observe_receipt(&intent.id, &source("po-2", 2), END + 130_000)
         .expect("duplicate");
-    store.refresh_metric_index(&mut index).expect("refresh");
-    let o = store.overview(&index, &filter, END + 200_000).expect("o");
+    refresh(&mut index, &mut store).expect("refresh");
+    let o = overview(&mut store, &index, &filter, END + 200_000).expect("o");
     assert_eq!(
         (o.indeterminate, o.committed, o.duplicate_effects),
         (0, 1, 1)
@@ -250,7 +259,7 @@ fn writes_after_the_load_reach_the_index_through_the_change_feed() {
         to_ms: END + 240_000,
         now_ms: END + 240_000,
     };
-    let chart = store.chart(&index, &q, &filter).expect("chart");
+    let chart = super::chart(&mut store, &index, &q, &filter).expect("chart");
     assert_eq!(chart.series.len(), 1);
     assert_eq!(chart.series[0].group, "fa-IR");
     let values: Vec<f64> = chart.series[0].points.iter().map(|p| p[1]).collect();
@@ -263,17 +272,21 @@ fn a_pruned_change_feed_makes_the_index_read_everything_again() {
     let mut index = MetricIndex::default();
     let filter = IntentFilter::default();
     store.create_or_replay(&new_intent(1)).expect("create");
-    store.refresh_metric_index(&mut index).expect("refresh");
+    refresh(&mut index, &mut store).expect("refresh");
     assert_eq!(
-        store.overview(&index, &filter, END).expect("o").intents,
+        overview(&mut store, &index, &filter, END)
+            .expect("o")
+            .intents,
         101
     );
     // Every event is dropped; the next ones are numbered from 1 again.
     store.prune_events(u64::MAX).expect("prune");
     store.create_or_replay(&new_intent(2)).expect("create");
-    store.refresh_metric_index(&mut index).expect("refresh");
+    refresh(&mut index, &mut store).expect("refresh");
     assert_eq!(
-        store.overview(&index, &filter, END).expect("o").intents,
+        overview(&mut store, &index, &filter, END)
+            .expect("o")
+            .intents,
         102
     );
 }

@@ -1,0 +1,279 @@
+//! What the dashboard's in-memory metric index (`crate::metrics`) reads from the store: the
+//! columns it aggregates, in table order for its first load, and the change feed's marks,
+//! so it reloads only the intents changed since. The index itself lives outside the store.
+
+use std::collections::HashSet;
+
+use super::query::{IntentFilter, filter_where};
+use super::sql::{ConnExt, Optional, Row, params, params_of};
+use super::{Store, StoreError};
+
+/// An intent's columns as the index keeps them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexIntent {
+    pub seq: i64,
+    pub created_at_ms: u64,
+    pub committed_at_ms: Option<u64>,
+    pub attempts: u32,
+    pub max_attempts: u32,
+    pub tenant: String,
+    pub operation: String,
+    pub tool: String,
+    pub release_id: String,
+    pub locale: String,
+    pub tier: String,
+    pub state: String,
+    pub indeterminate_since_ms: Option<u64>,
+}
+
+/// An attempt's columns as the index keeps them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexAttempt {
+    pub intent_seq: i64,
+    pub started_at_ms: u64,
+    pub ended_at_ms: Option<u64>,
+    pub provider: String,
+    pub release_id: String,
+    pub late: bool,
+    pub proposal_hash: Option<String>,
+}
+
+/// A transition into or out of `indeterminate`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexSpan {
+    pub intent_seq: i64,
+    pub from: Option<String>,
+    pub to: String,
+    pub at_ms: u64,
+}
+
+/// A marker of one event: when it was written and for which intent (how a rewritten feed
+/// is told from the one read).
+pub type EventMark = Option<(i64, Option<String>)>;
+
+/// The reads the metric index is fed by.
+pub trait MetricSource {
+    /// Run `f` inside one read transaction, so everything it reads is one snapshot.
+    fn snapshot(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn MetricSource) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    /// The newest event's sequence number (0 for none).
+    fn last_event(&mut self) -> Result<i64, StoreError>;
+    fn event_mark(&mut self, seq: i64) -> Result<EventMark, StoreError>;
+    /// The intents named by events in `(after, upto]`.
+    fn changed_intents(&mut self, after: i64, upto: i64) -> Result<Vec<i64>, StoreError>;
+    /// The newest receipt's sequence number (0 for none).
+    fn last_receipt(&mut self) -> Result<i64, StoreError>;
+    /// The intents of receipts in `(after, upto]` (extra receipts add no event).
+    fn receipted_intents(&mut self, after: i64, upto: i64) -> Result<Vec<i64>, StoreError>;
+    /// Every intent, in sequence order.
+    fn each_intent(
+        &mut self,
+        f: &mut dyn FnMut(IndexIntent) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Every attempt, in sequence order.
+    fn each_attempt(
+        &mut self,
+        f: &mut dyn FnMut(IndexAttempt) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError>;
+    /// Every transition into or out of `indeterminate`, in order.
+    fn indeterminate_spans(&mut self) -> Result<Vec<IndexSpan>, StoreError>;
+    /// Every duplicate effect: the intent and when it was first seen.
+    fn duplicate_effects(&mut self) -> Result<Vec<(i64, u64)>, StoreError>;
+    /// One intent's columns, attempts, transitions and duplicate effects.
+    fn intent_at(&mut self, seq: i64) -> Result<Option<IndexIntent>, StoreError>;
+    fn attempts_at(&mut self, seq: i64) -> Result<Vec<IndexAttempt>, StoreError>;
+    fn spans_at(&mut self, seq: i64) -> Result<Vec<IndexSpan>, StoreError>;
+    fn duplicates_at(&mut self, seq: i64) -> Result<Vec<u64>, StoreError>;
+    /// The intents a search text or pause filter selects (`None`: the filter has neither,
+    /// and the index filters on its own).
+    fn selection(&mut self, filter: &IntentFilter) -> Result<Option<HashSet<i64>>, StoreError>;
+}
+
+const INTENT_SQL: &str = "SELECT i.seq, i.created_at_ms, i.committed_at_ms, i.attempts, i.max_attempts, i.tenant, \
+     i.operation, i.tool, i.release_id, i.locale, i.tier, i.state, i.indeterminate_since_ms FROM intents i";
+const ATTEMPT_SQL: &str = "SELECT a.intent_seq, a.started_at_ms, a.ended_at_ms, a.provider, \
+     coalesce(a.release_id, i.release_id), a.late, a.proposal_hash FROM attempts a JOIN intents i ON i.seq = a.intent_seq";
+const SPAN_SQL: &str = "SELECT t.intent_seq, t.from_state, t.to_state, t.at_ms FROM transitions t";
+const DUPLICATE_SQL: &str = "SELECT r.intent_seq, min(r.received_at_ms) FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
+     WHERE r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref";
+
+fn intent_of(r: &Row<'_>) -> Result<IndexIntent, StoreError> {
+    Ok(IndexIntent {
+        seq: r.get(0)?,
+        created_at_ms: r.get(1)?,
+        committed_at_ms: r.get(2)?,
+        attempts: r.get(3)?,
+        max_attempts: r.get(4)?,
+        tenant: r.get(5)?,
+        operation: r.get(6)?,
+        tool: r.get(7)?,
+        release_id: r.get(8)?,
+        locale: r.get(9)?,
+        tier: r.get(10)?,
+        state: r.get(11)?,
+        indeterminate_since_ms: r.get(12)?,
+    })
+}
+
+fn attempt_of(r: &Row<'_>) -> Result<IndexAttempt, StoreError> {
+    Ok(IndexAttempt {
+        intent_seq: r.get(0)?,
+        started_at_ms: r.get(1)?,
+        ended_at_ms: r.get(2)?,
+        provider: r.get(3)?,
+        release_id: r.get(4)?,
+        late: r.get(5)?,
+        proposal_hash: r.get(6)?,
+    })
+}
+
+fn span_of(r: &Row<'_>) -> Result<IndexSpan, StoreError> {
+    Ok(IndexSpan {
+        intent_seq: r.get(0)?,
+        from: r.get(1)?,
+        to: r.get(2)?,
+        at_ms: r.get(3)?,
+    })
+}
+
+impl MetricSource for Store {
+    fn snapshot(
+        &mut self,
+        f: &mut dyn FnMut(&mut dyn MetricSource) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.conn.batch("BEGIN")?;
+        let result = f(self);
+        let _ = self.conn.batch("COMMIT");
+        result
+    }
+
+    fn last_event(&mut self) -> Result<i64, StoreError> {
+        self.conn
+            .one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
+                r.get(0)
+            })
+    }
+
+    fn event_mark(&mut self, seq: i64) -> Result<EventMark, StoreError> {
+        self.conn
+            .one(
+                "SELECT at_ms, intent_id FROM events WHERE seq = ?1",
+                params![seq],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+    }
+
+    fn changed_intents(&mut self, after: i64, upto: i64) -> Result<Vec<i64>, StoreError> {
+        self.conn.rows(
+            "SELECT DISTINCT i.seq FROM events e JOIN intents i ON i.id = e.intent_id \
+             WHERE e.seq > ?1 AND e.seq <= ?2",
+            params![after, upto],
+            |r| r.get(0),
+        )
+    }
+
+    fn last_receipt(&mut self) -> Result<i64, StoreError> {
+        self.conn.one(
+            "SELECT coalesce(max(seq), 0) FROM receipts",
+            params![],
+            |r| r.get(0),
+        )
+    }
+
+    fn receipted_intents(&mut self, after: i64, upto: i64) -> Result<Vec<i64>, StoreError> {
+        self.conn.rows(
+            "SELECT DISTINCT intent_seq FROM receipts WHERE seq > ?1 AND seq <= ?2",
+            params![after, upto],
+            |r| r.get(0),
+        )
+    }
+
+    fn each_intent(
+        &mut self,
+        f: &mut dyn FnMut(IndexIntent) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.conn.each(
+            &format!("{INTENT_SQL} ORDER BY i.seq"),
+            params![],
+            &mut |r| f(intent_of(r)?),
+        )
+    }
+
+    fn each_attempt(
+        &mut self,
+        f: &mut dyn FnMut(IndexAttempt) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.conn.each(
+            &format!("{ATTEMPT_SQL} ORDER BY a.seq"),
+            params![],
+            &mut |r| f(attempt_of(r)?),
+        )
+    }
+
+    fn indeterminate_spans(&mut self) -> Result<Vec<IndexSpan>, StoreError> {
+        self.conn.rows(
+            &format!(
+                "{SPAN_SQL} WHERE t.to_state = 'indeterminate' OR t.from_state = 'indeterminate' ORDER BY t.seq"
+            ),
+            params![],
+            span_of,
+        )
+    }
+
+    fn duplicate_effects(&mut self) -> Result<Vec<(i64, u64)>, StoreError> {
+        self.conn.rows(
+            &format!("{DUPLICATE_SQL} GROUP BY r.intent_seq, r.downstream_id"),
+            params![],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+    }
+
+    fn intent_at(&mut self, seq: i64) -> Result<Option<IndexIntent>, StoreError> {
+        self.conn
+            .one(
+                &format!("{INTENT_SQL} WHERE i.seq = ?1"),
+                params![seq],
+                intent_of,
+            )
+            .optional()
+    }
+
+    fn attempts_at(&mut self, seq: i64) -> Result<Vec<IndexAttempt>, StoreError> {
+        self.conn.rows(
+            &format!("{ATTEMPT_SQL} WHERE a.intent_seq = ?1 ORDER BY a.seq"),
+            params![seq],
+            attempt_of,
+        )
+    }
+
+    fn spans_at(&mut self, seq: i64) -> Result<Vec<IndexSpan>, StoreError> {
+        self.conn.rows(
+            &format!("{SPAN_SQL} WHERE t.intent_seq = ?1 ORDER BY t.seq"),
+            params![seq],
+            span_of,
+        )
+    }
+
+    fn duplicates_at(&mut self, seq: i64) -> Result<Vec<u64>, StoreError> {
+        self.conn.rows(
+            &format!("{DUPLICATE_SQL} AND r.intent_seq = ?1 GROUP BY r.downstream_id"),
+            params![seq],
+            |r| r.get(1),
+        )
+    }
+
+    fn selection(&mut self, filter: &IntentFilter) -> Result<Option<HashSet<i64>>, StoreError> {
+        if filter.q.as_deref().is_none_or(|q| q.trim().is_empty()) && filter.paused.is_none() {
+            return Ok(None);
+        }
+        let w = filter_where(filter);
+        let sql = format!("SELECT i.seq FROM intents i WHERE {}", w.sql());
+        let seqs = self
+            .conn
+            .rows(&sql, &params_of(&w.values), |r| r.get::<i64>(0))?;
+        Ok(Some(seqs.into_iter().collect()))
+    }
+}
