@@ -500,6 +500,9 @@ fn a_write_interrupted_by_a_crash_leaves_no_half_intent() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("crash.sqlite");
     let me = std::env::current_exe().expect("test binary");
+    // Create the database (and switch it to WAL) before anything polls it: a switch of
+    // journal mode under a stream of readers could wait out its busy timeout.
+    drop(Store::open(&db).expect("store opens"));
     for round in 0..3u64 {
         let mut child = Command::new(&me)
             .args([
@@ -521,6 +524,9 @@ fn a_write_interrupted_by_a_crash_leaves_no_half_intent() {
                 started.elapsed() < Duration::from_secs(60),
                 "the child never wrote"
             );
+            if let Some(status) = child.try_wait().expect("child status") {
+                panic!("the writing child stopped by itself ({status}) before it was killed");
+            }
             std::thread::yield_now();
         }
         child.kill().expect("SIGKILL");

@@ -1,61 +1,16 @@
 //! Calls to a downstream connector: create with the action key, and look a key up. Every
 //! failure is turned into the domain's [`Observation`] so the decision table classifies it;
-//! whether a request may have been sent is decided here, from how it failed.
+//! whether a request may have been sent is decided here, from how it failed. What the core
+//! reads of it is the data in [`super::core::call`].
 
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::config::ConnectorConfig;
+pub use super::core::call::{Call, Reply};
 use crate::domain::ActionKey;
 use crate::domain::decision::Observation;
-
-/// A downstream answer.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    pub status: u16,
-    pub retry_after_ms: Option<u64>,
-    pub body: Value,
-}
-
-impl Reply {
-    pub fn is_success(&self) -> bool {
-        (200..300).contains(&self.status)
-    }
-
-    /// The downstream id in a success body.
-    pub fn downstream_id(&self) -> Option<String> {
-        self.body
-            .get("id")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    }
-
-    pub fn replayed(&self) -> bool {
-        self.body
-            .get("replayed")
-            .and_then(Value::as_bool)
-            .unwrap_or(self.status == 200)
-    }
-
-    pub fn observation(&self) -> Observation {
-        Observation::HttpStatus {
-            status: self.status,
-            retry_after_ms: self.retry_after_ms,
-        }
-    }
-}
-
-/// The result of one call.
-#[derive(Debug, Clone)]
-pub enum Call {
-    Replied(Reply),
-    /// No answer; the observation says whether the request may have been sent.
-    Failed {
-        observation: Observation,
-        detail: String,
-    },
-}
 
 fn url(connector: &ConnectorConfig, resource: &str) -> String {
     format!("{}/{}", connector.base_url.trim_end_matches('/'), resource)

@@ -9,7 +9,7 @@ pub mod auth;
 pub mod charts;
 pub mod config;
 pub mod connector;
-
+pub mod core;
 pub mod dispatcher;
 pub mod error;
 pub mod events;

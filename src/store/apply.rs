@@ -26,7 +26,7 @@ pub struct ApplyContext {
 }
 
 /// A dispatch to enqueue.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DispatchPlan {
     pub attempt_id: AttemptId,
     /// When the dispatcher may send it (later than now for a planned retry).
@@ -34,7 +34,7 @@ pub struct DispatchPlan {
 }
 
 /// Where a receipt came from.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReceiptSource {
     pub receipt_id: ReceiptId,
     pub downstream_id: String,

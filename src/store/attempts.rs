@@ -27,7 +27,7 @@ impl From<AttemptReport> for AttemptFinish {
 }
 
 /// How an attempt ended, as the coordinator records it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct AttemptFinish {
     pub outcome: Option<AttemptOutcome>,
     pub error_class: Option<String>,

@@ -1,0 +1,62 @@
+//! What a call to a downstream gave, as data: the HTTP client (`super::super::connector`) or a
+//! simulated downstream produces it, the core reads it.
+
+use serde_json::Value;
+
+use crate::domain::decision::Observation;
+
+/// A downstream answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub status: u16,
+    pub retry_after_ms: Option<u64>,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The downstream id in a success body.
+    pub fn downstream_id(&self) -> Option<String> {
+        self.body
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
+    pub fn replayed(&self) -> bool {
+        self.body
+            .get("replayed")
+            .and_then(Value::as_bool)
+            .unwrap_or(self.status == 200)
+    }
+
+    /// The message of an error body, if the downstream gave one.
+    pub fn error_message(&self) -> Option<String> {
+        self.body
+            .get("error")
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
+    pub fn observation(&self) -> Observation {
+        Observation::HttpStatus {
+            status: self.status,
+            retry_after_ms: self.retry_after_ms,
+        }
+    }
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Replied(Reply),
+    /// No answer; the observation says whether the request may have been sent.
+    Failed {
+        observation: Observation,
+        detail: String,
+    },
+}

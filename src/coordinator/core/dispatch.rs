@@ -1,0 +1,514 @@
+//! The dispatcher's decisions: what a claimed send's answer means ([`interpret`]), what to
+//! do about it given the intent as it stands ([`decide`], pure), and carrying that out in
+//! the store under the claim's fencing token ([`record`]).
+//!
+//! It retries only what the decision table allows, with the same key, inside budget and
+//! deadline, honouring `Retry-After`; an outcome it cannot prove makes the intent
+//! indeterminate; a claim found reclaimed is recorded as possibly sent, never resent.
+
+use super::call::Call;
+use crate::clock::Entropy;
+use crate::coordinator::config::Config;
+use crate::domain::decision::{
+    BareOverload, ErrorClass, NextMove, Observation, classify_with, next_move,
+};
+use crate::domain::retry::{BudgetView, GiveUpReason, RetryPolicy, SplitMix64};
+use crate::domain::{
+    AttemptId, AttemptOutcome, Event, IntentState, KeyContract, ReceiptId, Refusal,
+};
+use crate::store::ops::*;
+use crate::store::{
+    ApplyContext, AttemptFinish, Claim, ClaimedRow, DispatchPlan, ReceiptSource, Store, StoreError,
+};
+use crate::wire::Intent;
+
+/// The key contract of `connector` for a send of `operation`, as the claim's gate needs it.
+pub fn contract_of(
+    config: &Config,
+    connector: &str,
+    operation: &str,
+) -> Result<KeyContract, String> {
+    let c = config
+        .connector(connector)
+        .ok_or_else(|| format!("connector `{connector}` is not configured"))?;
+    if !c.operations.contains_key(operation) {
+        return Err(format!(
+            "connector `{connector}` has no resource for `{operation}`"
+        ));
+    }
+    Ok(c.key_contract())
+}
+
+/// Claim up to `limit` due sends for `worker` at `now`, each put to the send gate with its
+/// connector's key contract, under a lease of the configured length.
+pub fn claim(
+    s: &mut Store,
+    config: &Config,
+    worker: &str,
+    now: u64,
+    limit: u32,
+) -> Result<Claim, StoreError> {
+    let contract = |c: &str, o: &str| contract_of(config, c, o);
+    s.claim_outbox(worker, now, config.dispatch_lease_ms, limit, &contract)
+}
+
+/// Whether a send of `row` begun at `now` ends inside its lease whatever the downstream
+/// does. One that might not is not begun: a claimant that took the row over could act
+/// while the request is still on its way.
+pub fn may_begin(row: &ClaimedRow, now: u64, timeout_ms: u64) -> bool {
+    now.saturating_add(timeout_ms) < row.lease_expires_at_ms
+}
+
+/// What a send's answer says, before the intent is looked at.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendResult {
+    /// The downstream created (or replayed) the record: this is its id.
+    Receipt {
+        downstream_id: String,
+        finish: AttemptFinish,
+    },
+    /// The request may have been applied and nothing proves it either way.
+    Unknown { finish: AttemptFinish },
+    /// A failure the decision table classifies, with the connector's word on bare overload
+    /// answers.
+    Failed {
+        finish: AttemptFinish,
+        observation: Observation,
+        bare_overload: BareOverload,
+    },
+}
+
+impl SendResult {
+    /// The downstream id, when the answer carried one.
+    pub fn downstream_id(&self) -> Option<&str> {
+        match self {
+            SendResult::Receipt { downstream_id, .. } => Some(downstream_id),
+            _ => None,
+        }
+    }
+}
+
+/// What a claim that was taken over means: the earlier claimant may have sent it.
+pub fn reclaimed() -> SendResult {
+    SendResult::Unknown {
+        finish: AttemptFinish {
+            outcome: Some(AttemptOutcome::Lost),
+            sent: Some(true),
+            error_class: Some(ErrorClass::Indeterminate.as_str().to_string()),
+            detail: Some("the dispatcher stopped before recording the outcome".to_string()),
+            ..AttemptFinish::default()
+        },
+    }
+}
+
+/// Read a create call's result.
+pub fn interpret(call: &Call, bare_overload: BareOverload) -> SendResult {
+    match call {
+        Call::Replied(reply) if reply.is_success() => match reply.downstream_id() {
+            Some(downstream_id) => SendResult::Receipt {
+                finish: AttemptFinish {
+                    outcome: Some(AttemptOutcome::Succeeded),
+                    http_status: Some(reply.status),
+                    replayed: Some(reply.replayed()),
+                    sent: Some(true),
+                    provider_request_id: Some(downstream_id.clone()),
+                    ..AttemptFinish::default()
+                },
+                downstream_id,
+            },
+            None => SendResult::Unknown {
+                finish: AttemptFinish {
+                    outcome: Some(AttemptOutcome::Lost),
+                    http_status: Some(reply.status),
+                    sent: Some(true),
+                    error_class: Some(ErrorClass::Indeterminate.as_str().to_string()),
+                    detail: Some("a success answer without a downstream id".to_string()),
+                    ..AttemptFinish::default()
+                },
+            },
+        },
+        Call::Replied(reply) => SendResult::Failed {
+            finish: AttemptFinish {
+                http_status: Some(reply.status),
+                retry_after_ms: reply.retry_after_ms,
+                detail: reply.error_message(),
+                ..AttemptFinish::default()
+            },
+            observation: reply.observation(),
+            bare_overload,
+        },
+        Call::Failed {
+            observation,
+            detail,
+        } => SendResult::Failed {
+            finish: AttemptFinish {
+                detail: Some(detail.clone()),
+                ..AttemptFinish::default()
+            },
+            observation: *observation,
+            bare_overload,
+        },
+    }
+}
+
+/// What the store is to do after a send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendEffects {
+    /// How the attempt ended.
+    pub finish: AttemptFinish,
+    /// The receipt the answer proved.
+    pub receipt: Option<ReceiptSource>,
+    /// The event for the intent, and the retry it plans.
+    pub event: Option<(Event, Option<DispatchPlan>)>,
+}
+
+/// Decide what a send's result means for `intent` at `now`; ids and jitter come from `ids`.
+pub fn decide(
+    intent: &Intent,
+    result: SendResult,
+    now: u64,
+    ids: &dyn Entropy,
+    policy: &RetryPolicy,
+) -> SendEffects {
+    let (mut finish, observation, bare_overload) = match result {
+        SendResult::Receipt {
+            downstream_id,
+            finish,
+        } => {
+            return SendEffects {
+                finish,
+                receipt: Some(ReceiptSource {
+                    receipt_id: ReceiptId::generate(now, ids.next_u128()),
+                    downstream_id,
+                    source: "dispatch",
+                    event_id: None,
+                }),
+                event: None,
+            };
+        }
+        SendResult::Unknown { finish } => {
+            return SendEffects {
+                finish,
+                receipt: None,
+                event: Some((Event::OutcomeUnknown, None)),
+            };
+        }
+        SendResult::Failed {
+            finish,
+            observation,
+            bare_overload,
+        } => (finish, observation, bare_overload),
+    };
+    let class = classify_with(&observation, intent.consequence, bare_overload)
+        .unwrap_or(ErrorClass::Indeterminate);
+    let not_sent = matches!(
+        class,
+        ErrorClass::PreDispatch
+            | ErrorClass::Overloaded { .. }
+            | ErrorClass::Permanent
+            | ErrorClass::PolicyStop
+    );
+    finish.sent = Some(!not_sent);
+    finish.error_class = Some(class.as_str().to_string());
+    finish.outcome = Some(match (class, observation) {
+        (ErrorClass::Indeterminate, Observation::TimeoutAfterSend) => AttemptOutcome::TimedOut,
+        (ErrorClass::Indeterminate, Observation::ConnectionLostAfterSend) => AttemptOutcome::Lost,
+        _ => AttemptOutcome::Failed,
+    });
+    let budget = BudgetView {
+        attempts_used: intent.attempts,
+        max_attempts: intent.max_attempts,
+        now_ms: now,
+        deadline_at_ms: intent.deadline_at_ms,
+        paused: intent.paused,
+    };
+    let mut jitter = SplitMix64::new(ids.next_u64());
+    let event = match next_move(class, intent.consequence, &budget, policy, &mut jitter) {
+        NextMove::Stop { reason } => Some((
+            Event::Refused {
+                reason: reason.to_string(),
+            },
+            None,
+        )),
+        NextMove::RouteToReview => Some((
+            Event::Refused {
+                reason: format!("stopped for review: the downstream answered {class}"),
+            },
+            None,
+        )),
+        NextMove::Reconcile => Some((Event::OutcomeUnknown, None)),
+        NextMove::Retry { delay_ms } | NextMove::Failover { delay_ms } => Some((
+            Event::Dispatch,
+            Some(DispatchPlan {
+                attempt_id: AttemptId::generate(now, ids.next_u128()),
+                available_at_ms: now + delay_ms,
+            }),
+        )),
+        // A pause holds the retry: the intent stays executing and the sweep re-plans it
+        // after resume.
+        NextMove::GiveUp {
+            why: GiveUpReason::Paused,
+        } => None,
+        NextMove::GiveUp { why } => Some((
+            Event::Refused {
+                reason: why.to_string(),
+            },
+            None,
+        )),
+    };
+    SendEffects {
+        finish,
+        receipt: None,
+        event,
+    }
+}
+
+/// What the dispatcher is to do next after recording a send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follow {
+    Nothing,
+    /// The intent became indeterminate: wake the reconciler.
+    Reconcile,
+    /// A retry was planned: wake the dispatcher.
+    Dispatch,
+}
+
+/// Record a send's result for the claim `row`, in one transaction: first under the claim's
+/// fencing token (a claimant whose claim was taken over writes nothing at all: `Fenced`),
+/// then the decision for the intent as it stands in this transaction.
+pub fn record(
+    s: &mut Store,
+    row: &ClaimedRow,
+    result: SendResult,
+    now: u64,
+    ids: &dyn Entropy,
+) -> Result<Follow, StoreError> {
+    s.finish_claim(row.outbox_seq, row.fence, now)?;
+    let intent = s.intent(&row.intent_id)?;
+    let effects = decide(&intent, result, now, ids, &RetryPolicy::default());
+    s.finish_attempt(&row.intent_id, &row.attempt_id, &effects.finish, now)?;
+    if let Some(receipt) = &effects.receipt {
+        s.observe_receipt(&row.intent_id, receipt, now)?;
+    }
+    let Some((event, plan)) = effects.event else {
+        return Ok(Follow::Nothing);
+    };
+    let ctx = ApplyContext {
+        now_ms: now,
+        dispatch: plan,
+        ..ApplyContext::default()
+    };
+    match s.apply(&row.intent_id, &event, &ctx) {
+        Ok(applied) => Ok(match applied.transition.to {
+            IntentState::Indeterminate => Follow::Reconcile,
+            IntentState::Executing if applied.attempt_id.is_some() => Follow::Dispatch,
+            _ => Follow::Nothing,
+        }),
+        // Paused, or the intent moved on meanwhile (a webhook committed it): nothing to do.
+        Err(StoreError::Refused(Refusal::Paused | Refusal::Terminal { .. })) => Ok(Follow::Nothing),
+        Err(StoreError::Refused(refusal)) if matches!(event, Event::Dispatch) => {
+            let reason = format!("no retry: {refusal}");
+            let ctx = ApplyContext {
+                now_ms: now,
+                ..ApplyContext::default()
+            };
+            match s.apply(&row.intent_id, &Event::Refused { reason }, &ctx) {
+                Ok(applied) if applied.transition.to == IntentState::Indeterminate => {
+                    Ok(Follow::Reconcile)
+                }
+                Ok(_) | Err(StoreError::Refused(_)) => Ok(Follow::Nothing),
+                Err(e) => Err(e),
+            }
+        }
+        Err(StoreError::Refused(_)) => Ok(Follow::Nothing),
+        Err(e) => Err(e),
+    }
+}
+
+/// A fenced claimant's receipt, observed all the same: the downstream's answer is evidence
+/// whoever holds the claim; only the attempt's record is the new claimant's.
+pub fn observe_fenced_receipt(
+    s: &mut Store,
+    row: &ClaimedRow,
+    downstream_id: &str,
+    now: u64,
+    ids: &dyn Entropy,
+) -> Result<(), StoreError> {
+    let source = ReceiptSource {
+        receipt_id: ReceiptId::generate(now, ids.next_u128()),
+        downstream_id: downstream_id.to_string(),
+        source: "dispatch",
+        event_id: None,
+    };
+    s.observe_receipt(&row.intent_id, &source, now).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SeededEntropy;
+    use crate::coordinator::core::call::Reply;
+    use crate::domain::{IntentId, Tenant};
+
+    const NOW: u64 = 1_800_000_000_000;
+
+    fn intent(attempts: u32, max_attempts: u32) -> Intent {
+        let id = IntentId::generate(NOW - 1_000, 7);
+        let tenant: Tenant = "acme".parse().expect("a valid tenant");
+        let key = crate::domain::ActionKey::new("create_purchase_order", &tenant, &id);
+        serde_json::from_value(serde_json::json!({
+            "id": id, "tenant": tenant, "operation": "create_purchase_order",
+            "consequence": "write", "action_key": key, "state": "executing",
+            "attempts": attempts, "max_attempts": max_attempts,
+            "created_at_ms": NOW - 1_000, "deadline_at_ms": NOW + 600_000,
+        }))
+        .expect("a valid intent")
+    }
+
+    fn reply(status: u16, retry_after_ms: Option<u64>, body: serde_json::Value) -> Call {
+        Call::Replied(Reply {
+            status,
+            retry_after_ms,
+            body,
+        })
+    }
+
+    fn decide_call(intent: &Intent, call: &Call) -> SendEffects {
+        let result = interpret(call, BareOverload::Unproven);
+        decide(
+            intent,
+            result,
+            NOW,
+            &SeededEntropy::new(1),
+            &RetryPolicy::default(),
+        )
+    }
+
+    #[test]
+    fn a_created_record_is_a_receipt_and_no_event() {
+        let effects = decide_call(
+            &intent(1, 4),
+            &reply(201, None, serde_json::json!({"id": "po-1"})),
+        );
+        assert_eq!(
+            effects.receipt.map(|r| r.downstream_id),
+            Some("po-1".into())
+        );
+        assert_eq!(effects.event, None);
+        assert_eq!(effects.finish.outcome, Some(AttemptOutcome::Succeeded));
+        assert_eq!(effects.finish.replayed, Some(false));
+    }
+
+    #[test]
+    fn a_success_without_an_id_proves_nothing() {
+        let effects = decide_call(&intent(1, 4), &reply(200, None, serde_json::json!({})));
+        assert!(effects.receipt.is_none());
+        assert_eq!(effects.event, Some((Event::OutcomeUnknown, None)));
+        assert_eq!(effects.finish.sent, Some(true));
+    }
+
+    #[test]
+    fn an_explicit_refusal_is_retried_no_sooner_than_it_asked() {
+        let effects = decide_call(
+            &intent(1, 4),
+            &reply(503, Some(2_000), serde_json::json!({})),
+        );
+        let Some((Event::Dispatch, Some(plan))) = effects.event else {
+            panic!("expected a planned retry, got {:?}", effects.event);
+        };
+        assert!(plan.available_at_ms >= NOW + 2_000, "{plan:?}");
+        assert_eq!(effects.finish.sent, Some(false));
+    }
+
+    #[test]
+    fn an_explicit_refusal_with_no_budget_left_stops_the_intent() {
+        let effects = decide_call(
+            &intent(4, 4),
+            &reply(503, Some(2_000), serde_json::json!({})),
+        );
+        assert!(
+            matches!(effects.event, Some((Event::Refused { .. }, None))),
+            "{:?}",
+            effects.event
+        );
+    }
+
+    #[test]
+    fn a_bare_overload_answer_to_a_write_is_indeterminate_unless_the_connector_vouches() {
+        let call = reply(503, None, serde_json::Value::Null);
+        let effects = decide_call(&intent(1, 4), &call);
+        assert_eq!(effects.event, Some((Event::OutcomeUnknown, None)));
+        let vouched = decide(
+            &intent(1, 4),
+            interpret(&call, BareOverload::NotApplied),
+            NOW,
+            &SeededEntropy::new(1),
+            &RetryPolicy::default(),
+        );
+        assert!(matches!(vouched.event, Some((Event::Dispatch, Some(_)))));
+    }
+
+    #[test]
+    fn a_timeout_after_send_is_indeterminate_never_failed() {
+        let call = Call::Failed {
+            observation: Observation::TimeoutAfterSend,
+            detail: "no answer".into(),
+        };
+        let effects = decide_call(&intent(1, 4), &call);
+        assert_eq!(effects.event, Some((Event::OutcomeUnknown, None)));
+        assert_eq!(effects.finish.outcome, Some(AttemptOutcome::TimedOut));
+        assert_eq!(effects.finish.sent, Some(true));
+    }
+
+    #[test]
+    fn a_failed_connect_is_retried_as_never_sent() {
+        let call = Call::Failed {
+            observation: Observation::ConnectFailed,
+            detail: "refused".into(),
+        };
+        let effects = decide_call(&intent(1, 4), &call);
+        assert!(matches!(effects.event, Some((Event::Dispatch, Some(_)))));
+        assert_eq!(effects.finish.sent, Some(false));
+    }
+
+    #[test]
+    fn a_taken_over_claim_is_recorded_as_possibly_sent() {
+        let effects = decide(
+            &intent(1, 4),
+            reclaimed(),
+            NOW,
+            &SeededEntropy::new(1),
+            &RetryPolicy::default(),
+        );
+        assert_eq!(effects.event, Some((Event::OutcomeUnknown, None)));
+        assert_eq!(effects.finish.sent, Some(true));
+    }
+
+    #[test]
+    fn a_send_that_could_outlive_its_lease_is_not_begun() {
+        let row = ClaimedRow {
+            lease_expires_at_ms: NOW + 10_000,
+            ..claimed_row()
+        };
+        assert!(may_begin(&row, NOW, 9_999));
+        assert!(!may_begin(&row, NOW, 10_000));
+    }
+
+    fn claimed_row() -> ClaimedRow {
+        let i = intent(1, 4);
+        ClaimedRow {
+            outbox_seq: 1,
+            intent_id: i.id.clone(),
+            tenant: i.tenant.clone(),
+            attempt_id: AttemptId::generate(NOW, 3),
+            action_key: i.action_key.clone(),
+            operation: i.operation.clone(),
+            connector: "erp".into(),
+            payload_json: "{}".into(),
+            reclaimed: false,
+            deadline_at_ms: i.deadline_at_ms,
+            fence: 1,
+            lease_expires_at_ms: NOW,
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! The reconciler's decisions: whether an intent can be looked up ([`begin`]), what a
+//! lookup's answer says ([`interpret`], pure), and acting on it in the store ([`finish`]).
+//!
+//! Found downstream → receipt → `committed`. Proved absent, and the connector still
+//! deduplicates the key when a resend would land → the same command is planned again with
+//! the same key. Anything else leaves the intent indeterminate for an operator. Lookups are
+//! read-only downstream, so a pause does not stop them.
+
+use serde::Serialize;
+
+use super::call::Call;
+use super::dispatch::Follow;
+use crate::clock::Entropy;
+use crate::coordinator::config::Config;
+use crate::domain::{
+    ActionKey, AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, ReceiptId,
+};
+use crate::store::ops::*;
+use crate::store::{ApplyContext, AttemptFinish, DispatchPlan, ReceiptSource, Store, StoreError};
+use crate::wire::NewAttempt;
+
+/// What one lookup found and did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum LookupResult {
+    /// Found downstream; the intent is committed with this downstream id.
+    Committed { downstream_id: String },
+    /// Proved absent; the same command is being sent again with the same key.
+    Resent,
+    /// Still unproven; why it stays indeterminate.
+    StillIndeterminate { why: String },
+    /// The intent is not indeterminate; nothing to look up.
+    NotIndeterminate { state: IntentState },
+}
+
+impl LookupResult {
+    fn still(why: &str) -> LookupResult {
+        LookupResult::StillIndeterminate {
+            why: why.to_string(),
+        }
+    }
+}
+
+/// A lookup to make: the attempt recorded for it and what to ask.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LookupAsk {
+    pub intent_id: IntentId,
+    pub attempt_id: AttemptId,
+    pub connector: String,
+    pub resource: String,
+    pub action_key: ActionKey,
+}
+
+/// Whether a lookup is to be made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Begin {
+    /// Nothing to ask: this is the result.
+    Done(LookupResult),
+    Ask(LookupAsk),
+}
+
+/// Decide whether `id` can be looked up now, and if so record the lookup's attempt.
+pub fn begin(
+    s: &mut Store,
+    config: &Config,
+    id: &IntentId,
+    now: u64,
+    ids: &dyn Entropy,
+) -> Result<Begin, StoreError> {
+    let intent = s.intent(id)?;
+    if intent.state != IntentState::Indeterminate {
+        return Ok(Begin::Done(LookupResult::NotIndeterminate {
+            state: intent.state,
+        }));
+    }
+    let Some(connector) = config.connector(&intent.connector) else {
+        return Ok(Begin::Done(LookupResult::still(
+            "its connector is no longer configured",
+        )));
+    };
+    let Some(resource) = connector.operations.get(&intent.operation) else {
+        return Ok(Begin::Done(LookupResult::still(
+            "its connector has no resource for the operation",
+        )));
+    };
+    if !connector.supports_lookup {
+        return Ok(Begin::Done(LookupResult::still(
+            "the connector cannot look keys up; an operator must close it with evidence",
+        )));
+    }
+    let attempt_id = AttemptId::generate(now, ids.next_u128());
+    let new = NewAttempt {
+        kind: Some(AttemptKind::Lookup),
+        provider: connector.name.clone(),
+        ..NewAttempt::default()
+    };
+    s.record_attempt(id, &attempt_id, &new, None, now)?;
+    Ok(Begin::Ask(LookupAsk {
+        intent_id: id.clone(),
+        attempt_id,
+        connector: connector.name.clone(),
+        resource: resource.clone(),
+        action_key: intent.action_key,
+    }))
+}
+
+/// What a lookup's answer says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Found {
+    /// A record exists downstream under the key: this is its id.
+    Yes(String),
+    /// The downstream answered that no record has the key.
+    No,
+    /// No usable answer.
+    Unknown,
+}
+
+/// Read a lookup call's result: how its attempt ended and what it found.
+pub fn interpret(call: &Call) -> (AttemptFinish, Found) {
+    match call {
+        Call::Replied(reply) if reply.is_success() => match reply.downstream_id() {
+            Some(downstream_id) => (
+                AttemptFinish {
+                    outcome: Some(AttemptOutcome::Succeeded),
+                    http_status: Some(reply.status),
+                    provider_request_id: Some(downstream_id.clone()),
+                    detail: Some("found by action key".to_string()),
+                    ..AttemptFinish::default()
+                },
+                Found::Yes(downstream_id),
+            ),
+            None => (
+                AttemptFinish {
+                    outcome: Some(AttemptOutcome::Failed),
+                    http_status: Some(reply.status),
+                    detail: Some("a lookup answer without a downstream id".to_string()),
+                    ..AttemptFinish::default()
+                },
+                Found::Unknown,
+            ),
+        },
+        Call::Replied(reply) if reply.status == 404 => (
+            AttemptFinish {
+                outcome: Some(AttemptOutcome::Succeeded),
+                http_status: Some(404),
+                detail: Some("not found by action key".to_string()),
+                ..AttemptFinish::default()
+            },
+            Found::No,
+        ),
+        Call::Replied(reply) => (
+            AttemptFinish {
+                outcome: Some(AttemptOutcome::Failed),
+                http_status: Some(reply.status),
+                retry_after_ms: reply.retry_after_ms,
+                ..AttemptFinish::default()
+            },
+            Found::Unknown,
+        ),
+        Call::Failed { detail, .. } => (
+            AttemptFinish {
+                outcome: Some(AttemptOutcome::Failed),
+                detail: Some(detail.clone()),
+                ..AttemptFinish::default()
+            },
+            Found::Unknown,
+        ),
+    }
+}
+
+/// Record the lookup `ask` answered with `call`, and act on it, in one transaction.
+pub fn finish(
+    s: &mut Store,
+    config: &Config,
+    ask: &LookupAsk,
+    call: &Call,
+    now: u64,
+    ids: &dyn Entropy,
+) -> Result<(LookupResult, Follow), StoreError> {
+    let (attempt, found) = interpret(call);
+    let id = &ask.intent_id;
+    s.finish_attempt(id, &ask.attempt_id, &attempt, now)?;
+    match found {
+        Found::Yes(downstream_id) => {
+            let source = ReceiptSource {
+                receipt_id: ReceiptId::generate(now, ids.next_u128()),
+                downstream_id: downstream_id.clone(),
+                source: "lookup",
+                event_id: None,
+            };
+            s.observe_receipt(id, &source, now)?;
+            Ok((LookupResult::Committed { downstream_id }, Follow::Nothing))
+        }
+        Found::Unknown => Ok((
+            LookupResult::still("the lookup did not answer"),
+            Follow::Nothing,
+        )),
+        Found::No => {
+            // A resend is safe only while the downstream still deduplicates the key: the
+            // resend must arrive (within one timeout) before the key may be forgotten. The
+            // dispatcher's claim asks the same again when the resend is due.
+            let intent = s.intent(id)?;
+            let safe = config.connector(&ask.connector).is_some_and(|connector| {
+                intent.first_dispatch_at_ms.is_some_and(|first| {
+                    connector
+                        .key_contract()
+                        .retention_at_most(intent.key_retention_secs)
+                        .holds_key_on_landing(first, now)
+                })
+            });
+            if !safe {
+                return Ok((
+                    LookupResult::still(
+                        "not found, but the downstream may have forgotten the key: a resend \
+                         would not be deduplicated",
+                    ),
+                    Follow::Nothing,
+                ));
+            }
+            let ctx = ApplyContext {
+                now_ms: now,
+                dispatch: Some(DispatchPlan {
+                    attempt_id: AttemptId::generate(now, ids.next_u128()),
+                    available_at_ms: now,
+                }),
+                ..ApplyContext::default()
+            };
+            match s.apply(id, &Event::ProvedAbsentRetry, &ctx) {
+                Ok(_) => Ok((LookupResult::Resent, Follow::Dispatch)),
+                Err(StoreError::Refused(refusal)) => Ok((
+                    LookupResult::StillIndeterminate {
+                        why: format!("not found, but no resend: {refusal}"),
+                    },
+                    Follow::Nothing,
+                )),
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
