@@ -35,6 +35,9 @@ enum Command {
     Sandbox(intentdesk::sandbox::SandboxArgs),
     /// Drive a workload against a coordinator and print the logical-outcome report.
     Load(intentdesk::workload::LoadArgs),
+    /// Run seeded simulated worlds of the coordinator (faults, crashes, forgers) and check
+    /// every invariant after every step.
+    Simulate(intentdesk::sim::SimulateArgs),
 }
 
 #[derive(clap::Args, Default)]
@@ -88,7 +91,12 @@ struct CoordinatorArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    // A simulation's coordinators would log every step; only its report is wanted.
+    init_logging(if matches!(cli.command, Some(Command::Simulate(_))) {
+        "off"
+    } else {
+        "info"
+    });
     let result = match cli.command {
         None => demo(cli.demo),
         Some(Command::Demo(args)) => demo(args),
@@ -104,6 +112,11 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             }
         }
+        Some(Command::Simulate(args)) => match intentdesk::sim::run_cli(args) {
+            Ok(0) => Ok(()),
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -114,9 +127,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging() {
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

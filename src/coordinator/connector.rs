@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::config::ConnectorConfig;
-pub use super::core::call::{Call, Reply};
+pub use super::core::call::{Call, CallFuture, Downstream, Reply};
 use crate::domain::ActionKey;
 use crate::domain::decision::Observation;
 
@@ -60,7 +60,7 @@ async fn reply(response: reqwest::Response) -> Call {
 }
 
 /// `POST {base}/{resource}` with the action key as `Idempotency-Key`.
-pub async fn create(
+async fn create(
     http: &reqwest::Client,
     connector: &ConnectorConfig,
     resource: &str,
@@ -82,7 +82,7 @@ pub async fn create(
 }
 
 /// `GET {base}/{resource}?external_ref={key}`.
-pub async fn lookup(
+async fn lookup(
     http: &reqwest::Client,
     connector: &ConnectorConfig,
     resource: &str,
@@ -97,5 +97,41 @@ pub async fn lookup(
     match sent {
         Ok(response) => reply(response).await,
         Err(e) => failed(&e),
+    }
+}
+
+/// The downstream over HTTP.
+#[derive(Clone)]
+pub struct HttpDownstream {
+    http: reqwest::Client,
+}
+
+impl HttpDownstream {
+    pub fn new() -> Result<HttpDownstream, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(64)
+            .build()?;
+        Ok(HttpDownstream { http })
+    }
+}
+
+impl Downstream for HttpDownstream {
+    fn create<'a>(
+        &'a self,
+        connector: &'a ConnectorConfig,
+        resource: &'a str,
+        key: &'a ActionKey,
+        payload_json: &'a str,
+    ) -> CallFuture<'a> {
+        Box::pin(create(&self.http, connector, resource, key, payload_json))
+    }
+
+    fn lookup<'a>(
+        &'a self,
+        connector: &'a ConnectorConfig,
+        resource: &'a str,
+        key: &'a ActionKey,
+    ) -> CallFuture<'a> {
+        Box::pin(lookup(&self.http, connector, resource, key))
     }
 }

@@ -14,7 +14,6 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::AppState;
-use super::connector;
 use super::core::dispatch::{self, Follow, SendResult};
 use crate::store::ops::*;
 use crate::store::{ClaimedRow, StoreError};
@@ -136,14 +135,10 @@ async fn handle(state: &AppState, row: ClaimedRow) {
         return;
     }
 
-    let call = connector::create(
-        &state.http,
-        &connector,
-        &resource,
-        &row.action_key,
-        &row.payload_json,
-    )
-    .await;
+    let call = state
+        .downstream
+        .create(&connector, &resource, &row.action_key, &row.payload_json)
+        .await;
     record(
         state,
         row,

@@ -29,6 +29,8 @@ use tokio::sync::{Notify, watch};
 
 pub use config::{Config, ConfigError, EXAMPLE_CONFIG, token_sha256};
 
+use self::connector::HttpDownstream;
+use self::core::call::Downstream;
 use crate::clock::{SharedClock, SharedEntropy, os_entropy, system_clock};
 use crate::store::Db;
 
@@ -37,7 +39,8 @@ use crate::store::Db;
 pub struct AppState {
     pub config: Arc<Config>,
     pub db: Db,
-    pub http: reqwest::Client,
+    /// Where sends and lookups go.
+    pub downstream: Arc<dyn Downstream>,
     /// Woken when a dispatch is enqueued.
     pub dispatch_wake: Arc<Notify>,
     /// Woken when an intent may need a lookup.
@@ -76,16 +79,13 @@ impl AppState {
         entropy: SharedEntropy,
     ) -> Result<AppState, crate::store::StoreError> {
         let db = crate::store::sqlite::db(&config.database, config.durability)?;
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(64)
-            .build()
-            .map_err(|e| {
-                crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
-            })?;
+        let downstream = HttpDownstream::new().map_err(|e| {
+            crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
+        })?;
         Ok(AppState {
             config: Arc::new(config),
             db,
-            http,
+            downstream: Arc::new(downstream),
             dispatch_wake: Arc::new(Notify::new()),
             reconcile_wake: Arc::new(Notify::new()),
             events_wake: Arc::new(Notify::new()),

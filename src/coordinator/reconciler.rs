@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::AppState;
-use super::connector;
 use super::core::reconcile::{self, Begin};
 use super::core::{Follow, sweep};
 use crate::domain::IntentId;
@@ -120,7 +119,10 @@ pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupR
             ask.connector
         )));
     };
-    let call = connector::lookup(&state.http, &connector, &ask.resource, &ask.action_key).await;
+    let call = state
+        .downstream
+        .lookup(&connector, &ask.resource, &ask.action_key)
+        .await;
     let (config, clock, entropy) = (
         state.config.clone(),
         state.clock.clone(),

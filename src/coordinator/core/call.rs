@@ -1,9 +1,39 @@
-//! What a call to a downstream gave, as data: the HTTP client (`super::super::connector`) or a
-//! simulated downstream produces it, the core reads it.
+//! A call to a downstream, as data: the [`Downstream`] interface the shells call (over HTTP in
+//! `super::super::connector`, or a simulated world), and the [`Call`] it gave, which the core
+//! reads.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use serde_json::Value;
 
+use crate::coordinator::config::ConnectorConfig;
+use crate::domain::ActionKey;
 use crate::domain::decision::Observation;
+
+/// A call on its way.
+pub type CallFuture<'a> = Pin<Box<dyn Future<Output = Call> + Send + 'a>>;
+
+/// What the coordinator asks of a downstream. Every failure comes back as a [`Call`] whose
+/// observation says whether the request may have been sent.
+pub trait Downstream: Send + Sync {
+    /// Create under `key` at `resource`, with the frozen command as the body.
+    fn create<'a>(
+        &'a self,
+        connector: &'a ConnectorConfig,
+        resource: &'a str,
+        key: &'a ActionKey,
+        payload_json: &'a str,
+    ) -> CallFuture<'a>;
+
+    /// Look up what was created under `key` at `resource`.
+    fn lookup<'a>(
+        &'a self,
+        connector: &'a ConnectorConfig,
+        resource: &'a str,
+        key: &'a ActionKey,
+    ) -> CallFuture<'a>;
+}
 
 /// A downstream answer.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,0 +1,320 @@
+//! The promises a world is held to, each with a name, checked after every step (and some
+//! at the moment a send leaves). Every check reads the coordinator's database through a
+//! connection of its own and compares it with the downstream's ground truth and with what
+//! the participants were told.
+
+use crate::domain::IntentState;
+use crate::store::ClaimedRow;
+use crate::store::ops::*;
+use crate::store::sql::{ConnExt, params};
+
+use super::world::World;
+
+/// One number from `sql`.
+pub fn count(world: &World, sql: &str) -> i64 {
+    world
+        .reader
+        .conn()
+        .one(sql, params![], |r| r.get(0))
+        .unwrap_or(-1)
+}
+
+/// The intent holding `action_key`.
+pub fn intent_of_key(world: &World, action_key: &str) -> Option<String> {
+    world
+        .reader
+        .conn()
+        .one(
+            "SELECT id FROM intents WHERE action_key = ?1",
+            params![action_key],
+            |r| r.get(0),
+        )
+        .ok()
+}
+
+/// Some attempt of intent `id`.
+pub fn some_attempt(world: &World, id: &str) -> Option<String> {
+    world
+        .reader
+        .conn()
+        .one(
+            "SELECT a.id FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE i.id = ?1 \
+             ORDER BY a.seq LIMIT 1",
+            params![id],
+            |r| r.get(0),
+        )
+        .ok()
+}
+
+/// Everything of intent `id` a forgery could change, as one text.
+pub fn fingerprint(world: &World, id: &str) -> String {
+    world
+        .reader
+        .conn()
+        .one(
+            "SELECT i.state || '|' || i.attempts || '|' || coalesce(i.downstream_ref, '') || '|' || \
+             coalesce(i.authorization_version, '') || '|' || \
+             (SELECT count(*) FROM receipts r WHERE r.intent_seq = i.seq) || '|' || \
+             (SELECT count(*) FROM transitions t WHERE t.intent_seq = i.seq) || '|' || \
+             (SELECT coalesce(group_concat(a.outcome || ':' || a.sent, ','), '') FROM attempts a \
+              WHERE a.intent_seq = i.seq) \
+             FROM intents i WHERE i.id = ?1",
+            params![id],
+            |r| r.get(0),
+        )
+        .unwrap_or_default()
+}
+
+/// Checks at the moment the dispatcher is about to send `row`.
+pub fn before_send(world: &mut World, row: &ClaimedRow) {
+    let id = row.intent_id.clone();
+    let Ok(intent) = world.reader.intent(&id) else {
+        world.violate(
+            "sends_only_for_stored_intents",
+            format!("{id} is about to be sent and is not stored"),
+        );
+        return;
+    };
+    let now = world.now();
+    if intent.state != IntentState::Executing {
+        world.violate(
+            "sent_only_while_executing",
+            format!("{id} is sent while {}", intent.state),
+        );
+    }
+    if now > intent.deadline_at_ms {
+        world.violate(
+            "nothing_sent_after_the_deadline",
+            format!(
+                "{id} is sent {} ms after its deadline",
+                now - intent.deadline_at_ms
+            ),
+        );
+    }
+    let paused = world.pauses.iter().any(|(_, scope)| {
+        scope.tenant.as_deref() == Some(intent.tenant.as_str())
+            || scope.operation.as_deref() == Some(intent.operation.as_str())
+    });
+    if paused {
+        world.violate(
+            "nothing_sent_while_paused",
+            format!("{id} is sent while a pause covers it"),
+        );
+    }
+    let retention_ms = world.setup.declared_retention_secs * 1000;
+    let first = world
+        .downstream
+        .lock()
+        .landings
+        .get(row.action_key.as_str())
+        .and_then(|l| l.first().copied());
+    if let Some(first) = first
+        && now + world.setup.timeout_ms >= first + retention_ms
+    {
+        world.violate(
+            "nothing_sent_past_the_keys_retention",
+            format!(
+                "{} is sent {} ms after it first landed; the key is kept {} ms",
+                row.action_key,
+                now - first,
+                retention_ms
+            ),
+        );
+    }
+}
+
+/// Where the last check stopped reading transitions and evidence.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Checked {
+    pub transition_seq: i64,
+    pub evidence: usize,
+}
+
+/// One intent as the checks read it.
+struct Row {
+    id: String,
+    tier: String,
+    action_key: String,
+    state: String,
+    attempts: i64,
+    max_attempts: i64,
+    downstream_ref: Option<String>,
+}
+
+fn intents(world: &World) -> Vec<Row> {
+    world
+        .reader
+        .conn()
+        .rows(
+            "SELECT id, tier, action_key, state, attempts, max_attempts, downstream_ref FROM intents",
+            params![],
+            |r| {
+                Ok(Row {
+                    id: r.get(0)?,
+                    tier: r.get(1)?,
+                    action_key: r.get(2)?,
+                    state: r.get(3)?,
+                    attempts: r.get(4)?,
+                    max_attempts: r.get(5)?,
+                    downstream_ref: r.get(6)?,
+                })
+            },
+        )
+        .unwrap_or_default()
+}
+
+/// Every invariant, after a step.
+pub fn after_step(world: &mut World) -> anyhow::Result<()> {
+    let honest = world.setup.downstream_is_honest();
+    let rows = intents(world);
+    let mut found = Vec::new();
+    {
+        let downstream = world.downstream.lock();
+        for row in &rows {
+            let mutating = row.tier == "write" || row.tier == "financial";
+            if row.attempts > row.max_attempts {
+                found.push((
+                    "attempts_within_budget",
+                    format!(
+                        "{} used {} of {} attempts",
+                        row.id, row.attempts, row.max_attempts
+                    ),
+                ));
+            }
+            if !mutating {
+                continue;
+            }
+            let records = downstream.records_for(&row.action_key);
+            if row.state == "committed"
+                && !row
+                    .downstream_ref
+                    .as_ref()
+                    .is_some_and(|r| records.contains(r))
+            {
+                found.push((
+                    "committed_only_with_evidence",
+                    format!(
+                        "{} is committed as {:?}; the downstream holds {records:?}",
+                        row.id, row.downstream_ref
+                    ),
+                ));
+            }
+            if row.state == "cancelled" && !records.is_empty() {
+                found.push((
+                    "a_cancelled_intent_has_no_effect",
+                    format!("{} is cancelled; the downstream holds {records:?}", row.id),
+                ));
+            }
+            if honest && records.len() > 1 {
+                found.push((
+                    "at_most_one_effect_per_key",
+                    format!(
+                        "{} has {} effects: {records:?}",
+                        row.action_key,
+                        records.len()
+                    ),
+                ));
+            }
+        }
+    }
+    let missing = world
+        .answered
+        .iter()
+        .filter(|id| !rows.iter().any(|r| &r.id == *id))
+        .cloned()
+        .collect::<Vec<_>>();
+    for id in missing {
+        found.push((
+            "every_answered_write_survives",
+            format!("{id} was answered to its agent and is not stored"),
+        ));
+    }
+
+    let since = world.checked.transition_seq;
+    let left: Vec<(i64, String, String, String)> = world
+        .reader
+        .conn()
+        .rows(
+            "SELECT t.seq, i.id, t.to_state, t.event FROM transitions t JOIN intents i ON i.seq = t.intent_seq \
+             WHERE t.seq > ?1 AND t.from_state = 'indeterminate' ORDER BY t.seq",
+            params![since],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap_or_default();
+    for (_, id, to, event) in &left {
+        if !matches!(
+            event.as_str(),
+            "receipt_found" | "proved_absent_retry" | "operator_close"
+        ) {
+            found.push((
+                "indeterminate_left_only_by_evidence",
+                format!("{id} left indeterminate for {to} on {event}"),
+            ));
+        }
+    }
+    world.checked.transition_seq = count(world, "SELECT coalesce(max(seq), 0) FROM transitions");
+
+    let fresh: Vec<(String, String)> = world.evidence[world.checked.evidence..].to_vec();
+    for (id, downstream_id) in fresh {
+        let kept = world
+            .reader
+            .conn()
+            .one(
+                "SELECT EXISTS (SELECT 1 FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
+                 WHERE i.id = ?1 AND r.downstream_id = ?2) \
+                 OR EXISTS (SELECT 1 FROM intents WHERE id = ?1 AND downstream_ref = ?2)",
+                params![id.as_str(), downstream_id.as_str()],
+                |r| r.get::<bool>(0),
+            )
+            .unwrap_or(false);
+        if !kept {
+            found.push((
+                "evidence_is_kept",
+                format!("{downstream_id} was acknowledged for {id} and is not stored"),
+            ));
+        }
+    }
+    world.checked.evidence = world.evidence.len();
+    for (name, detail) in found {
+        world.violate(name, detail);
+    }
+    Ok(())
+}
+
+/// The checks once the world has settled: every effect's intent is committed or visibly
+/// indeterminate.
+pub fn at_rest(world: &mut World) {
+    // A connector configured to trust bare overload answers, in front of a downstream that
+    // applies and then answers so, is told to believe nothing happened: that world can
+    // hide an effect, by its operator's choice.
+    let setup = &world.setup;
+    if setup.overload_means_not_applied && setup.faults.bare_503_after_commit > 0.0 {
+        return;
+    }
+    let rows = intents(world);
+    let mut found = Vec::new();
+    {
+        let downstream = world.downstream.lock();
+        for (key, records) in downstream.keys_with_effects() {
+            let Some(row) = rows.iter().find(|r| &r.action_key == key) else {
+                found.push((
+                    "every_effect_has_its_intent",
+                    format!("{key} has effects {records:?} and no intent"),
+                ));
+                continue;
+            };
+            if row.state != "committed" && row.state != "indeterminate" {
+                found.push((
+                    "every_effect_ends_committed_or_indeterminate",
+                    format!(
+                        "{} holds effects {records:?} and rests {}",
+                        row.id, row.state
+                    ),
+                ));
+            }
+        }
+    }
+    for (name, detail) in found {
+        world.violate(name, detail);
+    }
+}
