@@ -2,7 +2,7 @@
 //! effects per key), behind the faults a world was dealt. It answers as [`Call`]s, the same
 //! data the HTTP connector produces, and keeps the webhooks it owes the coordinator.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
@@ -118,6 +118,9 @@ pub struct World {
     pub dice: Dice,
     /// Creates received, per key: the time each landed.
     pub landings: HashMap<String, Vec<u64>>,
+    /// Keys whose last create landed and whose outcome the coordinator has not learnt for
+    /// certain since: no answer recorded, an answer that proves nothing, or no lookup yet.
+    pub unproven: HashSet<String>,
 }
 
 impl World {
@@ -130,6 +133,7 @@ impl World {
             events: 0,
             dice: Dice::new(0),
             landings: HashMap::new(),
+            unproven: HashSet::new(),
         }
     }
 
@@ -178,6 +182,7 @@ impl World {
             );
         }
         self.landings.entry(key.to_string()).or_default().push(now);
+        self.unproven.insert(key.to_string());
         let (Ok(resource), Ok(external)) =
             (resource.parse::<Resource>(), key.parse::<ExternalRef>())
         else {
@@ -245,6 +250,8 @@ impl World {
         else {
             return reply(404, None, Value::Null);
         };
+        // Either answer is proof of what the key holds now.
+        self.unproven.remove(key);
         match self
             .store
             .lookup(resource, &external, now, self.faults.retention_ms)

@@ -101,6 +101,21 @@ pub fn before_send(world: &mut World, row: &ClaimedRow) {
             format!("{id} is sent while a pause covers it"),
         );
     }
+    if world
+        .downstream
+        .lock()
+        .unproven
+        .contains(row.action_key.as_str())
+    {
+        world.violate(
+            "no_resend_without_proof",
+            format!(
+                "{} is sent again while its last send's outcome is unproven (no answer that \
+                 proves it, no lookup since)",
+                row.action_key
+            ),
+        );
+    }
     let retention_ms = world.setup.declared_retention_secs * 1000;
     let first = world
         .downstream

@@ -199,16 +199,33 @@ fn create(world: &mut World, dice: &mut Dice) {
         stage: 0,
     };
     let persian = dice.chance(0.5);
-    let hangs_up = dice.chance(0.15);
-    let (status, answer, _) = send_order(world, &order, persian);
-    world.orders.push(order);
+    // Some agents hang up before the answer: mid-request (the handler is dropped where it
+    // first waits) or just before reading it.
+    let hang_up = dice.weighted(&[80, 10, 10]);
+    let caller_key = order.caller_key.clone();
+    world.orders.push(order.clone());
     let index = world.orders.len() - 1;
+    if hang_up == 1 {
+        let body = order_body(&order, persian);
+        world.call_and_hang_up(
+            Method::POST,
+            "/v1/intents",
+            agent,
+            &[("idempotency-key", &caller_key)],
+            Some(&body),
+        );
+        world.history.note(format!(
+            "{agent} orders {operation} as {caller_key} ({}) and hangs up mid-request",
+            if persian { "fa" } else { "en" }
+        ));
+        return;
+    }
+    let (status, answer, _) = send_order(world, &order, persian);
     world.history.note(format!(
-        "{agent} orders {operation} as {} ({}): {status}{}",
-        world.orders[index].caller_key,
+        "{agent} orders {operation} as {caller_key} ({}): {status}{}",
         if persian { "fa" } else { "en" },
-        if hangs_up {
-            ", but hangs up before the answer"
+        if hang_up == 2 {
+            ", but hangs up before reading it"
         } else {
             ""
         }
@@ -218,7 +235,7 @@ fn create(world: &mut World, dice: &mut Dice) {
             "valid_order_created",
             format!("a valid new order was answered {status}: {answer}"),
         );
-    } else if !hangs_up {
+    } else if hang_up == 0 {
         learn(world, index, &answer);
     }
 }
@@ -243,6 +260,11 @@ fn replay(world: &mut World, dice: &mut Dice) {
         order.caller_key,
         if persian { "fa" } else { "en" }
     ));
+    if status == 201 && order.id.is_none() {
+        // The first request was dropped before it reached the store: this one created it.
+        learn(world, i, &answer);
+        return;
+    }
     if status != 200 || !replayed {
         world.violate(
             "replay_answers_the_first_intent",
@@ -458,6 +480,7 @@ pub fn send_rows(world: &mut World, rows: Vec<crate::store::ClaimedRow>) {
             world.in_transit.push(InTransit {
                 row,
                 result: dispatch::reclaimed(),
+                definitive: false,
                 incarnation: world.incarnation,
             });
             continue;
@@ -476,17 +499,25 @@ pub fn send_rows(world: &mut World, rows: Vec<crate::store::ClaimedRow>) {
             .connector(&row.connector)
             .and_then(|c| c.operations.get(&row.operation).cloned())
             .unwrap_or_default();
+        let landed_before = landings(world, row.action_key.as_str());
         let call = world.downstream.lock().create(
             &resource,
             row.action_key.as_str(),
             &row.payload_json,
             world.now(),
         );
+        let landed = landings(world, row.action_key.as_str()) > landed_before;
         let bare = world
             .config
             .connector(&row.connector)
             .map(|c| c.bare_overload())
             .unwrap_or_default();
+        let vouched = bare == crate::domain::decision::BareOverload::NotApplied;
+        // What the answer proves once recorded: a record's id, a refusal of the key, or
+        // (by the connector's owner's word) a bare overload answer.
+        let definitive = landed
+            && matches!(&call, crate::coordinator::core::call::Call::Replied(r)
+                if r.is_success() || r.status == 409 || (vouched && r.status == 503 && r.retry_after_ms.is_none()));
         let result = dispatch::interpret(&call, bare);
         world.history.note(format!(
             "sends {} for {} (fence {}): {}",
@@ -498,9 +529,19 @@ pub fn send_rows(world: &mut World, rows: Vec<crate::store::ClaimedRow>) {
         world.in_transit.push(InTransit {
             row,
             result,
+            definitive,
             incarnation: world.incarnation,
         });
     }
+}
+
+fn landings(world: &World, key: &str) -> usize {
+    world
+        .downstream
+        .lock()
+        .landings
+        .get(key)
+        .map_or(0, Vec::len)
 }
 
 fn describe(call: &crate::coordinator::core::call::Call) -> String {
@@ -527,6 +568,13 @@ pub fn record(world: &mut World, i: usize) -> anyhow::Result<()> {
     ));
     match outcome {
         Ok(_) => {
+            if sent.definitive {
+                world
+                    .downstream
+                    .lock()
+                    .unproven
+                    .remove(sent.row.action_key.as_str());
+            }
             if let Some(id) = receipt {
                 world.evidence.push((sent.row.intent_id.to_string(), id));
             }

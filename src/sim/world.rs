@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Body;
+use std::future::Future;
+
 use axum::http::{Method, Request};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -180,6 +182,9 @@ pub struct Order {
 pub struct InTransit {
     pub row: ClaimedRow,
     pub result: SendResult,
+    /// Whether the answer, once recorded, tells the coordinator for certain what the send
+    /// did.
+    pub definitive: bool,
     /// The coordinator process that sent it.
     pub incarnation: u32,
 }
@@ -307,21 +312,7 @@ impl World {
         headers: &[(&str, &str)],
         body: Option<&Value>,
     ) -> (u16, Value, bool) {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("authorization", format!("Bearer {}", secret(token)));
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        let body = match body {
-            Some(b) => {
-                request = request.header("content-type", "application/json");
-                Body::from(b.to_string())
-            }
-            None => Body::empty(),
-        };
-        let Ok(request) = request.body(body) else {
+        let Some(request) = request(method, path, token, headers, body) else {
             return (0, Value::Null, false);
         };
         let mut service = self.router.clone();
@@ -338,6 +329,31 @@ impl World {
             let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             (status, value, replayed)
         })
+    }
+
+    /// Call the API and hang up as soon as the request is on its way: the handler runs
+    /// until it first waits (for the store, typically) and is dropped there. Whatever it
+    /// handed the store's writer is then let finish, so the next step sees the same store
+    /// whatever the threads did.
+    pub fn call_and_hang_up(
+        &mut self,
+        method: Method,
+        path: &str,
+        token: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) {
+        let Some(request) = request(method, path, token, headers, body) else {
+            return;
+        };
+        let mut service = self.router.clone();
+        {
+            let _inside = self.rt.enter();
+            let mut call = std::pin::pin!(service.call(request));
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            let _ = call.as_mut().poll(&mut cx);
+        }
+        let _ = self.write(|_| Ok(()));
     }
 
     /// Run a store step of the coordinator's, as its writer runs it.
@@ -362,6 +378,31 @@ impl World {
     pub fn dice(&self, stream: u64) -> Dice {
         Dice::for_step(self.seed, self.step, stream)
     }
+}
+
+/// A request as a client sends it.
+fn request(
+    method: Method,
+    path: &str,
+    token: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Option<Request<Body>> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", format!("Bearer {}", secret(token)));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let body = match body {
+        Some(b) => {
+            request = request.header("content-type", "application/json");
+            Body::from(b.to_string())
+        }
+        None => Body::empty(),
+    };
+    request.body(body).ok()
 }
 
 /// Start one coordinator process of the world.
