@@ -124,6 +124,7 @@ pub fn before_send(world: &mut World, row: &ClaimedRow) {
         .get(row.action_key.as_str())
         .and_then(|l| l.first().copied());
     if let Some(first) = first
+        && !world.setup.trusts_a_lying_overload()
         && now + world.setup.timeout_ms >= first + retention_ms
     {
         world.violate(
@@ -302,8 +303,7 @@ pub fn at_rest(world: &mut World) {
     // A connector configured to trust bare overload answers, in front of a downstream that
     // applies and then answers so, is told to believe nothing happened: that world can
     // hide an effect, by its operator's choice.
-    let setup = &world.setup;
-    if setup.overload_means_not_applied && setup.faults.bare_503_after_commit > 0.0 {
+    if world.setup.trusts_a_lying_overload() {
         return;
     }
     let rows = intents(world);

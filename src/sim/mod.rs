@@ -22,8 +22,15 @@ use self::downstream::Faults;
 use self::world::{Violation, World};
 use crate::store::ops::*;
 
-/// Seeds that once found a bug; every run replays them.
-pub const REGRESSION_SEEDS: &[u64] = &[];
+/// Seeds that once found a bug; every run replays them. Each found one of the bugs put
+/// back on purpose to see the simulator catch it (BENCHMARKS.md), or a check that was
+/// wrong.
+pub const REGRESSION_SEEDS: &[u64] = &[
+    1003, // a resend after an unproven send, without a lookup
+    1010, // a planned send left pending, and sent, after the intent was closed
+    1005, // an in-flight create guard only a finished request clears: the key sticks
+    1085, // a vouched-for bare 503 that had applied, judged against the key's retention
+];
 
 /// Steps a world runs when not told otherwise.
 pub const DEFAULT_STEPS: u64 = 300;

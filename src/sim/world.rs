@@ -117,13 +117,20 @@ impl Setup {
         }
     }
 
+    /// Whether the connector is configured to take bare overload answers as "not applied"
+    /// in front of a downstream that applies and then answers so: by its operator's word
+    /// the coordinator believes nothing happened, and can neither see nor guard that effect.
+    pub fn trusts_a_lying_overload(&self) -> bool {
+        self.overload_means_not_applied && self.faults.bare_503_after_commit > 0.0
+    }
+
     /// Whether the downstream keeps every promise its connector's configuration makes.
     pub fn downstream_is_honest(&self) -> bool {
         let f = &self.faults;
         !f.ignore_keys
             && f.retention_ms
                 .is_none_or(|r| r >= self.declared_retention_secs * 1000)
-            && !(self.overload_means_not_applied && f.bare_503_after_commit > 0.0)
+            && !self.trusts_a_lying_overload()
     }
 
     fn config_text(&self, database: &std::path::Path) -> String {
@@ -366,6 +373,14 @@ impl World {
 
     /// Record a violation found at this step.
     pub fn violate(&mut self, name: &'static str, detail: String) {
+        // A broken promise stays broken: checked after every step, it is reported once.
+        if self
+            .violations
+            .iter()
+            .any(|v| v.name == name && v.detail == detail)
+        {
+            return;
+        }
         self.history.note(format!("VIOLATION {name}: {detail}"));
         self.violations.push(Violation {
             name,
