@@ -464,14 +464,12 @@ impl ConsoleApp {
                     Ok(id) => self.open_intent(&id),
                     Err(e) => self.notice = Some(format!("{needle}: {e}")),
                 },
-                // Answers are routed by their tag's prefix to the view that asked.
-                Reply::Json { tag, result } => {
-                    if let Some(rest) = tag.strip_prefix("dashboard:") {
-                        self.dashboard.on_json(rest, result);
-                    } else if let Some(rest) = tag.strip_prefix("intent:") {
-                        self.intent_view.on_json(rest, result);
-                    }
-                }
+                Reply::Dashboard {
+                    generation,
+                    read,
+                    result,
+                } => self.dashboard.on_answer(generation, read, result),
+                Reply::Whoami { result } => self.intent_view.on_whoami(result),
                 Reply::Command { body, result } => {
                     let refresh = self.intent_view.on_command(&body, result);
                     if refresh && self.open.is_some() {

@@ -14,18 +14,16 @@ use std::time::{Duration, Instant};
 
 use egui_plot::PlotTransform;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::charts::Hit;
 pub use super::charts::cells::ChartId;
 use super::charts::cells::{board_cell_ui, chart_cell_ui, notes_ui};
 use super::charts::header::{controls_ui, tiles_ui};
 use super::format::{self, BidiHover, duration_ms};
-use crate::client::ClientError;
 use crate::console::app::{ConsoleApp, Tab};
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
-use crate::console::model::IntentPage;
+use crate::console::worker::{DashboardAnswer, DashboardRead, MetricsError, Request};
 use crate::console::{text, theme};
 use crate::wire::{ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview};
 
@@ -114,41 +112,32 @@ pub struct DashboardState {
 }
 
 impl DashboardState {
-    /// An answer to a request tagged `dashboard:<generation>:<what>`.
-    pub fn on_json(&mut self, tag: &str, result: Result<Value, ClientError>) {
-        let Some((generation, what)) = tag.split_once(':') else {
-            return;
-        };
-        let current = generation.parse::<u64>().ok() == Some(self.generation);
-        if what != "overview" && !current {
+    /// The answer to a read asked for the question of `generation`. The overview is taken
+    /// whichever question asked for it (the top bar's badge asks for it too); the rest only
+    /// when it answers the current question.
+    pub fn on_answer(
+        &mut self,
+        generation: u64,
+        read: DashboardRead,
+        result: Result<DashboardAnswer, MetricsError>,
+    ) {
+        if read != DashboardRead::Overview && generation != self.generation {
             return;
         }
         self.waiting = self.waiting.saturating_sub(1);
-        let value = match result {
-            Ok(v) => v,
+        match result {
+            Ok(DashboardAnswer::Chart(c)) => {
+                self.charts.insert(c.metric, c);
+            }
+            Ok(DashboardAnswer::Histogram(h)) => self.histogram = Some(h),
+            Ok(DashboardAnswer::Overview(o)) => self.overview = Some(o),
+            Ok(DashboardAnswer::Board(rows)) => self.board = rows,
             Err(e) => {
                 self.error = Some(e.to_string());
                 return;
             }
-        };
-        let parsed = match what.split_once(':') {
-            Some(("chart", _)) => serde_json::from_value::<Chart>(value).map(|c| {
-                self.charts.insert(c.metric, c);
-            }),
-            None if what == "histogram" => {
-                serde_json::from_value(value).map(|h| self.histogram = Some(h))
-            }
-            None if what == "overview" => {
-                serde_json::from_value(value).map(|o| self.overview = Some(o))
-            }
-            None if what == "board" => {
-                serde_json::from_value::<IntentPage>(value).map(|p| self.board = p.items)
-            }
-            _ => Ok(()),
-        };
-        if let Err(e) = parsed {
-            self.error = Some(format!("the coordinator's metrics could not be read: {e}"));
-        } else if self.waiting == 0 {
+        }
+        if self.waiting == 0 {
             self.error = None;
         }
     }
@@ -187,11 +176,10 @@ fn base_query(app: &ConsoleApp) -> Vec<(String, String)> {
     app.state.filters.query()
 }
 
-fn send(app: &mut ConsoleApp, what: &str, path: &str, query: Vec<(String, String)>) {
-    let tag = format!("dashboard:{}:{what}", app.dashboard.generation);
-    if app.worker.send(crate::console::worker::Request::Json {
-        tag,
-        path: path.into(),
+fn send(app: &mut ConsoleApp, read: DashboardRead, query: Vec<(String, String)>) {
+    if app.worker.send(Request::Dashboard {
+        generation: app.dashboard.generation,
+        read,
         query,
     }) {
         app.dashboard.waiting += 1;
@@ -201,7 +189,7 @@ fn send(app: &mut ConsoleApp, what: &str, path: &str, query: Vec<(String, String
 fn send_overview(app: &mut ConsoleApp) {
     let mut q = base_query(app);
     q.push(("at".into(), app.now_ms().to_string()));
-    send(app, "overview", "/v1/metrics/overview", q);
+    send(app, DashboardRead::Overview, q);
     app.dashboard.overview_sent_at = Some(Instant::now());
 }
 
@@ -221,23 +209,18 @@ fn fetch_all(app: &mut ConsoleApp) {
         };
         q.push(("buckets".into(), buckets.to_string()));
         q.push(("to".into(), to.to_string()));
-        send(
-            app,
-            &format!("chart:{}", metric.as_str()),
-            "/v1/metrics/chart",
-            q,
-        );
+        send(app, DashboardRead::Chart(*metric), q);
     }
     let mut q = base_query(app);
     q.push(("group_by".into(), group));
-    send(app, "histogram", "/v1/metrics/histogram", q);
+    send(app, DashboardRead::Histogram, q);
     send_overview(app);
     let mut board = app.state.filters.clone();
     board.states = vec!["indeterminate".into()];
     let mut q = board.query();
     q.push(("sort".into(), "indeterminate_since".into()));
     q.push(("limit".into(), BOARD_ROWS.to_string()));
-    send(app, "board", "/v1/intents", q);
+    send(app, DashboardRead::Board, q);
     app.dashboard.sent_at = Some(Instant::now());
     app.dashboard.changed = false;
 }

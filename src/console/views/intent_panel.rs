@@ -79,13 +79,7 @@ fn panel_ui(
     // Wide enough for the timeline, whatever the tab: the panel does not jump as tabs change.
     let width = (ui.ctx().content_rect().width() * 0.45).clamp(360.0, 760.0);
     ui.set_min_width(width.min(ui.available_width().max(360.0)));
-    if view.should_ask_who()
-        && worker.send(Request::Json {
-            tag: "intent:whoami".into(),
-            path: "/v1/whoami".into(),
-            query: Vec::new(),
-        })
-    {
+    if view.should_ask_who() && worker.send(Request::Whoami) {
         view.who = WhoState::Asking;
         view.who_asked_at = Some(std::time::Instant::now());
     }
@@ -249,12 +243,8 @@ fn last_outcome_ui(
     intent_id: &str,
 ) {
     let Some(last) = &view.last else { return };
-    let kind = last.body.get("kind").and_then(|v| v.as_str()).unwrap_or("");
-    let id = last
-        .body
-        .get("command_id")
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
+    let kind = last.body.kind.as_str();
+    let id = last.body.command_id.as_str();
     let mut dismiss = false;
     egui::Frame::group(ui.style()).show(ui, |ui| {
         row(ui, i18n, |ui| {
@@ -360,18 +350,12 @@ fn dialog_ui(
     match command_dialog_ui(ui.ctx(), i18n, dialog, detail, who.as_ref(), now, ids) {
         DialogAction::None => {}
         DialogAction::Send(body) => {
-            let id = body.get("command_id").cloned();
-            if !worker.send(Request::Command { body }) {
+            let id = body.command_id.to_string();
+            if !worker.send(Request::Command { body: *body }) {
                 // The worker's queue is full: nothing was sent. A dry run is asked again
                 // next frame; a command waits for "Send again" with the same body.
-                dialog
-                    .dry_runs
-                    .retain(|d| Some(&d.command_id).map(|c| serde_json::json!(c)) != id);
-                if let Some(sent) = dialog
-                    .sent
-                    .as_mut()
-                    .filter(|s| Some(serde_json::json!(s.command_id)) == id)
-                {
+                dialog.dry_runs.retain(|d| d.command_id != id);
+                if let Some(sent) = dialog.sent.as_mut().filter(|s| s.command_id == id) {
                     sent.state =
                         SendState::Failed(ClientError::BadResponse(i18n.tr("intent-queue-full")));
                 }
