@@ -17,7 +17,4 @@ pub mod intents_table;
 pub mod ledger;
 pub mod palette;
 pub mod timeline;
-pub mod timeline_hover;
-pub mod timeline_model;
-pub mod timeline_paint;
 pub mod top_bar;
