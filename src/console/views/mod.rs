@@ -4,7 +4,6 @@
 pub mod audit;
 pub mod charts;
 pub mod command_dialog;
-pub mod command_dialog_ui;
 pub mod dashboard;
 pub mod envelope;
 pub mod export;

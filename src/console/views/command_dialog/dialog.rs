@@ -1,67 +1,19 @@
-//! The operator commands of the intent view: pause, resume, reconcile now, close. Each opens
-//! a confirmation that says in plain words what will and will not happen; pause and resume
-//! first show, by a dry run, the exact set of open intents they would cover.
-//!
-//! The command id is generated when the operator confirms and stays with that body: the
-//! worker resends the same body when the network fails, and "Send again" does too, so the
-//! coordinator applies it at most once. Any change to the form makes a new command.
-//!
-//! Whether a command is possible (role, state) is decided here, with the reason in words,
-//! so the buttons can be disabled and say why.
+//! One open command dialog as data: what it is aimed at, the operator's fields, the dry
+//! runs asked and the confirmed command, and the body each makes.
 
 use serde_json::Value;
 
-pub use super::command_dialog_ui::command_dialog_ui;
 use crate::client::ClientError;
 use crate::clock::Entropy;
 use crate::console::model::IntentDetail;
 use crate::console::text::BidiEditState;
-use crate::domain::{CommandId, CommandKind, Disposition, IntentState, Role};
+use crate::domain::{CommandId, CommandKind, Disposition, IntentState};
 use crate::i18n::Localizer;
 use crate::wire::{CommandBody, EvidenceBody, Pause, ScopeBody, TargetBody, Whoami};
 
 /// The dry run's reason when the operator has not typed one yet (a pause needs a reason,
 /// even to preview it).
 const PREVIEW_REASON: &str = "preview of the target set before confirming";
-
-/// Whether a command may be started, and if not, why (in words).
-pub fn availability(
-    i18n: &Localizer,
-    kind: CommandKind,
-    detail: &IntentDetail,
-    who: Option<&Whoami>,
-) -> Result<(), String> {
-    let role = who.map(|w| w.role);
-    if let Some(role) = role
-        && !role.may(Role::permission_for(kind))
-    {
-        let key = match kind {
-            CommandKind::Pause | CommandKind::Resume => "intent-disabled-pause-role",
-            CommandKind::Reconcile => "intent-disabled-reconcile-role",
-            CommandKind::Close => "intent-disabled-close-role",
-        };
-        return Err(i18n.tr_args(key, &[("role", role.as_str().into())]));
-    }
-    let state = detail.intent.state.known();
-    let state_words = || i18n.tr(&format!("state-{}", detail.intent.state.wire()));
-    match kind {
-        CommandKind::Pause => Ok(()),
-        CommandKind::Resume if detail.pauses.is_empty() => {
-            Err(i18n.tr("intent-disabled-resume-none"))
-        }
-        CommandKind::Resume => Ok(()),
-        CommandKind::Reconcile if state != Some(IntentState::Indeterminate) => Err(i18n.tr_args(
-            "intent-disabled-reconcile-state",
-            &[("state", state_words().into())],
-        )),
-        CommandKind::Reconcile => Ok(()),
-        CommandKind::Close if state.is_some_and(IntentState::is_terminal) => Err(i18n.tr_args(
-            "intent-disabled-close-final",
-            &[("state", state_words().into())],
-        )),
-        CommandKind::Close => Ok(()),
-    }
-}
 
 /// What a pause covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -368,45 +320,6 @@ pub(super) fn resume_target(pause: &Pause, intent_id: &str) -> TargetBody {
     }
 }
 
-/// A command's target in words: "this intent" or the scope's fields.
-pub fn describe_target(i18n: &Localizer, target: Option<&TargetBody>) -> String {
-    let Some(target) = target else {
-        return i18n.tr("dialog-target-unchosen");
-    };
-    if let Some(id) = &target.intent_id {
-        return i18n.tr_args("dialog-target-intent", &[("intent", id.as_str().into())]);
-    }
-    let scope = target.scope.clone().unwrap_or_default();
-    let parts: Vec<String> = [
-        ("tenant", &scope.tenant),
-        ("provider", &scope.provider),
-        ("tool", &scope.tool),
-        ("operation", &scope.operation),
-    ]
-    .iter()
-    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
-    .collect();
-    let scope = if parts.is_empty() {
-        i18n.tr("dialog-target-everything")
-    } else {
-        parts.join(", ")
-    };
-    i18n.tr_args("dialog-target-scope", &[("scope", scope.into())])
-}
-
-/// An error in words an operator can act on; a refusal carries the coordinator's reason.
-pub fn describe_error(i18n: &Localizer, e: &ClientError) -> String {
-    match e {
-        ClientError::Refused { message, .. } if !message.is_empty() => message.clone(),
-        ClientError::Forbidden(message) => i18n.tr_args(
-            "dialog-error-forbidden",
-            &[("detail", message.as_str().into())],
-        ),
-        ClientError::Unauthorized => i18n.tr("error-unauthorized"),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,24 +343,6 @@ mod tests {
             connectors: Vec::new(),
             may: Default::default(),
         }
-    }
-
-    #[test]
-    fn the_role_and_the_state_decide_what_is_offered_and_say_why() {
-        let i18n = Localizer::new(Locale::EnUs);
-        let open = detail("indeterminate");
-        let sup = who("supervisor", None);
-        let pause = availability(&i18n, CommandKind::Pause, &open, Some(&sup));
-        assert!(pause.expect_err("no pause").contains("supervisor"));
-        assert!(availability(&i18n, CommandKind::Reconcile, &open, Some(&sup)).is_ok());
-        let done = detail("committed");
-        let why = availability(&i18n, CommandKind::Close, &done, Some(&sup)).expect_err("final");
-        assert!(why.contains("final"), "{why}");
-        assert!(availability(&i18n, CommandKind::Reconcile, &done, None).is_err());
-        assert!(
-            availability(&i18n, CommandKind::Pause, &open, None).is_ok(),
-            "an unknown role is left to the coordinator"
-        );
     }
 
     #[test]

@@ -5,16 +5,17 @@
 
 use crate::clock::Entropy;
 
-use super::command_dialog::{
+use super::dialog::{
     Closing, CommandDialog, DialogAction, DryRun, ScopeChoice, SendState, Sent, committable,
-    describe_error, describe_target, resume_target,
+    resume_target,
 };
-use super::format;
-use super::intent_widgets::{column, row, say, say_colored, say_strong, wt};
+use super::words::{describe_error, describe_target};
 use crate::client::ClientError;
 use crate::console::model::IntentDetail;
 use crate::console::text::BidiTextEdit;
 use crate::console::theme;
+use crate::console::views::format;
+use crate::console::views::intent_widgets::{self, column, row, say, say_colored, say_strong, wt};
 use crate::domain::CommandKind;
 use crate::i18n::Localizer;
 use crate::wire::Whoami;
@@ -122,7 +123,7 @@ pub fn command_dialog_ui(
         ui.set_width(520.0_f32.min(ctx.content_rect().width() - 40.0));
         column(ui, i18n, |ui| {
             let title = format!("dialog-title-{}", dialog.kind.as_str());
-            super::intent_widgets::heading(ui, i18n, &i18n.tr(&title));
+            intent_widgets::heading(ui, i18n, &i18n.tr(&title));
             say(
                 ui,
                 i18n,
