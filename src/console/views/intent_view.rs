@@ -7,10 +7,10 @@
 use serde_json::Value;
 
 use super::command_dialog::{CommandDialog, SendState};
-use super::export::ExportState;
 use super::ledger::Ledger;
 use super::timeline::{TimelineModel, TimelineView};
 use crate::client::ClientError;
+use crate::console::export::ExportState;
 use crate::console::model::IntentDetail;
 use crate::wire::{CommandBody, Whoami};
 

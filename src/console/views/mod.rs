@@ -1,5 +1,7 @@
-//! The console's views, one per file. Each draws with `*_ui` functions and only queues
-//! [`super::commands::ConsoleCommand`]s; it never talks to the network itself.
+//! The console's views, one per file. Each draws with `*_ui` functions given what it reads
+//! (the state structs and data it shows, the localizer, the time) and its own state to
+//! change; anything else it wants it pushes onto [`super::actions::Actions`]. A view never
+//! sees the app and never talks to the network itself.
 
 pub mod audit;
 pub mod charts;

@@ -251,6 +251,16 @@ impl CommandDialog {
         }
     }
 
+    /// The body with `command_id` never left (the worker's queue was full): a dry run is
+    /// asked again next frame; a confirmed command waits for "Send again" with the same
+    /// body.
+    pub fn not_sent(&mut self, command_id: &str, why: ClientError) {
+        self.dry_runs.retain(|d| d.command_id != command_id);
+        if let Some(sent) = self.sent.as_mut().filter(|s| s.command_id == command_id) {
+            sent.state = SendState::Failed(why);
+        }
+    }
+
     /// Take the answer to a body this dialog sent; true when it was this dialog's.
     pub fn on_answer(&mut self, body: &CommandBody, result: &Result<Value, ClientError>) -> bool {
         let id = body.command_id.as_str();
