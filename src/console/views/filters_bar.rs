@@ -9,6 +9,7 @@ use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
 use crate::domain::{ConsequenceTier, IntentState, Locale};
 use crate::i18n::Localizer;
+use crate::wire::FilterParam;
 
 /// The bar over `current` filters, offering the values `seen` in data; a change asks for
 /// the new filters.
@@ -229,20 +230,20 @@ fn more_ui(i18n: &Localizer, now_ms: u64, ui: &mut egui::Ui, filters: &mut Filte
 }
 
 /// The label id of a chip's filter.
-fn chip_key(field: &str) -> &'static str {
+fn chip_key(field: FilterParam) -> &'static str {
     match field {
-        "tenant" => "topbar-tenant",
-        "provider" => "topbar-provider",
-        "state" => "filter-state",
-        "tier" => "filter-tier",
-        "operation" => "filter-operation",
-        "tool" => "filter-tool",
-        "release" => "filter-release",
-        "locale" => "filter-locale",
-        "paused" => "filter-paused",
-        "min_attempts" => "filter-min-attempts",
-        "since" => "filter-since",
-        "until" => "filter-until",
-        _ => "filter-search",
+        FilterParam::Tenant => "topbar-tenant",
+        FilterParam::Provider => "topbar-provider",
+        FilterParam::State => "filter-state",
+        FilterParam::Tier => "filter-tier",
+        FilterParam::Operation => "filter-operation",
+        FilterParam::Tool => "filter-tool",
+        FilterParam::Release => "filter-release",
+        FilterParam::Locale => "filter-locale",
+        FilterParam::Paused => "filter-paused",
+        FilterParam::MinAttempts => "filter-min-attempts",
+        FilterParam::Since => "filter-since",
+        FilterParam::Until => "filter-until",
+        FilterParam::Q => "filter-search",
     }
 }
