@@ -1,5 +1,5 @@
-//! Text in visual order as egui layout jobs: one section per bidi piece, so egui shapes each
-//! piece once and never reverses it a second time.
+//! Text in visual order as egui layout jobs: one section per bidi piece, so egui shapes
+//! each piece once and never reverses it a second time.
 
 use egui::text::{ByteIndex, LayoutJob, LayoutSection, TextFormat};
 use egui::{Color32, FontId, TextStyle, Ui, WidgetText};

@@ -4,9 +4,9 @@
 //!
 //! egui shapes Arabic script but has no bidirectional algorithm, so every string goes
 //! through [`crate::i18n::bidi`], which arranges it in visual order as pieces. Each piece
-//! becomes its own [`LayoutSection`], pushed directly: [`LayoutJob::append`] merges
-//! neighbouring sections of the same format, and a merged section hands several pieces to
-//! one shaping call, which reverses them a second time.
+//! becomes its own [`egui::text::LayoutSection`], pushed directly: `LayoutJob::append`
+//! merges neighbouring sections of the same format, and a merged section hands several
+//! pieces to one shaping call, which reverses them a second time.
 //!
 //! A laid-out job holds visual-order text, so labels here are not selectable; their context
 //! menu copies the logical string, and their accessibility label is the logical string.

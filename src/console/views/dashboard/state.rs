@@ -14,11 +14,12 @@ use crate::console::worker::{DashboardAnswer, DashboardRead, MetricsError};
 use crate::wire::{AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview};
 
 /// Ask again at least this often while the dashboard is open.
-const REFRESH: Duration = Duration::from_secs(15);
+pub const REFRESH: Duration = Duration::from_secs(15);
 /// After intents changed, ask again no sooner than this.
-const CHANGED_REFRESH: Duration = Duration::from_secs(3);
+pub const CHANGED_REFRESH: Duration = Duration::from_secs(3);
 /// The badge's figures are refreshed this often while another view is open.
-const BADGE_REFRESH: Duration = Duration::from_secs(10);
+pub const BADGE_REFRESH: Duration = Duration::from_secs(10);
+
 /// What the dashboard remembers between runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -14,8 +14,8 @@
 //! to right in both locales, as clocks and trace viewers do.
 //!
 //! The data is [`model`] (built by [`build`]); [`view`] is what the timeline keeps between
-//! frames; [`widget`] reads input and calls the painters ([`paint`], [`axis`], [`lines`],
-//! [`marks`]) and [`hover`]; [`legend`] explains the marks.
+//! frames; [`widget`] reads input and calls the painters (`paint`, [`axis`], `lines`,
+//! [`marks`]) and `hover`; [`legend`] explains the marks.
 
 pub mod axis;
 pub mod build;
