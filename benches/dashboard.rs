@@ -19,7 +19,6 @@ use egui_plot::LineStyle;
 use intentdesk::console::theme;
 use intentdesk::console::views::charts::SeriesView;
 use intentdesk::console::views::charts::time_chart::{Kind, TimeChart};
-use intentdesk::console::views::dashboard::dashboard_ui;
 use intentdesk::console::{ConsoleApp, ConsoleOptions};
 use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::domain::Locale;
@@ -280,7 +279,7 @@ fn whole_dashboard(c: &mut Criterion) {
             ..Default::default()
         };
         let mut output = ctx.run_ui(input, |ui| {
-            egui::CentralPanel::default_margins().show(ui, |ui| dashboard_ui(app, ui));
+            egui::CentralPanel::default_margins().show(ui, |ui| app.dashboard_ui(ui));
         });
         let shapes = std::mem::take(&mut output.shapes);
         output.textures_delta.clear();

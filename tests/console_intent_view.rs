@@ -16,8 +16,8 @@ use egui_kittest::kittest::{NodeT, Queryable};
 use intentdesk::client::Client;
 use intentdesk::console::ConsoleApp;
 use intentdesk::console::model::IntentDetail;
+use intentdesk::console::views::timeline::model::TimelineModel;
 use intentdesk::console::views::timeline::{TimelineView, legend_ui, timeline_ui};
-use intentdesk::console::views::timeline_model::TimelineModel;
 use intentdesk::domain::Locale;
 use intentdesk::i18n::Localizer;
 use serde_json::{Value, json};
@@ -225,7 +225,7 @@ fn a_command_retried_after_a_network_failure_applies_once() {
         .dialog
         .as_ref()
         .and_then(|d| d.sent.as_ref())
-        .map(|s| s.body.clone())
+        .map(|s| json!(s.body))
         .expect("body");
     assert!(
         harness
@@ -253,7 +253,7 @@ fn a_command_retried_after_a_network_failure_applies_once() {
         .intent_view
         .last
         .as_ref()
-        .map(|l| l.body["command_id"].clone());
+        .map(|l| json!(l.body.command_id));
     assert_eq!(
         sent_id,
         Some(body["command_id"].clone()),

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::wire::{FilterParam, FilterQuery};
+
 /// Every filter of the intents table. Empty lists and `None` match everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -27,7 +29,7 @@ pub struct Filters {
 /// One removable chip: which filter, and the value it shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chip {
-    pub field: &'static str,
+    pub field: FilterParam,
     pub value: String,
 }
 
@@ -47,52 +49,43 @@ impl Filters {
         }
     }
 
+    /// The filters as `GET /v1/intents` and the metric endpoints take them.
+    pub fn filter_query(&self) -> FilterQuery {
+        let q = self.q.trim();
+        FilterQuery {
+            tenants: self.tenants.clone(),
+            providers: self.providers.clone(),
+            states: self.states.clone(),
+            operations: self.operations.clone(),
+            tools: self.tools.clone(),
+            releases: self.releases.clone(),
+            locales: self.locales.clone(),
+            tiers: self.tiers.clone(),
+            paused: self.paused,
+            since_ms: self.since_ms,
+            until_ms: self.until_ms,
+            min_attempts: self.min_attempts,
+            q: (!q.is_empty()).then(|| q.to_string()),
+        }
+    }
+
     /// The query string of `GET /v1/intents` and the metric endpoints.
     pub fn query(&self) -> Vec<(String, String)> {
-        let mut q = Vec::new();
-        let mut list = |name: &str, values: &[String]| {
-            if !values.is_empty() {
-                q.push((name.to_string(), values.join(",")));
-            }
-        };
-        list("tenant", &self.tenants);
-        list("provider", &self.providers);
-        list("state", &self.states);
-        list("operation", &self.operations);
-        list("tool", &self.tools);
-        list("release", &self.releases);
-        list("locale", &self.locales);
-        list("tier", &self.tiers);
-        if let Some(p) = self.paused {
-            q.push(("paused".into(), p.to_string()));
-        }
-        if let Some(v) = self.since_ms {
-            q.push(("since".into(), v.to_string()));
-        }
-        if let Some(v) = self.until_ms {
-            q.push(("until".into(), v.to_string()));
-        }
-        if let Some(v) = self.min_attempts {
-            q.push(("min_attempts".into(), v.to_string()));
-        }
-        if !self.q.trim().is_empty() {
-            q.push(("q".into(), self.q.trim().to_string()));
-        }
-        q
+        self.filter_query().pairs()
     }
 
     /// The filters as chips, in a stable order.
     pub fn chips(&self) -> Vec<Chip> {
         let mut chips = Vec::new();
-        let lists: [(&'static str, &Vec<String>); 8] = [
-            ("tenant", &self.tenants),
-            ("provider", &self.providers),
-            ("state", &self.states),
-            ("operation", &self.operations),
-            ("tool", &self.tools),
-            ("release", &self.releases),
-            ("locale", &self.locales),
-            ("tier", &self.tiers),
+        let lists: [(FilterParam, &Vec<String>); 8] = [
+            (FilterParam::Tenant, &self.tenants),
+            (FilterParam::Provider, &self.providers),
+            (FilterParam::State, &self.states),
+            (FilterParam::Operation, &self.operations),
+            (FilterParam::Tool, &self.tools),
+            (FilterParam::Release, &self.releases),
+            (FilterParam::Locale, &self.locales),
+            (FilterParam::Tier, &self.tiers),
         ];
         for (field, values) in lists {
             chips.extend(values.iter().map(|v| Chip {
@@ -102,31 +95,31 @@ impl Filters {
         }
         if let Some(p) = self.paused {
             chips.push(Chip {
-                field: "paused",
+                field: FilterParam::Paused,
                 value: p.to_string(),
             });
         }
         if let Some(v) = self.min_attempts {
             chips.push(Chip {
-                field: "min_attempts",
+                field: FilterParam::MinAttempts,
                 value: v.to_string(),
             });
         }
         if let Some(v) = self.since_ms {
             chips.push(Chip {
-                field: "since",
+                field: FilterParam::Since,
                 value: v.to_string(),
             });
         }
         if let Some(v) = self.until_ms {
             chips.push(Chip {
-                field: "until",
+                field: FilterParam::Until,
                 value: v.to_string(),
             });
         }
         if !self.q.trim().is_empty() {
             chips.push(Chip {
-                field: "q",
+                field: FilterParam::Q,
                 value: self.q.trim().to_string(),
             });
         }
@@ -137,20 +130,19 @@ impl Filters {
     pub fn remove(&mut self, chip: &Chip) {
         let drop_value = |list: &mut Vec<String>| list.retain(|v| v != &chip.value);
         match chip.field {
-            "tenant" => drop_value(&mut self.tenants),
-            "provider" => drop_value(&mut self.providers),
-            "state" => drop_value(&mut self.states),
-            "operation" => drop_value(&mut self.operations),
-            "tool" => drop_value(&mut self.tools),
-            "release" => drop_value(&mut self.releases),
-            "locale" => drop_value(&mut self.locales),
-            "tier" => drop_value(&mut self.tiers),
-            "paused" => self.paused = None,
-            "min_attempts" => self.min_attempts = None,
-            "since" => self.since_ms = None,
-            "until" => self.until_ms = None,
-            "q" => self.q.clear(),
-            _ => {}
+            FilterParam::Tenant => drop_value(&mut self.tenants),
+            FilterParam::Provider => drop_value(&mut self.providers),
+            FilterParam::State => drop_value(&mut self.states),
+            FilterParam::Operation => drop_value(&mut self.operations),
+            FilterParam::Tool => drop_value(&mut self.tools),
+            FilterParam::Release => drop_value(&mut self.releases),
+            FilterParam::Locale => drop_value(&mut self.locales),
+            FilterParam::Tier => drop_value(&mut self.tiers),
+            FilterParam::Paused => self.paused = None,
+            FilterParam::MinAttempts => self.min_attempts = None,
+            FilterParam::Since => self.since_ms = None,
+            FilterParam::Until => self.until_ms = None,
+            FilterParam::Q => self.q.clear(),
         }
     }
 

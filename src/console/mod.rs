@@ -3,12 +3,16 @@
 //! HTTP API, from a background worker; a frame never waits on the network or the disk.
 //!
 //! Split as rerun's viewer is: [`app`] holds the app struct and its `eframe::App` impl,
-//! [`worker`] the background logic, `views/` the drawing (one view per file), and
-//! [`commands`] the one enum of user actions, applied once per frame.
+//! split into its plain state, background logic, drawing and command handling; [`worker`]
+//! runs the requests off the UI thread; `views/` draws (one view per file), each view
+//! given what it reads and an [`actions::Actions`] queue rather than the app; [`commands`]
+//! is the one enum of user actions, applied once per frame.
 
+pub mod actions;
 pub mod app;
 pub mod cache;
 pub mod commands;
+pub mod export;
 pub mod filters;
 pub mod model;
 pub mod table;

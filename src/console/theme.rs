@@ -30,8 +30,8 @@ pub fn state_color(state: &StateName) -> Color32 {
     }
 }
 
-// The intent timeline: attempt outcomes, marks and lines. An unknown outcome (timed out,
-// lost) has the indeterminate colour, never the colour of failure.
+// The intent timeline's marks and lines; which colour each outcome and mark takes is the
+// timeline's (`views/timeline/colors.rs`).
 
 pub const TIMELINE_DEADLINE: Color32 = Color32::from_rgb(220, 70, 70);
 pub const TIMELINE_RESERVE: Color32 = Color32::from_rgba_premultiplied(24, 16, 0, 24);
@@ -40,34 +40,6 @@ pub const TIMELINE_HEDGE: Color32 = Color32::from_rgb(120, 110, 200);
 pub const TIMELINE_WEBHOOK: Color32 = Color32::from_rgb(160, 120, 230);
 pub const TIMELINE_COMMAND: Color32 = Color32::from_rgb(80, 190, 220);
 pub const TIMELINE_SELECTED: Color32 = Color32::from_rgba_premultiplied(22, 52, 96, 96);
-
-/// The colour of an attempt's bar.
-pub fn outcome_color(outcome: super::views::timeline_model::Outcome) -> Color32 {
-    use super::views::timeline_model::Outcome;
-    match outcome {
-        Outcome::Succeeded => COMMITTED,
-        Outcome::Failed => REJECTED,
-        Outcome::TimedOut | Outcome::Lost => INDETERMINATE,
-        Outcome::Pending => EXECUTING,
-        Outcome::Abandoned => QUIET,
-        Outcome::Other => UNKNOWN,
-    }
-}
-
-/// The colour of a mark.
-pub fn mark_color(kind: super::views::timeline_model::MarkKind) -> Color32 {
-    use super::views::timeline_model::MarkKind;
-    match kind {
-        MarkKind::Transition => QUIET,
-        MarkKind::Dispatch => EXECUTING,
-        MarkKind::LostResponse | MarkKind::Timeout => INDETERMINATE,
-        MarkKind::Lookup => PREPARED,
-        MarkKind::Replay | MarkKind::Receipt => COMMITTED,
-        MarkKind::Mismatch => REJECTED,
-        MarkKind::Webhook => TIMELINE_WEBHOOK,
-        MarkKind::Command => TIMELINE_COMMAND,
-    }
-}
 
 /// Dashboard series, in order of the groups' names; chosen to stay apart on dark and light
 /// backgrounds.

@@ -14,6 +14,7 @@ pub mod attempt;
 pub mod command;
 pub mod detail;
 pub mod error;
+pub mod filter;
 pub mod intent;
 pub mod metrics;
 pub mod pause;
@@ -24,6 +25,7 @@ pub use attempt::{Attempt, AttemptReport, NewAttempt};
 pub use command::{CommandBody, CommandRecord, EvidenceBody, ScopeBody, TargetBody};
 pub use detail::{IntentDetail, IntentPage, KeyLedger, Transition};
 pub use error::{ErrorBody, ErrorDetail};
+pub use filter::{FilterParam, FilterQuery};
 pub use intent::{Authorize, CreateIntent, Dispatched, Intent, StateName};
 pub use metrics::{
     ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, ChartSeries, GroupBy, HistogramGroup,

@@ -4,7 +4,7 @@
 //! Backspace and Delete act at it, and the arrow keys move it one grapheme at a time in
 //! logical order, mapped to the base direction (with a right-to-left base, Right moves
 //! toward the logical start, which lies on the right). The text is drawn through
-//! [`super::layout_job`] and the caret at the visual position of its logical position: the
+//! [`layout_job`] and the caret at the visual position of its logical position: the
 //! trailing edge of the grapheme before it, so it follows what was just typed in either
 //! direction. Inside an embedded left-to-right run (an id in a Persian search) the caret
 //! therefore moves against the arrow, as in editors that move logically; it never jumps to
@@ -20,8 +20,8 @@ use egui::{
 };
 use unicode_segmentation::UnicodeSegmentation;
 
-use super::{Direction, layout_job};
-use crate::i18n::bidi::{self, Piece};
+use super::layout::layout_job;
+use crate::i18n::bidi::{self, Direction, Piece};
 
 /// Caret, selection and scroll of one [`BidiTextEdit`]; kept by the view that owns the text.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -629,7 +629,7 @@ mod tests {
     #[test]
     fn the_caret_sits_where_the_logical_position_is_drawn() {
         let ctx = egui::Context::default();
-        super::super::install_fonts(&ctx);
+        crate::console::text::fonts::install_fonts(&ctx);
         let mut output = ctx.run_ui(egui::RawInput::default(), |ui| {
             let font = FontId::proportional(20.0);
             let text = "سلام PO";

@@ -9,6 +9,7 @@ use super::intent_widgets::{copyable_ui, instant, say, say_colored, say_strong, 
 use crate::console::model::{CommandRow, IntentDetail};
 use crate::console::theme;
 use crate::i18n::Localizer;
+use crate::wire::TargetBody;
 
 /// What a command's recorded result says, in words: for pauses how many intents they cover,
 /// for a reconcile what the lookup of `intent_id` found, for a close the state change, for a
@@ -139,7 +140,11 @@ fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &s
         ),
     );
     if let Some(target) = c.body.get("target") {
-        let scope = super::command_dialog::describe_target(i18n, target);
+        // The coordinator recorded the body it accepted, so its target reads as one.
+        let target = serde_json::from_value::<Option<TargetBody>>(target.clone())
+            .ok()
+            .flatten();
+        let scope = super::command_dialog::describe_target(i18n, target.as_ref());
         say(ui, i18n, &scope);
     }
     match c.reason.as_deref() {

@@ -3,28 +3,38 @@
 //! active filter shows as a removable chip.
 
 use super::format::{self, BidiHover, wt};
-use crate::console::app::ConsoleApp;
+use crate::console::actions::Actions;
+use crate::console::app::state::Seen;
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
 use crate::domain::{ConsequenceTier, IntentState, Locale};
 use crate::i18n::Localizer;
+use crate::wire::FilterParam;
 
-pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
-    let mut filters = app.state.filters.clone();
-    let rtl = app.i18n.is_rtl();
+/// The bar over `current` filters, offering the values `seen` in data; a change asks for
+/// the new filters.
+pub fn filters_bar_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    current: &Filters,
+    seen: &Seen,
+    now_ms: u64,
+    actions: &mut Actions,
+) {
+    let mut filters = current.clone();
+    let rtl = i18n.is_rtl();
     super::format::row(rtl, ui, |ui| {
-        let seen = app.seen.clone();
         multi_ui(
-            &app.i18n,
+            i18n,
             ui,
-            &app.i18n.tr("topbar-tenant"),
+            &i18n.tr("topbar-tenant"),
             &seen.tenants.iter().cloned().collect::<Vec<_>>(),
             &mut filters.tenants,
         );
         multi_ui(
-            &app.i18n,
+            i18n,
             ui,
-            &app.i18n.tr("topbar-provider"),
+            &i18n.tr("topbar-provider"),
             &seen.providers.iter().cloned().collect::<Vec<_>>(),
             &mut filters.providers,
         );
@@ -33,14 +43,14 @@ pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             .map(|s| {
                 (
                     s.as_str().to_string(),
-                    app.i18n.tr(&format!("state-{}", s.as_str())),
+                    i18n.tr(&format!("state-{}", s.as_str())),
                 )
             })
             .collect();
         labelled_multi_ui(
-            &app.i18n,
+            i18n,
             ui,
-            &app.i18n.tr("filter-state"),
+            &i18n.tr("filter-state"),
             &states,
             &mut filters.states,
         );
@@ -49,14 +59,14 @@ pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             .map(|t| {
                 (
                     t.as_str().to_string(),
-                    app.i18n.tr(&format!("tier-{}", t.as_str())),
+                    i18n.tr(&format!("tier-{}", t.as_str())),
                 )
             })
             .collect();
         labelled_multi_ui(
-            &app.i18n,
+            i18n,
             ui,
-            &app.i18n.tr("filter-tier"),
+            &i18n.tr("filter-tier"),
             &tiers,
             &mut filters.tiers,
         );
@@ -65,56 +75,54 @@ pub fn filters_bar_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             .map(|l| (l.as_str().to_string(), l.as_str().to_string()))
             .collect();
         labelled_multi_ui(
-            &app.i18n,
+            i18n,
             ui,
-            &app.i18n.tr("filter-locale"),
+            &i18n.tr("filter-locale"),
             &locales,
             &mut filters.locales,
         );
         multi_ui(
-            &app.i18n,
+            i18n,
             ui,
-            &app.i18n.tr("filter-operation"),
+            &i18n.tr("filter-operation"),
             &seen.operations.iter().cloned().collect::<Vec<_>>(),
             &mut filters.operations,
         );
         multi_ui(
-            &app.i18n,
+            i18n,
             ui,
-            &app.i18n.tr("filter-tool"),
+            &i18n.tr("filter-tool"),
             &seen.tools.iter().cloned().collect::<Vec<_>>(),
             &mut filters.tools,
         );
         multi_ui(
-            &app.i18n,
+            i18n,
             ui,
-            &app.i18n.tr("filter-release"),
+            &i18n.tr("filter-release"),
             &seen.releases.iter().cloned().collect::<Vec<_>>(),
             &mut filters.releases,
         );
-        let more = app.i18n.tr("filter-more");
-        let shown = ui.menu_button(wt(&app.i18n, ui, &more), |ui| {
-            more_ui(app, ui, &mut filters)
+        let more = i18n.tr("filter-more");
+        let shown = ui.menu_button(wt(i18n, ui, &more), |ui| {
+            more_ui(i18n, now_ms, ui, &mut filters)
         });
-        format::said(&app.i18n, &more, shown.response);
+        format::said(i18n, &more, shown.response);
         ui.separator();
-        for chip in app.state.filters.chips() {
-            let label = format!("{}: {} x", app.i18n.tr(chip_key(chip.field)), chip.value);
-            if format::button(ui, &app.i18n, &label)
-                .bidi_hover(&app.i18n, &app.i18n.tr("filter-remove"))
+        for chip in current.chips() {
+            let label = format!("{}: {} x", i18n.tr(chip_key(chip.field)), chip.value);
+            if format::button(ui, i18n, &label)
+                .bidi_hover(i18n, &i18n.tr("filter-remove"))
                 .clicked()
             {
                 filters.remove(&chip);
             }
         }
-        if !app.state.filters.chips().is_empty()
-            && link(ui, &app.i18n, &app.i18n.tr("filter-clear")).clicked()
-        {
-            app.queue(ConsoleCommand::ClearFilters);
+        if !current.chips().is_empty() && link(ui, i18n, &i18n.tr("filter-clear")).clicked() {
+            actions.command(ConsoleCommand::ClearFilters);
         }
     });
-    if filters != app.state.filters {
-        app.queue(ConsoleCommand::SetFilters(filters));
+    if &filters != current {
+        actions.command(ConsoleCommand::SetFilters(filters));
     }
 }
 
@@ -175,9 +183,9 @@ fn radio(ui: &mut egui::Ui, i18n: &Localizer, selected: bool, text: &str) -> egu
     format::said(i18n, text, ui.radio(selected, shown))
 }
 
-fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
+fn more_ui(i18n: &Localizer, now_ms: u64, ui: &mut egui::Ui, filters: &mut Filters) {
     ui.horizontal(|ui| {
-        format::label(ui, &app.i18n, &app.i18n.tr("filter-min-attempts"));
+        format::label(ui, i18n, &i18n.tr("filter-min-attempts"));
         let mut min = filters.min_attempts.unwrap_or(0);
         if ui
             .add(egui::DragValue::new(&mut min).range(0..=50))
@@ -187,19 +195,19 @@ fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
         }
     });
     ui.horizontal(|ui| {
-        format::label(ui, &app.i18n, &app.i18n.tr("filter-paused"));
+        format::label(ui, i18n, &i18n.tr("filter-paused"));
         for (value, key) in [
             (None, "filter-any"),
             (Some(true), "filter-yes"),
             (Some(false), "filter-no"),
         ] {
-            if radio(ui, &app.i18n, filters.paused == value, &app.i18n.tr(key)).clicked() {
+            if radio(ui, i18n, filters.paused == value, &i18n.tr(key)).clicked() {
                 filters.paused = value;
             }
         }
     });
-    format::label(ui, &app.i18n, &app.i18n.tr("topbar-time-range"));
-    let now = app.now_ms();
+    format::label(ui, i18n, &i18n.tr("topbar-time-range"));
+    let now = now_ms;
     for (key, span_ms) in [
         ("range-15m", Some(15 * 60_000)),
         ("range-1h", Some(3_600_000)),
@@ -214,7 +222,7 @@ fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
             (Some(span), Some(start)) => now.saturating_sub(start).abs_diff(span) < 120_000,
             _ => false,
         };
-        if radio(ui, &app.i18n, selected, &app.i18n.tr(key)).clicked() {
+        if radio(ui, i18n, selected, &i18n.tr(key)).clicked() {
             filters.since_ms = since;
             filters.until_ms = None;
         }
@@ -222,20 +230,20 @@ fn more_ui(app: &ConsoleApp, ui: &mut egui::Ui, filters: &mut Filters) {
 }
 
 /// The label id of a chip's filter.
-fn chip_key(field: &str) -> &'static str {
+fn chip_key(field: FilterParam) -> &'static str {
     match field {
-        "tenant" => "topbar-tenant",
-        "provider" => "topbar-provider",
-        "state" => "filter-state",
-        "tier" => "filter-tier",
-        "operation" => "filter-operation",
-        "tool" => "filter-tool",
-        "release" => "filter-release",
-        "locale" => "filter-locale",
-        "paused" => "filter-paused",
-        "min_attempts" => "filter-min-attempts",
-        "since" => "filter-since",
-        "until" => "filter-until",
-        _ => "filter-search",
+        FilterParam::Tenant => "topbar-tenant",
+        FilterParam::Provider => "topbar-provider",
+        FilterParam::State => "filter-state",
+        FilterParam::Tier => "filter-tier",
+        FilterParam::Operation => "filter-operation",
+        FilterParam::Tool => "filter-tool",
+        FilterParam::Release => "filter-release",
+        FilterParam::Locale => "filter-locale",
+        FilterParam::Paused => "filter-paused",
+        FilterParam::MinAttempts => "filter-min-attempts",
+        FilterParam::Since => "filter-since",
+        FilterParam::Until => "filter-until",
+        FilterParam::Q => "filter-search",
     }
 }

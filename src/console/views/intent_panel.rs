@@ -9,21 +9,20 @@ use egui::RichText;
 
 use super::audit::{audit_ui, result_summary, status_color};
 use super::command_dialog::{
-    CommandDialog, DialogAction, SendState, availability, command_dialog_ui, describe_error,
+    CommandDialog, DialogAction, availability, command_dialog_ui, describe_error,
 };
 use super::envelope::{attempt_fields_ui, envelope_ui};
-use super::export::ExportKind;
 use super::format::{self, BidiHover};
 use super::intent_view::{IntentTab, IntentViewState, WhoState};
 use super::intent_widgets::{column, copyable_ui, row, say, say_colored, wt};
 use super::ledger::ledger_ui;
 use super::timeline::{LANE_H, legend_ui, timeline_ui};
-use crate::client::ClientError;
-use crate::console::app::{ConsoleApp, OpenIntent};
+use crate::console::actions::{Actions, UiAction};
+use crate::console::app::state::OpenIntent;
 use crate::console::commands::ConsoleCommand;
+use crate::console::export::ExportKind;
 use crate::console::model::{IntentDetail, StateName};
 use crate::console::theme;
-use crate::console::worker::{Request, Worker};
 use crate::domain::CommandKind;
 use crate::i18n::Localizer;
 
@@ -35,60 +34,32 @@ pub(crate) const COMMANDS: [(CommandKind, &str); 4] = [
     (CommandKind::Close, "intent-close"),
 ];
 
-pub fn intent_panel_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
-    let now = app.now_ms();
-    let mut queued = Vec::new();
-    let ConsoleApp {
-        open,
-        intent_view,
-        i18n,
-        worker,
-        entropy,
-        ..
-    } = app;
-    if let Some(open) = open.as_ref() {
-        column(ui, i18n, |ui| {
-            panel_ui(
-                ui,
-                i18n,
-                worker,
-                intent_view,
-                open,
-                now,
-                &**entropy,
-                &mut queued,
-            )
-        });
-    }
-    for command in queued {
-        app.queue(command);
-    }
+/// What the panel reads, and the intent view's own state.
+pub struct IntentPanelContext<'a> {
+    pub i18n: &'a Localizer,
+    pub open: &'a OpenIntent,
+    pub view: &'a mut IntentViewState,
+    pub now_ms: u64,
+    /// Where a confirmed command's id comes from.
+    pub ids: &'a dyn Entropy,
 }
 
-#[allow(clippy::too_many_arguments)] // until the views take a narrow context
-fn panel_ui(
-    ui: &mut egui::Ui,
-    i18n: &Localizer,
-    worker: &Worker,
-    view: &mut IntentViewState,
-    open: &OpenIntent,
-    now: u64,
-    ids: &dyn Entropy,
-    queued: &mut Vec<ConsoleCommand>,
-) {
+pub fn intent_panel_ui(ui: &mut egui::Ui, cx: IntentPanelContext<'_>, actions: &mut Actions) {
+    let i18n = cx.i18n;
+    column(ui, i18n, |ui| panel_ui(ui, cx, actions));
+}
+
+fn panel_ui(ui: &mut egui::Ui, cx: IntentPanelContext<'_>, actions: &mut Actions) {
+    let IntentPanelContext {
+        i18n,
+        open,
+        view,
+        now_ms: now,
+        ids,
+    } = cx;
     // Wide enough for the timeline, whatever the tab: the panel does not jump as tabs change.
     let width = (ui.ctx().content_rect().width() * 0.45).clamp(360.0, 760.0);
     ui.set_min_width(width.min(ui.available_width().max(360.0)));
-    if view.should_ask_who()
-        && worker.send(Request::Json {
-            tag: "intent:whoami".into(),
-            path: "/v1/whoami".into(),
-            query: Vec::new(),
-        })
-    {
-        view.who = WhoState::Asking;
-        view.who_asked_at = Some(std::time::Instant::now());
-    }
     row(ui, i18n, |ui| {
         let short: String = open.id.chars().take(14).collect();
         let title = i18n.tr_args("view-intent-title", &[("intent", short.into())]);
@@ -98,10 +69,10 @@ fn panel_ui(
             .bidi_hover(i18n, &i18n.tr("intent-close-view"))
             .clicked()
         {
-            queued.push(ConsoleCommand::CloseIntent);
+            actions.command(ConsoleCommand::CloseIntent);
         }
         if format::button(ui, i18n, &i18n.tr("intent-refresh")).clicked() {
-            queued.push(ConsoleCommand::Refresh);
+            actions.command(ConsoleCommand::Refresh);
         }
         if format::button_enabled(ui, i18n, open.detail.is_some(), &i18n.tr("intent-export"))
             .clicked()
@@ -156,7 +127,7 @@ fn panel_ui(
                 .show(ui, |ui| audit_ui(ui, i18n, detail, &mut view.show_dry_runs));
         }
     }
-    dialog_ui(ui, i18n, worker, view, detail, now, ids);
+    dialog_ui(ui, i18n, view, detail, now, ids, actions);
 }
 
 fn state_line_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
@@ -249,12 +220,8 @@ fn last_outcome_ui(
     intent_id: &str,
 ) {
     let Some(last) = &view.last else { return };
-    let kind = last.body.get("kind").and_then(|v| v.as_str()).unwrap_or("");
-    let id = last
-        .body
-        .get("command_id")
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
+    let kind = last.body.kind.as_str();
+    let id = last.body.command_id.as_str();
     let mut dismiss = false;
     egui::Frame::group(ui.style()).show(ui, |ui| {
         row(ui, i18n, |ui| {
@@ -341,11 +308,11 @@ fn timeline_tab_ui(
 fn dialog_ui(
     ui: &mut egui::Ui,
     i18n: &Localizer,
-    worker: &Worker,
     view: &mut IntentViewState,
     detail: &IntentDetail,
     now: u64,
     ids: &dyn Entropy,
+    actions: &mut Actions,
 ) {
     let who = view.whoami().cloned();
     let Some(dialog) = view.dialog.as_mut() else {
@@ -359,24 +326,7 @@ fn dialog_ui(
     }
     match command_dialog_ui(ui.ctx(), i18n, dialog, detail, who.as_ref(), now, ids) {
         DialogAction::None => {}
-        DialogAction::Send(body) => {
-            let id = body.get("command_id").cloned();
-            if !worker.send(Request::Command { body }) {
-                // The worker's queue is full: nothing was sent. A dry run is asked again
-                // next frame; a command waits for "Send again" with the same body.
-                dialog
-                    .dry_runs
-                    .retain(|d| Some(&d.command_id).map(|c| serde_json::json!(c)) != id);
-                if let Some(sent) = dialog
-                    .sent
-                    .as_mut()
-                    .filter(|s| Some(serde_json::json!(s.command_id)) == id)
-                {
-                    sent.state =
-                        SendState::Failed(ClientError::BadResponse(i18n.tr("intent-queue-full")));
-                }
-            }
-        }
+        DialogAction::Send(body) => actions.push(UiAction::SendCommand(body)),
         DialogAction::Close => view.dialog = None,
     }
 }

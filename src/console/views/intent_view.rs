@@ -1,18 +1,18 @@
 //! The intent view's state: the tab shown, the timeline's zoom and selection, the laid-out
 //! timeline and ledger of the open intent (rebuilt only when the detail changes), what the
 //! coordinator says the token may do, the open command dialog, the last command's outcome
-//! and the export dialog. Answers from the worker arrive through [`IntentViewState::on_json`]
-//! (tag `intent:<what>`) and [`IntentViewState::on_command`].
+//! and the export dialog. Answers from the worker arrive through
+//! [`IntentViewState::on_whoami`] and [`IntentViewState::on_command`].
 
 use serde_json::Value;
 
-use super::command_dialog::{CommandDialog, SendState, Whoami};
-use super::export::ExportState;
+use super::command_dialog::{CommandDialog, SendState};
 use super::ledger::Ledger;
-use super::timeline::TimelineView;
-use super::timeline_model::TimelineModel;
+use super::timeline::{TimelineModel, TimelineView};
 use crate::client::ClientError;
+use crate::console::export::ExportState;
 use crate::console::model::IntentDetail;
+use crate::wire::{CommandBody, Whoami};
 
 /// The tabs of the intent view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -42,7 +42,7 @@ pub enum WhoState {
 /// The outcome of the last confirmed command, shown above the tabs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandOutcome {
-    pub body: Value,
+    pub body: CommandBody,
     pub result: Result<Value, ClientError>,
 }
 
@@ -70,26 +70,20 @@ pub struct IntentViewState {
 }
 
 impl IntentViewState {
-    /// An answer to a request tagged `intent:<tag>`.
-    pub fn on_json(&mut self, tag: &str, result: Result<Value, ClientError>) {
-        if tag == "whoami" {
-            self.who = match result.map(serde_json::from_value::<Whoami>) {
-                Ok(Ok(who)) => WhoState::Known(who),
-                Ok(Err(e)) => WhoState::Unknown {
-                    why: e.to_string(),
-                    retry: false,
-                },
-                Err(e) => WhoState::Unknown {
-                    retry: matches!(e, ClientError::Unreachable { .. }),
-                    why: e.to_string(),
-                },
-            };
-        }
+    /// What the coordinator said the token is.
+    pub fn on_whoami(&mut self, result: Result<Whoami, ClientError>) {
+        self.who = match result {
+            Ok(who) => WhoState::Known(who),
+            Err(e) => WhoState::Unknown {
+                retry: matches!(e, ClientError::Unreachable { .. }),
+                why: e.to_string(),
+            },
+        };
     }
 
     /// The answer to a command this view sent; true when the open intent should refresh.
-    pub fn on_command(&mut self, body: &Value, result: Result<Value, ClientError>) -> bool {
-        let dry_run = body.get("dry_run").and_then(Value::as_bool) == Some(true);
+    pub fn on_command(&mut self, body: &CommandBody, result: Result<Value, ClientError>) -> bool {
+        let dry_run = body.dry_run;
         if let Some(dialog) = self.dialog.as_mut()
             && dialog.on_answer(body, &result)
         {

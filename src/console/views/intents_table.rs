@@ -7,11 +7,13 @@ use egui::{RichText, Sense};
 use egui_extras::{Column, TableBuilder};
 
 use super::format::{self, BidiHover, wt};
-use crate::console::app::ConsoleApp;
+use crate::console::actions::Actions;
 use crate::console::commands::ConsoleCommand;
 use crate::console::filters::Filters;
 use crate::console::model::{IntentRow, StateName};
+use crate::console::table::TableData;
 use crate::console::theme;
+use crate::i18n::Localizer;
 
 const ROW_HEIGHT: f32 = 22.0;
 /// Start loading the next page when this many rows are left below the view.
@@ -31,42 +33,52 @@ const COLUMNS: &[(&str, Option<&str>)] = &[
     ("table-column-locale", None),
 ];
 
-pub fn intents_table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
-    header_line_ui(app, ui);
+/// What the table reads, and its rows with where it was scrolled and measured.
+pub struct TableContext<'a> {
+    pub i18n: &'a Localizer,
+    pub table: &'a mut TableData,
+    pub filters: &'a Filters,
+    /// The open intent's id, drawn selected.
+    pub open_id: Option<&'a str>,
+    pub now_ms: u64,
+}
+
+pub fn intents_table_ui(ui: &mut egui::Ui, mut cx: TableContext<'_>, actions: &mut Actions) {
+    header_line_ui(&cx, ui);
     // A table wider than the panel scrolls sideways.
-    let rtl = app.i18n.is_rtl();
+    let rtl = cx.i18n.is_rtl();
     let mut sideways = egui::ScrollArea::horizontal()
         .id_salt("intents-sideways")
         .stick_to_right(rtl);
     // After the language changes (or at start), it starts from the first columns (the id,
     // the state): the right end in Persian. Not in the frame of the change itself: the
     // table re-measures its columns then and reports no width to scroll by.
-    let settled = app.table.drawn_rtl == Some(rtl);
+    let settled = cx.table.drawn_rtl == Some(rtl);
     if !settled {
-        app.table.start_sideways = true;
-    } else if app.table.start_sideways {
-        let end = if rtl { app.table.sideways_end } else { 0.0 };
+        cx.table.start_sideways = true;
+    } else if cx.table.start_sideways {
+        let end = if rtl { cx.table.sideways_end } else { 0.0 };
         sideways = sideways.horizontal_scroll_offset(end);
     }
-    let shown = sideways.show(ui, |ui| table_ui(app, ui));
+    let shown = sideways.show(ui, |ui| table_ui(&mut cx, ui, actions));
     let end = shown.content_size.x - shown.inner_rect.width();
     if end.is_finite() {
-        app.table.sideways_end = end.max(0.0);
+        cx.table.sideways_end = end.max(0.0);
         if settled {
-            app.table.start_sideways = false;
+            cx.table.start_sideways = false;
         }
     }
 }
 
-fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
-    let now = app.now_ms();
-    let rows = app.table.rows.len();
+fn table_ui(cx: &mut TableContext<'_>, ui: &mut egui::Ui, actions: &mut Actions) {
+    let now = cx.now_ms;
+    let rows = cx.table.rows.len();
     let mut clicked: Option<String> = None;
     let mut sort_to: Option<String> = None;
     let mut max_row_shown = 0usize;
     let mut first_row_shown = usize::MAX;
-    let current_sort = app.state.filters.sort_or_default().to_string();
-    let rtl = app.i18n.is_rtl();
+    let current_sort = cx.filters.sort_or_default().to_string();
+    let rtl = cx.i18n.is_rtl();
     // Cells are read, not selected: a click anywhere on a row opens its intent.
     ui.style_mut().interaction.selectable_labels = false;
     let mut builder = TableBuilder::new(ui)
@@ -84,10 +96,10 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     ];
     // Column widths are kept by position; when the order flips with the language they would
     // land on the wrong columns, so they start again from their initial sizes.
-    if app.table.drawn_rtl.is_some_and(|was| was != rtl) {
+    if cx.table.drawn_rtl.is_some_and(|was| was != rtl) {
         builder.reset();
     }
-    app.table.drawn_rtl = Some(rtl);
+    cx.table.drawn_rtl = Some(rtl);
     let order: Vec<usize> = if rtl {
         (0..COLUMNS.len()).rev().collect()
     } else {
@@ -97,7 +109,7 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
     // takes whatever width the others leave, as the space after the last column does in
     // English. Only while it fits: a filling column in a table that scrolls sideways kept
     // the scroll from reaching the right end.
-    let fill = rtl && app.table.sideways_end <= 0.0;
+    let fill = rtl && cx.table.sideways_end <= 0.0;
     for (n, &c) in order.iter().enumerate() {
         let column = if fill && n == 0 {
             Column::remainder()
@@ -111,7 +123,7 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             for &c in &order {
                 let (key, sort) = COLUMNS[c];
                 header.col(|ui| {
-                    let title = app.i18n.tr(key);
+                    let title = cx.i18n.tr(key);
                     if let Some(sort) = sort {
                         let ascending = if current_sort == sort {
                             Some(true)
@@ -120,7 +132,7 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                         } else {
                             None
                         };
-                        let shown = egui::Button::new(wt(&app.i18n, ui, &title)).frame(false);
+                        let shown = egui::Button::new(wt(cx.i18n, ui, &title)).frame(false);
                         let response = ui.add(shown);
                         // What a screen reader says: the column, and how it is sorted.
                         let said = match ascending {
@@ -131,7 +143,7 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                                 } else {
                                     "table-sorted-descending"
                                 };
-                                app.i18n.tr_args(key, &[("column", title.as_str().into())])
+                                cx.i18n.tr_args(key, &[("column", title.as_str().into())])
                             }
                             None => title.clone(),
                         };
@@ -145,7 +157,7 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                             });
                         }
                     } else {
-                        format::label(ui, &app.i18n, &title);
+                        format::label(ui, cx.i18n, &title);
                     }
                 });
             }
@@ -155,19 +167,16 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
                 let index = row.index();
                 max_row_shown = max_row_shown.max(index);
                 first_row_shown = first_row_shown.min(index);
-                let intent = &app.table.rows[index];
-                let open = app
-                    .open
-                    .as_ref()
-                    .is_some_and(|o| o.id == intent.id.as_str());
+                let intent = &cx.table.rows[index];
+                let open = cx.open_id == Some(intent.id.as_str());
                 row.set_selected(open);
                 for &c in &order {
                     row.col(|ui| {
-                        if app.table.is_changed(intent.id.as_str()) {
+                        if cx.table.is_changed(intent.id.as_str()) {
                             ui.painter()
                                 .rect_filled(ui.max_rect(), 0.0, theme::CHANGED_ROW);
                         }
-                        cell_ui(app, ui, intent, c, now);
+                        cell_ui(cx.i18n, ui, intent, c, now);
                     });
                 }
                 if row.response().clicked() {
@@ -176,20 +185,20 @@ fn table_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             });
         });
     if let Some(id) = clicked {
-        app.queue(ConsoleCommand::OpenIntent(id));
+        actions.command(ConsoleCommand::OpenIntent(id));
     }
     if let Some(sort) = sort_to {
         let filters = Filters {
             sort,
-            ..app.state.filters.clone()
+            ..cx.filters.clone()
         };
-        app.queue(ConsoleCommand::SetFilters(filters));
+        actions.command(ConsoleCommand::SetFilters(filters));
     }
     if first_row_shown != usize::MAX {
-        app.table.first_row_shown = first_row_shown;
+        cx.table.first_row_shown = first_row_shown;
     }
-    if rows > 0 && max_row_shown + PREFETCH_ROWS >= rows && app.table.next_cursor.is_some() {
-        app.queue(ConsoleCommand::LoadMore);
+    if rows > 0 && max_row_shown + PREFETCH_ROWS >= rows && cx.table.next_cursor.is_some() {
+        actions.command(ConsoleCommand::LoadMore);
     }
 }
 
@@ -214,32 +223,26 @@ fn sort_arrow(ui: &mut egui::Ui, ascending: bool) {
     ));
 }
 
-fn header_line_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
-    super::intent_widgets::row(ui, &app.i18n, |ui| {
-        let shown = app.i18n.int(app.table.rows.len() as i64);
-        let total = app.i18n.int(app.table.total as i64);
-        let plus = if app.table.total_exact { "" } else { "+" };
-        let line = format!("{} {shown} / {total}{plus}", app.i18n.tr("table-showing"));
-        format::label(ui, &app.i18n, &line);
-        if app.table.loading {
+fn header_line_ui(cx: &TableContext<'_>, ui: &mut egui::Ui) {
+    super::intent_widgets::row(ui, cx.i18n, |ui| {
+        let shown = cx.i18n.int(cx.table.rows.len() as i64);
+        let total = cx.i18n.int(cx.table.total as i64);
+        let plus = if cx.table.total_exact { "" } else { "+" };
+        let line = format!("{} {shown} / {total}{plus}", cx.i18n.tr("table-showing"));
+        format::label(ui, cx.i18n, &line);
+        if cx.table.loading {
             ui.spinner();
         }
-        if app.table.from_cache {
-            format::label_colored(
-                ui,
-                &app.i18n,
-                &app.i18n.tr("table-from-cache"),
-                theme::QUIET,
-            );
+        if cx.table.from_cache {
+            format::label_colored(ui, cx.i18n, &cx.i18n.tr("table-from-cache"), theme::QUIET);
         }
-        if let Some(error) = &app.table.error {
-            format::label_colored(ui, &app.i18n, error, theme::REJECTED);
+        if let Some(error) = &cx.table.error {
+            format::label_colored(ui, cx.i18n, error, theme::REJECTED);
         }
     });
 }
 
-fn cell_ui(app: &ConsoleApp, ui: &mut egui::Ui, intent: &IntentRow, column: usize, now: u64) {
-    let i18n = &app.i18n;
+fn cell_ui(i18n: &Localizer, ui: &mut egui::Ui, intent: &IntentRow, column: usize, now: u64) {
     match column {
         0 => {
             let response = ui

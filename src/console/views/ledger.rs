@@ -277,7 +277,7 @@ fn use_row_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, row: &
         let words = i18n.tr(row.use_.label_key());
         format::label_colored(ui, i18n, &words, color);
         ui.label(RichText::new(a.id.as_str()).monospace())
-            .on_hover_text(super::timeline_model::lane_label(a));
+            .on_hover_text(super::timeline::model::lane_label(a));
         if row.after_forget {
             let late = i18n.tr("ledger-after-forget");
             format::label_colored(ui, i18n, &late, theme::INDETERMINATE);

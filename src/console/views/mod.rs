@@ -1,10 +1,11 @@
-//! The console's views, one per file. Each draws with `*_ui` functions and only queues
-//! [`super::commands::ConsoleCommand`]s; it never talks to the network itself.
+//! The console's views, one per file. Each draws with `*_ui` functions given what it reads
+//! (the state structs and data it shows, the localizer, the time) and its own state to
+//! change; anything else it wants it pushes onto [`super::actions::Actions`]. A view never
+//! sees the app and never talks to the network itself.
 
 pub mod audit;
 pub mod charts;
 pub mod command_dialog;
-pub mod command_dialog_ui;
 pub mod dashboard;
 pub mod envelope;
 pub mod export;
@@ -17,7 +18,4 @@ pub mod intents_table;
 pub mod ledger;
 pub mod palette;
 pub mod timeline;
-pub mod timeline_hover;
-pub mod timeline_model;
-pub mod timeline_paint;
 pub mod top_bar;

@@ -4,9 +4,13 @@
 
 use super::command_dialog::availability;
 use super::format::{self, wt};
-use crate::console::app::ConsoleApp;
+use super::intent_panel::COMMANDS;
+use crate::console::actions::Actions;
 use crate::console::commands::ConsoleCommand;
+use crate::console::model::IntentDetail;
 use crate::console::text::{BidiEditState, BidiTextEdit, Direction};
+use crate::i18n::Localizer;
+use crate::wire::Whoami;
 
 #[derive(Debug, Default)]
 pub struct PaletteState {
@@ -23,18 +27,28 @@ impl PaletteState {
     }
 }
 
+/// What the palette reads, and its own state.
+pub struct PaletteContext<'a> {
+    pub i18n: &'a Localizer,
+    pub palette: &'a mut PaletteState,
+    /// The open intent's detail, when it has loaded.
+    pub detail: Option<&'a IntentDetail>,
+    /// A command dialog is open: no other command is offered.
+    pub dialog_open: bool,
+    pub who: Option<&'a Whoami>,
+}
+
 /// The palette's entries now: its fixed commands, then pause, resume, reconcile and close
 /// for the open intent where they may be started.
-fn entries(app: &ConsoleApp) -> Vec<(ConsoleCommand, String)> {
-    let i18n = &app.i18n;
+fn entries(cx: &PaletteContext<'_>) -> Vec<(ConsoleCommand, String)> {
+    let i18n = cx.i18n;
     let mut entries: Vec<(ConsoleCommand, String)> = ConsoleCommand::palette()
         .into_iter()
         .map(|(c, key)| (c, i18n.tr(key)))
         .collect();
-    let open = app.open.as_ref().and_then(|o| o.detail.as_ref());
-    if let Some(detail) = open.filter(|_| app.intent_view.dialog.is_none()) {
-        for (kind, key) in super::intent_panel::COMMANDS {
-            if availability(i18n, kind, detail, app.intent_view.whoami()).is_ok() {
+    if let Some(detail) = cx.detail.filter(|_| !cx.dialog_open) {
+        for (kind, key) in COMMANDS {
+            if availability(i18n, kind, detail, cx.who).is_ok() {
                 entries.push((ConsoleCommand::StartCommand(kind), i18n.tr(key)));
             }
         }
@@ -42,42 +56,42 @@ fn entries(app: &ConsoleApp) -> Vec<(ConsoleCommand, String)> {
     entries
 }
 
-pub fn palette_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
-    if !app.palette.open {
+pub fn palette_ui(ui: &mut egui::Ui, cx: PaletteContext<'_>, actions: &mut Actions) {
+    if !cx.palette.open {
         return;
     }
-    let entries = entries(app);
+    let entries = entries(&cx);
+    let PaletteContext { i18n, palette, .. } = cx;
     let mut chosen = None;
-    let mut open = app.palette.open;
-    let title = wt(&app.i18n, ui, &app.i18n.tr("command-palette"));
+    let mut open = palette.open;
+    let title = wt(i18n, ui, &i18n.tr("command-palette"));
     egui::Window::new(title)
         .open(&mut open)
         .collapsible(false)
         .resizable(false)
         .anchor(egui::Align2::CENTER_TOP, [0.0, 60.0])
         .show(ui.ctx(), |ui| {
-            let palette = &mut app.palette;
             let response =
                 BidiTextEdit::new(&mut palette.edit, &mut palette.query, Direction::Auto)
                     .id_salt("palette")
                     .show(ui);
             response.request_focus();
-            let needle = app.palette.query.to_lowercase();
+            let needle = palette.query.to_lowercase();
             let matches: Vec<&(ConsoleCommand, String)> = entries
                 .iter()
                 .filter(|(_, label)| label.to_lowercase().contains(&needle))
                 .collect();
             for (command, label) in &matches {
-                if format::button(ui, &app.i18n, label).clicked() {
+                if format::button(ui, i18n, label).clicked() {
                     chosen = Some(command.clone());
                 }
             }
-            if app.palette.edit.take_submitted() {
+            if palette.edit.take_submitted() {
                 chosen = matches.first().map(|(c, _)| c.clone());
             }
         });
-    app.palette.open = open && chosen.is_none();
+    palette.open = open && chosen.is_none();
     if let Some(command) = chosen {
-        app.queue(command);
+        actions.command(command);
     }
 }

@@ -17,23 +17,10 @@ use crate::coordinator::auth::Principal;
 use crate::coordinator::error::ApiError;
 use crate::domain::{ConsequenceTier, IntentState, Locale, Tenant};
 use crate::store::IntentFilter;
+use crate::wire::FilterParam;
 
 /// The filters shared by the intent list and the metrics.
-pub const FILTER_PARAMS: &[&str] = &[
-    "tenant",
-    "provider",
-    "state",
-    "operation",
-    "tool",
-    "release",
-    "locale",
-    "tier",
-    "paused",
-    "since",
-    "until",
-    "min_attempts",
-    "q",
-];
+pub const FILTER_PARAMS: &[&str] = &FilterParam::NAMES;
 
 /// The longest single filter value, and the most values one filter may list.
 const MAX_VALUE_CHARS: usize = 100;
@@ -187,31 +174,35 @@ impl Params {
 
     /// The intent filters, with the caller's tenant scope always applied on top.
     pub fn filter(&mut self, principal: &Principal) -> IntentFilter {
-        let tenants: Vec<Tenant> = self.parsed_list("tenant");
-        let q = self.text("q");
+        use FilterParam as F;
+        let tenants: Vec<Tenant> = self.parsed_list(F::Tenant.name());
+        let q = self.text(F::Q.name());
         if q.as_ref().is_some_and(|q| q.chars().count() > MAX_Q_CHARS) {
-            self.fail("q", format!("is longer than {MAX_Q_CHARS} characters"));
+            self.fail(
+                F::Q.name(),
+                format!("is longer than {MAX_Q_CHARS} characters"),
+            );
         }
-        let since_ms = self.number("since", 0, u64::MAX);
-        let until_ms = self.number("until", 0, u64::MAX);
+        let since_ms = self.number(F::Since.name(), 0, u64::MAX);
+        let until_ms = self.number(F::Until.name(), 0, u64::MAX);
         if let (Some(since), Some(until)) = (since_ms, until_ms)
             && since > until
         {
-            self.fail("until", "must not be before `since`");
+            self.fail(F::Until.name(), "must not be before `since`");
         }
         IntentFilter {
             tenants: tenants.iter().map(|t| t.as_str().to_string()).collect(),
-            providers: self.list("provider"),
-            states: self.parsed_list::<IntentState>("state"),
-            operations: self.list("operation"),
-            tools: self.list("tool"),
-            releases: self.list("release"),
-            locales: self.parsed_list::<Locale>("locale"),
-            tiers: self.parsed_list::<ConsequenceTier>("tier"),
-            paused: self.boolean("paused"),
+            providers: self.list(F::Provider.name()),
+            states: self.parsed_list::<IntentState>(F::State.name()),
+            operations: self.list(F::Operation.name()),
+            tools: self.list(F::Tool.name()),
+            releases: self.list(F::Release.name()),
+            locales: self.parsed_list::<Locale>(F::Locale.name()),
+            tiers: self.parsed_list::<ConsequenceTier>(F::Tier.name()),
+            paused: self.boolean(F::Paused.name()),
             since_ms,
             until_ms,
-            min_attempts: self.number("min_attempts", 0, u32::MAX),
+            min_attempts: self.number(F::MinAttempts.name(), 0, u32::MAX),
             q: q.filter(|q| q.chars().count() <= MAX_Q_CHARS),
             allowed_tenants: principal.tenants.clone(),
         }

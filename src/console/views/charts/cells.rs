@@ -1,6 +1,6 @@
 //! The dashboard's places: one chart with its title and legend, the ageing board, the
-//! notes that say what the charts count. Each reads the dashboard's state and returns what
-//! was clicked; the dashboard turns clicks into commands.
+//! notes that say what the charts count. Each is given the dashboard's state and returns
+//! what was clicked; the dashboard turns clicks into commands.
 
 use std::collections::BTreeSet;
 
@@ -9,9 +9,8 @@ use egui_plot::LineStyle;
 use super::histogram::Histogram;
 use super::time_chart::{Kind, TimeChart};
 use super::{Hit, SeriesView, board, series_color};
-use crate::console::app::ConsoleApp;
 use crate::console::text;
-use crate::console::views::dashboard::DashboardState;
+use crate::console::views::dashboard::state::{DashboardSettings, DashboardState};
 use crate::i18n::Localizer;
 use crate::wire::{ALL_GROUP, ChartMetric};
 
@@ -206,18 +205,12 @@ fn legend_label(i18n: &Localizer, group: &str, suffix: &str) -> String {
 
 /// One chart with its title; a click returns what it landed on.
 pub(crate) fn chart_cell_ui(
-    app: &mut ConsoleApp,
     ui: &mut egui::Ui,
+    i18n: &Localizer,
+    settings: &DashboardSettings,
+    dashboard: &mut DashboardState,
     chart: ChartId,
 ) -> Option<(ChartId, Hit, u64)> {
-    let ConsoleApp {
-        i18n,
-        dashboard,
-        state,
-        ..
-    } = app;
-    let i18n = &*i18n;
-    let settings = &state.dashboard;
     let (title, y_label, hint) = chart.words();
     title_ui(ui, &i18n.tr(title), i18n.direction());
     let names = group_names(dashboard);
@@ -361,24 +354,28 @@ fn placeholder_ui<T>(ui: &mut egui::Ui, i18n: &Localizer, loading: bool) -> Opti
     None
 }
 
-pub(crate) fn board_cell_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) -> Option<String> {
-    let i18n = &app.i18n;
+pub(crate) fn board_cell_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    settings: &DashboardSettings,
+    dashboard: &DashboardState,
+    now_ms: u64,
+) -> Option<String> {
     title_ui(ui, &i18n.tr("dashboard-chart-board"), i18n.direction());
-    if app.dashboard.board.is_empty() {
-        return placeholder_ui(ui, i18n, app.dashboard.loading());
+    if dashboard.board.is_empty() {
+        return placeholder_ui(ui, i18n, dashboard.loading());
     }
-    let limit = app.state.dashboard.oldest_indeterminate_max_mins * 60;
+    let limit = settings.oldest_indeterminate_max_mins * 60;
     egui::ScrollArea::vertical()
         .id_salt("dashboard-board-scroll")
         .max_height(CHART_HEIGHT)
         .show(ui, |ui| {
-            board::board_ui(ui, i18n, &app.dashboard.board, app.now_ms(), Some(limit))
+            board::board_ui(ui, i18n, &dashboard.board, now_ms, Some(limit))
         })
         .inner
 }
 
-pub(crate) fn notes_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
-    let i18n = &app.i18n;
+pub(crate) fn notes_ui(ui: &mut egui::Ui, i18n: &Localizer) {
     let dir = i18n.direction();
     for key in [
         "dashboard-note-indeterminate",

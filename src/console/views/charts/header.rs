@@ -2,15 +2,19 @@
 //! headline figures (amplification, indeterminate count and ages, and the rest).
 
 use super::cells::percent;
-use crate::console::app::ConsoleApp;
+use crate::console::views::dashboard::state::{DashboardSettings, DashboardState};
 use crate::console::views::format::{self, duration_ms};
 use crate::console::{text, theme};
 use crate::i18n::Localizer;
-use crate::wire::GroupBy;
+use crate::wire::{GroupBy, Overview};
 
-pub(crate) fn controls_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
-    let i18n = &app.i18n;
-    let mut settings = app.state.dashboard.clone();
+pub(crate) fn controls_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    current: &mut DashboardSettings,
+    dashboard: &mut DashboardState,
+) {
+    let mut settings = current.clone();
     let dir = i18n.direction();
     // In Persian the controls run from the right; they fit one line, so no wrapping is needed.
     let layout = if i18n.is_rtl() {
@@ -47,17 +51,17 @@ pub(crate) fn controls_ui(app: &mut ConsoleApp, ui: &mut egui::Ui) {
             .labelled_by(label.id);
         ui.separator();
         if format::button(ui, i18n, &i18n.tr("command-refresh")).clicked() {
-            app.dashboard.refresh_now();
+            dashboard.refresh_now();
         }
-        if app.dashboard.loading() {
+        if dashboard.loading() {
             ui.spinner();
         }
-        if let Some(e) = &app.dashboard.error {
+        if let Some(e) = &dashboard.error {
             format::label_colored(ui, i18n, e, theme::REJECTED);
         }
     });
-    if settings != app.state.dashboard {
-        app.state.dashboard = settings;
+    if settings != *current {
+        *current = settings;
     }
 }
 
@@ -81,12 +85,16 @@ fn group_label(i18n: &Localizer, g: GroupBy) -> String {
     })
 }
 
-pub(crate) fn tiles_ui(app: &ConsoleApp, ui: &mut egui::Ui) {
-    let Some(o) = &app.dashboard.overview else {
+pub(crate) fn tiles_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    overview: Option<&Overview>,
+    settings: &DashboardSettings,
+) {
+    let Some(o) = overview else {
         return;
     };
-    let i18n = &app.i18n;
-    let (amp, old) = app.state.dashboard.crossed(o);
+    let (amp, old) = settings.crossed(o);
     let age = |s: u64| duration_ms(i18n, (s * 1000) as i64);
     let tiles: Vec<(&str, String, bool)> = vec![
         ("dashboard-tile-intents", i18n.int(o.intents as i64), false),

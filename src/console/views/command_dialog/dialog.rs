@@ -1,84 +1,19 @@
-//! The operator commands of the intent view: pause, resume, reconcile now, close. Each opens
-//! a confirmation that says in plain words what will and will not happen; pause and resume
-//! first show, by a dry run, the exact set of open intents they would cover.
-//!
-//! The command id is generated when the operator confirms and stays with that body: the
-//! worker resends the same body when the network fails, and "Send again" does too, so the
-//! coordinator applies it at most once. Any change to the form makes a new command.
-//!
-//! Whether a command is possible (role, state) is decided here, with the reason in words,
-//! so the buttons can be disabled and say why.
+//! One open command dialog as data: what it is aimed at, the operator's fields, the dry
+//! runs asked and the confirmed command, and the body each makes.
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-pub use super::command_dialog_ui::command_dialog_ui;
 use crate::client::ClientError;
 use crate::clock::Entropy;
 use crate::console::model::IntentDetail;
 use crate::console::text::BidiEditState;
-use crate::domain::{CommandId, CommandKind, IntentState, Role};
+use crate::domain::{CommandId, CommandKind, Disposition, IntentState};
 use crate::i18n::Localizer;
-use crate::wire::Pause;
+use crate::wire::{CommandBody, EvidenceBody, Pause, ScopeBody, TargetBody, Whoami};
 
 /// The dry run's reason when the operator has not typed one yet (a pause needs a reason,
 /// even to preview it).
 const PREVIEW_REASON: &str = "preview of the target set before confirming";
-
-/// Who the coordinator says the console's token is (`GET /v1/whoami`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Whoami {
-    pub name: String,
-    pub role: String,
-    /// `None` for every tenant.
-    #[serde(default)]
-    pub tenants: Option<Vec<String>>,
-}
-
-impl Whoami {
-    pub fn role(&self) -> Option<Role> {
-        self.role.parse().ok()
-    }
-}
-
-/// Whether a command may be started, and if not, why (in words).
-pub fn availability(
-    i18n: &Localizer,
-    kind: CommandKind,
-    detail: &IntentDetail,
-    who: Option<&Whoami>,
-) -> Result<(), String> {
-    let role = who.and_then(Whoami::role);
-    if let Some(role) = role
-        && !role.may(Role::permission_for(kind))
-    {
-        let key = match kind {
-            CommandKind::Pause | CommandKind::Resume => "intent-disabled-pause-role",
-            CommandKind::Reconcile => "intent-disabled-reconcile-role",
-            CommandKind::Close => "intent-disabled-close-role",
-        };
-        return Err(i18n.tr_args(key, &[("role", role.as_str().into())]));
-    }
-    let state = detail.intent.state.known();
-    let state_words = || i18n.tr(&format!("state-{}", detail.intent.state.wire()));
-    match kind {
-        CommandKind::Pause => Ok(()),
-        CommandKind::Resume if detail.pauses.is_empty() => {
-            Err(i18n.tr("intent-disabled-resume-none"))
-        }
-        CommandKind::Resume => Ok(()),
-        CommandKind::Reconcile if state != Some(IntentState::Indeterminate) => Err(i18n.tr_args(
-            "intent-disabled-reconcile-state",
-            &[("state", state_words().into())],
-        )),
-        CommandKind::Reconcile => Ok(()),
-        CommandKind::Close if state.is_some_and(IntentState::is_terminal) => Err(i18n.tr_args(
-            "intent-disabled-close-final",
-            &[("state", state_words().into())],
-        )),
-        CommandKind::Close => Ok(()),
-    }
-}
 
 /// What a pause covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +37,8 @@ pub enum Closing {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DryRun {
     pub command_id: String,
-    pub target: Value,
+    /// `None` while no scope is chosen.
+    pub target: Option<TargetBody>,
     /// The frozen target set, or why there is none.
     pub result: Option<Result<Vec<String>, ClientError>>,
 }
@@ -122,7 +58,7 @@ pub enum SendState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sent {
     pub command_id: String,
-    pub body: Value,
+    pub body: CommandBody,
     pub state: SendState,
 }
 
@@ -131,7 +67,7 @@ pub struct Sent {
 pub enum DialogAction {
     None,
     /// Send this body (a dry run or a confirmed command) to the coordinator.
-    Send(Value),
+    Send(Box<CommandBody>),
     Close,
 }
 
@@ -195,39 +131,37 @@ impl CommandDialog {
         )
     }
 
-    /// What the command is aimed at, as `POST /v1/commands` takes it.
-    pub fn target(&self, detail: &IntentDetail, who: Option<&Whoami>) -> Value {
+    /// What the command is aimed at, as `POST /v1/commands` takes it; `None` while a pause
+    /// has no scope chosen.
+    pub fn target(&self, detail: &IntentDetail, who: Option<&Whoami>) -> Option<TargetBody> {
         let intent = &detail.intent;
-        let intent_target = json!({ "intent_id": intent.id });
+        let intent_target = intent_target(intent.id.as_str());
         match self.kind {
-            CommandKind::Reconcile | CommandKind::Close => intent_target,
-            CommandKind::Resume => detail
-                .pauses
-                .get(self.pause_index)
-                .map_or(intent_target.clone(), |p| {
-                    resume_target(p, intent.id.as_str())
-                }),
+            CommandKind::Reconcile | CommandKind::Close => Some(intent_target),
+            CommandKind::Resume => Some(
+                detail
+                    .pauses
+                    .get(self.pause_index)
+                    .map_or(intent_target, |p| resume_target(p, intent.id.as_str())),
+            ),
             CommandKind::Pause => {
                 // A token limited to some tenants may only name scopes inside them.
                 let limited = who.is_some_and(|w| w.tenants.is_some());
-                let mut scope = Map::new();
+                let mut scope = ScopeBody::default();
                 match &self.scope {
-                    ScopeChoice::Unchosen => return Value::Null,
-                    ScopeChoice::Intent => return intent_target,
-                    ScopeChoice::Tenant => {
-                        scope.insert("tenant".into(), json!(intent.tenant));
-                    }
-                    ScopeChoice::Provider(p) => {
-                        scope.insert("provider".into(), json!(p));
-                    }
-                    ScopeChoice::Tool => {
-                        scope.insert("tool".into(), json!(intent.tool));
-                    }
+                    ScopeChoice::Unchosen => return None,
+                    ScopeChoice::Intent => return Some(intent_target),
+                    ScopeChoice::Tenant => scope.tenant = Some(intent.tenant.to_string()),
+                    ScopeChoice::Provider(p) => scope.provider = Some(p.clone()),
+                    ScopeChoice::Tool => scope.tool = Some(intent.tool.clone()),
                 }
                 if limited {
-                    scope.insert("tenant".into(), json!(intent.tenant));
+                    scope.tenant = Some(intent.tenant.to_string());
                 }
-                json!({ "scope": scope })
+                Some(TargetBody {
+                    intent_id: None,
+                    scope: Some(scope),
+                })
             }
         }
     }
@@ -286,46 +220,50 @@ impl CommandDialog {
         now_ms: u64,
         dry_run: bool,
         ids: &dyn Entropy,
-    ) -> Value {
-        let id = CommandId::generate(now_ms, ids.next_u128());
-        let mut body = Map::new();
-        body.insert("command_id".into(), json!(id.as_str()));
-        body.insert("kind".into(), json!(self.kind.as_str()));
-        body.insert("target".into(), self.target(detail, who));
+    ) -> CommandBody {
         let reason = Self::trimmed(&self.reason).or_else(|| {
             (dry_run && self.kind == CommandKind::Pause).then(|| PREVIEW_REASON.into())
         });
-        if let Some(reason) = reason {
-            body.insert("reason".into(), json!(reason));
-        }
-        if self.kind == CommandKind::Close {
+        let (disposition, evidence) = if self.kind == CommandKind::Close {
             let disposition = match self.closing {
-                Closing::Committed => "committed",
-                Closing::Cancelled => "cancelled",
+                Closing::Committed => Disposition::Committed,
+                Closing::Cancelled => Disposition::Cancelled,
             };
-            body.insert("disposition".into(), json!(disposition));
-            let mut evidence = Map::new();
-            if let Some(r) = Self::trimmed(&self.reference) {
-                evidence.insert("reference".into(), json!(r));
-            }
-            if let Some(n) = Self::trimmed(&self.note) {
-                evidence.insert("note".into(), json!(n));
-            }
-            if !evidence.is_empty() {
-                body.insert("evidence".into(), Value::Object(evidence));
-            }
+            let evidence = EvidenceBody {
+                reference: Self::trimmed(&self.reference),
+                note: Self::trimmed(&self.note),
+            };
+            let given = evidence.reference.is_some() || evidence.note.is_some();
+            (Some(disposition), given.then_some(evidence))
+        } else {
+            (None, None)
+        };
+        CommandBody {
+            command_id: CommandId::generate(now_ms, ids.next_u128()),
+            kind: self.kind,
+            // Never sent without a target: a pause is previewed and confirmed only once
+            // its scope is chosen.
+            target: self.target(detail, who).unwrap_or_default(),
+            reason,
+            disposition,
+            evidence,
+            dry_run,
         }
-        if dry_run {
-            body.insert("dry_run".into(), json!(true));
+    }
+
+    /// The body with `command_id` never left (the worker's queue was full): a dry run is
+    /// asked again next frame; a confirmed command waits for "Send again" with the same
+    /// body.
+    pub fn not_sent(&mut self, command_id: &str, why: ClientError) {
+        self.dry_runs.retain(|d| d.command_id != command_id);
+        if let Some(sent) = self.sent.as_mut().filter(|s| s.command_id == command_id) {
+            sent.state = SendState::Failed(why);
         }
-        Value::Object(body)
     }
 
     /// Take the answer to a body this dialog sent; true when it was this dialog's.
-    pub fn on_answer(&mut self, body: &Value, result: &Result<Value, ClientError>) -> bool {
-        let Some(id) = body.get("command_id").and_then(Value::as_str) else {
-            return false;
-        };
+    pub fn on_answer(&mut self, body: &CommandBody, result: &Result<Value, ClientError>) -> bool {
+        let id = body.command_id.as_str();
         if let Some(d) = self.dry_runs.iter_mut().find(|d| d.command_id == id) {
             d.result = Some(match result {
                 Ok(record) => Ok(record
@@ -367,62 +305,28 @@ pub(super) fn committable(detail: &IntentDetail) -> bool {
     )
 }
 
+/// The target that is the one intent `intent_id`.
+fn intent_target(intent_id: &str) -> TargetBody {
+    TargetBody {
+        intent_id: Some(intent_id.to_string()),
+        scope: None,
+    }
+}
+
 /// The target that ends exactly this pause: its scope, field by field.
-pub(super) fn resume_target(pause: &Pause, intent_id: &str) -> Value {
+pub(super) fn resume_target(pause: &Pause, intent_id: &str) -> TargetBody {
     let scope = &pause.scope;
     if scope.intent_id.is_some() {
-        return json!({ "intent_id": intent_id });
+        return intent_target(intent_id);
     }
-    let mut out = Map::new();
-    for (k, v) in [
-        ("tenant", &scope.tenant),
-        ("provider", &scope.provider),
-        ("tool", &scope.tool),
-        ("operation", &scope.operation),
-    ] {
-        if let Some(v) = v {
-            out.insert(k.into(), json!(v));
-        }
-    }
-    json!({ "scope": out })
-}
-
-/// A command's target in words: "this intent" or the scope's fields.
-pub fn describe_target(i18n: &Localizer, target: &Value) -> String {
-    if target.is_null() {
-        return i18n.tr("dialog-target-unchosen");
-    }
-    if let Some(id) = target.get("intent_id").and_then(Value::as_str) {
-        return i18n.tr_args("dialog-target-intent", &[("intent", id.into())]);
-    }
-    let scope = target.get("scope").cloned().unwrap_or(Value::Null);
-    let parts: Vec<String> = ["tenant", "provider", "tool", "operation"]
-        .iter()
-        .filter_map(|k| {
-            scope
-                .get(*k)
-                .and_then(Value::as_str)
-                .map(|v| format!("{k}={v}"))
-        })
-        .collect();
-    let scope = if parts.is_empty() {
-        i18n.tr("dialog-target-everything")
-    } else {
-        parts.join(", ")
-    };
-    i18n.tr_args("dialog-target-scope", &[("scope", scope.into())])
-}
-
-/// An error in words an operator can act on; a refusal carries the coordinator's reason.
-pub fn describe_error(i18n: &Localizer, e: &ClientError) -> String {
-    match e {
-        ClientError::Refused { message, .. } if !message.is_empty() => message.clone(),
-        ClientError::Forbidden(message) => i18n.tr_args(
-            "dialog-error-forbidden",
-            &[("detail", message.as_str().into())],
-        ),
-        ClientError::Unauthorized => i18n.tr("error-unauthorized"),
-        other => other.to_string(),
+    TargetBody {
+        intent_id: None,
+        scope: Some(ScopeBody {
+            tenant: scope.tenant.clone(),
+            provider: scope.provider.clone(),
+            tool: scope.tool.clone(),
+            operation: scope.operation.clone(),
+        }),
     }
 }
 
@@ -430,6 +334,7 @@ pub fn describe_error(i18n: &Localizer, e: &ClientError) -> String {
 mod tests {
     use super::*;
     use crate::domain::Locale;
+    use serde_json::json;
 
     fn detail(state: &str) -> IntentDetail {
         serde_json::from_value(json!({
@@ -443,27 +348,11 @@ mod tests {
     fn who(role: &str, tenants: Option<Vec<String>>) -> Whoami {
         Whoami {
             name: "sam".into(),
-            role: role.into(),
+            role: role.parse().expect("role"),
             tenants,
+            connectors: Vec::new(),
+            may: Default::default(),
         }
-    }
-
-    #[test]
-    fn the_role_and_the_state_decide_what_is_offered_and_say_why() {
-        let i18n = Localizer::new(Locale::EnUs);
-        let open = detail("indeterminate");
-        let sup = who("supervisor", None);
-        let pause = availability(&i18n, CommandKind::Pause, &open, Some(&sup));
-        assert!(pause.expect_err("no pause").contains("supervisor"));
-        assert!(availability(&i18n, CommandKind::Reconcile, &open, Some(&sup)).is_ok());
-        let done = detail("committed");
-        let why = availability(&i18n, CommandKind::Close, &done, Some(&sup)).expect_err("final");
-        assert!(why.contains("final"), "{why}");
-        assert!(availability(&i18n, CommandKind::Reconcile, &done, None).is_err());
-        assert!(
-            availability(&i18n, CommandKind::Pause, &open, None).is_ok(),
-            "an unknown role is left to the coordinator"
-        );
     }
 
     #[test]
@@ -473,8 +362,8 @@ mod tests {
         dialog.reason = " found it in the ERP ".into();
         dialog.reference = "PO-4500".into();
         let ids = crate::clock::SeededEntropy::new(1);
-        let first = dialog.body(&d, None, 10, false, &ids);
-        let second = dialog.body(&d, None, 10, false, &ids);
+        let first = json!(dialog.body(&d, None, 10, false, &ids));
+        let second = json!(dialog.body(&d, None, 10, false, &ids));
         assert_ne!(
             first["command_id"], second["command_id"],
             "each confirmation is new"
@@ -491,7 +380,7 @@ mod tests {
         let d = detail("committed");
         let mut dialog = CommandDialog::new(CommandKind::Pause, &d);
         dialog.reason = "incident".into();
-        assert_eq!(dialog.target(&d, None), Value::Null);
+        assert_eq!(dialog.target(&d, None), None);
         assert_eq!(
             dialog.missing(&i18n, &d, None),
             Some(i18n.tr("dialog-needs-scope"))
@@ -499,11 +388,11 @@ mod tests {
         dialog.scope = ScopeChoice::Tool;
         let limited = who("engineer", Some(vec!["acme".into()]));
         assert_eq!(
-            dialog.target(&d, Some(&limited)),
+            json!(dialog.target(&d, Some(&limited))),
             json!({"scope": {"tool": "erp.po", "tenant": "acme"}})
         );
         assert_eq!(
-            dialog.target(&d, None),
+            json!(dialog.target(&d, None)),
             json!({"scope": {"tool": "erp.po"}})
         );
     }

@@ -1,15 +1,15 @@
 //! What the timeline says on hover (an attempt, a mark or a cluster of marks, the state at
-//! a moment, the attempts running in a pixel column) and its legend.
+//! a moment, the attempts running in a pixel column).
 
-use egui::{CornerRadius, Rect, Sense, Ui, vec2};
+use egui::Ui;
 
-use super::format;
-use super::intent_widgets::instant;
-use super::timeline::Hit;
-use super::timeline_model::{Cluster, Mark, MarkKind, Outcome, TimelineModel};
-use super::timeline_paint::{paint_hatch, paint_mark};
+use super::cull::Cluster;
+use super::geometry::Hit;
+use super::model::{Mark, MarkKind, TimelineModel};
 use crate::console::model::{IntentDetail, StateName};
 use crate::console::theme;
+use crate::console::views::format;
+use crate::console::views::intent_widgets::{self, instant};
 use crate::i18n::Localizer;
 
 pub(super) fn hover_ui(
@@ -23,7 +23,7 @@ pub(super) fn hover_ui(
     let at = |ms: i64| instant(i18n, (model.origin_ms as i64 + ms).max(0) as u64);
     let strong = ui.visuals().strong_text_color();
     let say = |ui: &mut Ui, text: &str| {
-        super::intent_widgets::say(ui, i18n, text);
+        intent_widgets::say(ui, i18n, text);
     };
     match hit {
         Hit::Lane { lane, mark } => {
@@ -33,9 +33,8 @@ pub(super) fn hover_ui(
             if let Some(m) = mark {
                 say(ui, &i18n.tr(m.kind.label_key()));
             }
-            let outcome =
-                super::intent_widgets::tr_named(i18n, "timeline-outcome", a.outcome.as_str());
-            let duration = super::format::duration_ms(i18n, lane.end_ms - lane.start_ms);
+            let outcome = intent_widgets::tr_named(i18n, "timeline-outcome", a.outcome.as_str());
+            let duration = format::duration_ms(i18n, lane.end_ms - lane.start_ms);
             say(ui, &format!("{outcome} · {duration}"));
             say(ui, &at(lane.start_ms));
             ui.label(egui::RichText::new(a.id.as_str()).monospace());
@@ -104,7 +103,7 @@ fn cluster_ui(
 ) {
     let Some(m) = marks.get(c.first) else { return };
     let say = |ui: &mut Ui, text: &str| {
-        super::intent_widgets::say(ui, i18n, text);
+        intent_widgets::say(ui, i18n, text);
     };
     say(ui, &i18n.tr(m.kind.label_key()));
     if c.count > 1 {
@@ -157,57 +156,4 @@ fn cluster_ui(
         }
         _ => {}
     }
-}
-
-/// The legend: every mark shape with its name, and the outcome colours.
-pub fn legend_ui(ui: &mut Ui, i18n: &Localizer) {
-    let halo = ui.visuals().extreme_bg_color;
-    let swatch = |ui: &mut Ui, key: &str, paint: &dyn Fn(&egui::Painter, Rect)| {
-        let text = super::intent_widgets::wt(i18n, ui, &i18n.tr(key));
-        let galley = text.clone().into_galley(
-            ui,
-            Some(egui::TextWrapMode::Extend),
-            f32::INFINITY,
-            egui::TextStyle::Body,
-        );
-        // A swatch and its name stay on one line.
-        let left = ui.max_rect().right() - ui.cursor().min.x;
-        if left < galley.size().x + 24.0 {
-            ui.end_row();
-        }
-        let (rect, _) = ui.allocate_exact_size(vec2(14.0, 12.0), Sense::hover());
-        paint(ui.painter(), rect);
-        ui.label(text);
-        ui.add_space(6.0);
-    };
-    ui.horizontal_wrapped(|ui| {
-        ui.spacing_mut().item_spacing.x = 4.0;
-        for kind in MarkKind::ALL {
-            swatch(ui, kind.label_key(), &|p, r| {
-                paint_mark(p, r.center(), kind, halo)
-            });
-        }
-        for (outcome, key) in [
-            (Outcome::Succeeded, "timeline-outcome-succeeded"),
-            (Outcome::Lost, "timeline-overview-unknown"),
-            (Outcome::Failed, "timeline-outcome-failed"),
-            (Outcome::Pending, "timeline-outcome-pending"),
-        ] {
-            swatch(ui, key, &|p, r| {
-                p.rect_filled(
-                    r.shrink2(vec2(0.0, 2.0)),
-                    CornerRadius::same(2),
-                    theme::outcome_color(outcome),
-                );
-            });
-        }
-        let hatch = ui.visuals().strong_text_color();
-        swatch(ui, "state-paused", &|p, r| paint_hatch(p, r, hatch));
-    });
-    super::intent_widgets::say_colored(
-        ui,
-        i18n,
-        &i18n.tr("timeline-help"),
-        ui.visuals().weak_text_color(),
-    );
 }

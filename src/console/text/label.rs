@@ -1,94 +1,15 @@
-//! The one way the console draws text that may be Persian: the Vazirmatn font, layout jobs
-//! in visual order ([`layout_job`]), labels that wrap and truncate in logical order
-//! ([`BidiLabel`], [`rtl_label`]) and a single-line editor ([`bidi_text_edit`]).
-//!
-//! egui shapes Arabic script but has no bidirectional algorithm, so every string goes
-//! through [`crate::i18n::bidi`], which arranges it in visual order as pieces. Each piece
-//! becomes its own [`LayoutSection`], pushed directly: [`LayoutJob::append`] merges
-//! neighbouring sections of the same format, and a merged section hands several pieces to
-//! one shaping call, which reverses them a second time.
-//!
-//! A laid-out job holds visual-order text, so labels here are not selectable; their context
-//! menu copies the logical string, and their accessibility label is the logical string.
-
-mod edit;
+//! Labels of text that may be Persian: drawn in visual order, wrapped and truncated in
+//! logical order, with a context menu that copies the logical string.
 
 use std::sync::Arc;
 
-use egui::text::{ByteIndex, LayoutJob, LayoutSection, TextFormat};
 use egui::{
-    Color32, FontData, FontFamily, FontId, FontInsert, FontPriority, Galley, Id, InsertFontFamily,
-    Rect, Response, Role, Sense, TextStyle, Ui, Widget, WidgetInfo, WidgetText, pos2, vec2,
+    Color32, FontId, Galley, Id, Rect, Response, Role, Sense, TextStyle, Ui, Widget, WidgetInfo,
+    pos2, vec2,
 };
 
-pub use crate::i18n::bidi::Direction;
-use crate::i18n::bidi::{self, Piece};
-pub use edit::{BidiEditState, BidiTextEdit, bidi_text_edit};
-
-/// Vazirmatn Regular (SIL Open Font License, `assets/fonts/OFL.txt`).
-const VAZIRMATN: &[u8] = include_bytes!("../../assets/fonts/Vazirmatn-Regular.ttf");
-
-/// The name the Persian font is registered under.
-pub const PERSIAN_FONT: &str = "Vazirmatn";
-
-/// Adds Vazirmatn first in the proportional family (its Latin glyphs sit well beside its
-/// Persian ones) and as a fallback in the monospace family, so Persian inside code-like
-/// text still has glyphs.
-pub fn install_fonts(ctx: &egui::Context) {
-    ctx.add_font(FontInsert::new(
-        PERSIAN_FONT,
-        FontData::from_static(VAZIRMATN),
-        vec![
-            InsertFontFamily {
-                family: FontFamily::Proportional,
-                priority: FontPriority::Highest,
-            },
-            InsertFontFamily {
-                family: FontFamily::Monospace,
-                priority: FontPriority::Lowest,
-            },
-        ],
-    ));
-}
-
-/// `text` laid out in visual order, one section per piece, without wrapping. Lines are
-/// left-aligned inside the job; the label functions right-align right-to-left lines.
-pub fn layout_job(text: &str, base: Direction, font: FontId, color: Color32) -> LayoutJob {
-    let format = TextFormat::simple(font, color);
-    job_from_pieces(&bidi::visual_runs(text, base), &format)
-}
-
-fn job_from_pieces(pieces: &[Piece], format: &TextFormat) -> LayoutJob {
-    let mut job = LayoutJob {
-        break_on_newline: true,
-        ..LayoutJob::default()
-    };
-    job.wrap.max_width = f32::INFINITY;
-    for piece in pieces {
-        let start = job.text.len();
-        job.text.push_str(&piece.text);
-        job.sections.push(LayoutSection {
-            leading_space: 0.0,
-            byte_range: ByteIndex(start)..ByteIndex(job.text.len()),
-            format: format.clone(),
-        });
-    }
-    job
-}
-
-/// One line of `text` as a ready galley for buttons, headers, menu entries and hover texts,
-/// in the style's button font; egui colours it as it colours any widget text.
-pub fn widget_text(ui: &Ui, text: &str, base: Direction) -> WidgetText {
-    let font = TextStyle::Button.resolve(ui.style());
-    let job = layout_job(text, base, font, Color32::PLACEHOLDER);
-    WidgetText::Galley(ui.painter().layout_job(job))
-}
-
-/// The drawn width of one logical line.
-pub fn measure(ui: &Ui, text: &str, base: Direction, font: &FontId) -> f32 {
-    let job = layout_job(text, base, font.clone(), Color32::PLACEHOLDER);
-    ui.painter().layout_job(job).size().x
-}
+use super::layout::{layout_job, measure, widget_text};
+use crate::i18n::bidi::{self, Direction};
 
 /// Sets the word shown in every label's context menu (the console passes its `text-copy`
 /// message when the locale changes).

@@ -5,18 +5,20 @@
 
 use crate::clock::Entropy;
 
-use super::command_dialog::{
-    Closing, CommandDialog, DialogAction, DryRun, ScopeChoice, SendState, Sent, Whoami,
-    committable, describe_error, describe_target, resume_target,
+use super::dialog::{
+    Closing, CommandDialog, DialogAction, DryRun, ScopeChoice, SendState, Sent, committable,
+    resume_target,
 };
-use super::format;
-use super::intent_widgets::{column, row, say, say_colored, say_strong, wt};
+use super::words::{describe_error, describe_target};
 use crate::client::ClientError;
 use crate::console::model::IntentDetail;
 use crate::console::text::BidiTextEdit;
 use crate::console::theme;
+use crate::console::views::format;
+use crate::console::views::intent_widgets::{self, column, row, say, say_colored, say_strong, wt};
 use crate::domain::CommandKind;
 use crate::i18n::Localizer;
+use crate::wire::Whoami;
 
 /// Target ids listed in a dry run at most; the rest are counted.
 const LISTED_TARGETS: usize = 50;
@@ -110,22 +112,22 @@ pub fn command_dialog_ui(
         if !dialog.dry_runs.iter().any(|d| d.target == target) {
             let body = dialog.body(detail, who, now_ms, true, ids);
             dialog.dry_runs.push(DryRun {
-                command_id: body["command_id"].as_str().unwrap_or_default().to_string(),
+                command_id: body.command_id.to_string(),
                 target,
                 result: None,
             });
-            action = DialogAction::Send(body);
+            action = DialogAction::Send(Box::new(body));
         }
     }
     let modal = egui::Modal::new(egui::Id::unique("intent_command_dialog")).show(ctx, |ui| {
         ui.set_width(520.0_f32.min(ctx.content_rect().width() - 40.0));
         column(ui, i18n, |ui| {
             let title = format!("dialog-title-{}", dialog.kind.as_str());
-            super::intent_widgets::heading(ui, i18n, &i18n.tr(&title));
+            intent_widgets::heading(ui, i18n, &i18n.tr(&title));
             say(
                 ui,
                 i18n,
-                &describe_target(i18n, &dialog.target(detail, who)),
+                &describe_target(i18n, dialog.target(detail, who).as_ref()),
             );
             ui.separator();
             egui::ScrollArea::vertical()
@@ -211,7 +213,7 @@ fn body_ui(
         CommandKind::Resume => {
             say_strong(ui, i18n, &i18n.tr("dialog-resume-which"));
             for (k, p) in detail.pauses.iter().enumerate() {
-                let scope = describe_target(i18n, &resume_target(p, intent.id.as_str()));
+                let scope = describe_target(i18n, Some(&resume_target(p, intent.id.as_str())));
                 let who = p.created_by.as_str();
                 let why = p.reason.as_str();
                 let text = format!("{scope} ({who}: {why})");
@@ -407,11 +409,11 @@ fn buttons_ui(
             // The command id is made now, once; every retry of this body reuses it.
             let body = dialog.body(detail, who, now_ms, false, ids);
             dialog.sent = Some(Sent {
-                command_id: body["command_id"].as_str().unwrap_or_default().to_string(),
+                command_id: body.command_id.to_string(),
                 body: body.clone(),
                 state: SendState::Sending,
             });
-            action = DialogAction::Send(body);
+            action = DialogAction::Send(Box::new(body));
         }
         if let Some(Sent {
             body,
@@ -424,7 +426,7 @@ fn buttons_ui(
             if let Some(sent) = dialog.sent.as_mut() {
                 sent.state = SendState::Sending;
             }
-            action = DialogAction::Send(body);
+            action = DialogAction::Send(Box::new(body));
         }
         if format::button_enabled(ui, i18n, !sending, &i18n.tr("dialog-cancel")).clicked() {
             action = DialogAction::Close;
