@@ -93,7 +93,7 @@ impl Embedded {
 
         let config = Config {
             listen: coordinator_url.clone(),
-            database: database.clone(),
+            database: database.clone().into(),
             durability: Durability::PowerLoss,
             tokens: vec![
                 TokenConfig {

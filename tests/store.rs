@@ -1,4 +1,5 @@
-//! The store on a real SQLite file: creating and replaying intents, the dispatch
+//! The store on a real SQLite file and (with `INTENTDESK_TEST_POSTGRES`) a real PostgreSQL
+//! database: creating and replaying intents, the dispatch
 //! transaction, outbox claims after a dispatcher dies, receipts, webhooks, listing and
 //! search, and what a crash in the middle of a write leaves behind.
 
@@ -18,6 +19,8 @@ use intentdesk::store::{
 };
 use intentdesk::wire::WebhookOutcome;
 use serde_json::json;
+
+mod common;
 
 const T0: u64 = 1_764_489_600_000;
 
@@ -54,12 +57,6 @@ fn erp(_connector: &str, _operation: &str) -> Result<KeyContract, String> {
         retention_ms: 86_400_000,
         timeout_ms: 100,
     })
-}
-
-fn open() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(&dir.path().join("t.sqlite")).expect("store opens");
-    (dir, store)
 }
 
 fn created(outcome: CreateOutcome) -> intentdesk::wire::Intent {
@@ -99,213 +96,213 @@ fn dispatched(store: &mut Store, n: u64) -> IntentId {
     intent.id
 }
 
-#[test]
-fn the_same_key_and_args_replay_the_first_intent() {
-    let (_dir, mut store) = open();
-    let first = created(
-        store
-            .create_or_replay(&new_intent(1, "acme", "order-1", json!({"qty": 1200})))
-            .expect("create"),
-    );
-    // The same order arriving from the Persian interface: Persian digits, a new generated id.
-    let again = store
-        .create_or_replay(&new_intent(2, "acme", "order-1", json!({"qty": "۱۲۰۰"})))
-        .expect("replay");
-    assert_eq!(again, CreateOutcome::Replayed(first.clone()));
+on_both_backends! {
+    fn the_same_key_and_args_replay_the_first_intent(store) {
+        let first = created(
+            store
+                .create_or_replay(&new_intent(1, "acme", "order-1", json!({"qty": 1200})))
+                .expect("create"),
+        );
+        // The same order arriving from the Persian interface: Persian digits, a new generated id.
+        let again = store
+            .create_or_replay(&new_intent(2, "acme", "order-1", json!({"qty": "۱۲۰۰"})))
+            .expect("replay");
+        assert_eq!(again, CreateOutcome::Replayed(first.clone()));
+    }
 }
 
-#[test]
-fn the_same_key_with_changed_args_is_a_mismatch_and_stores_nothing() {
-    let (_dir, mut store) = open();
-    let first = created(
-        store
-            .create_or_replay(&new_intent(1, "acme", "order-1", json!({"qty": 1200})))
-            .expect("create"),
-    );
-    let changed = store
-        .create_or_replay(&new_intent(2, "acme", "order-1", json!({"qty": 1300})))
-        .expect("answer");
-    assert!(
-        matches!(changed, CreateOutcome::Mismatch { ref intent_id, .. } if *intent_id == first.id)
-    );
-    let page = store
-        .list_intents(&IntentFilter::default(), SortKey::Created, false, None, 10)
-        .expect("list");
-    assert_eq!(page.items.len(), 1);
+on_both_backends! {
+    fn the_same_key_with_changed_args_is_a_mismatch_and_stores_nothing(store) {
+        let first = created(
+            store
+                .create_or_replay(&new_intent(1, "acme", "order-1", json!({"qty": 1200})))
+                .expect("create"),
+        );
+        let changed = store
+            .create_or_replay(&new_intent(2, "acme", "order-1", json!({"qty": 1300})))
+            .expect("answer");
+        assert!(
+            matches!(changed, CreateOutcome::Mismatch { ref intent_id, .. } if *intent_id == first.id)
+        );
+        let page = store
+            .list_intents(&IntentFilter::default(), SortKey::Created, false, None, 10)
+            .expect("list");
+        assert_eq!(page.items.len(), 1);
+    }
 }
 
-#[test]
-fn a_dispatch_writes_its_attempt_and_outbox_row_together() {
-    let (_dir, mut store) = open();
-    let id = dispatched(&mut store, 1);
-    let intent = store.intent(&id).expect("intent");
-    assert_eq!((intent.state, intent.attempts), (IntentState::Executing, 1));
-    let claimed = store
-        .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
-        .expect("claim")
-        .rows;
-    assert_eq!(claimed.len(), 1);
-    assert_eq!(claimed[0].action_key, intent.action_key);
-    assert!(!claimed[0].reclaimed);
-}
-
-#[test]
-fn a_row_whose_dispatcher_died_is_reclaimed_as_possibly_sent() {
-    let (_dir, mut store) = open();
-    dispatched(&mut store, 1);
-    assert_eq!(
-        store
-            .claim_outbox("dead", T0 + 10, 1_000, 10, &erp)
+on_both_backends! {
+    fn a_dispatch_writes_its_attempt_and_outbox_row_together(store) {
+        let id = dispatched(&mut store, 1);
+        let intent = store.intent(&id).expect("intent");
+        assert_eq!((intent.state, intent.attempts), (IntentState::Executing, 1));
+        let claimed = store
+            .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
             .expect("claim")
-            .rows
-            .len(),
-        1
-    );
-    assert!(
-        store
-            .claim_outbox("w2", T0 + 500, 1_000, 10, &erp)
+            .rows;
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(claimed[0].action_key, intent.action_key);
+        assert!(!claimed[0].reclaimed);
+    }
+}
+
+on_both_backends! {
+    fn a_row_whose_dispatcher_died_is_reclaimed_as_possibly_sent(store) {
+        dispatched(&mut store, 1);
+        assert_eq!(
+            store
+                .claim_outbox("dead", T0 + 10, 1_000, 10, &erp)
+                .expect("claim")
+                .rows
+                .len(),
+            1
+        );
+        assert!(
+            store
+                .claim_outbox("w2", T0 + 500, 1_000, 10, &erp)
+                .expect("claim")
+                .rows
+                .is_empty(),
+            "the lease still holds"
+        );
+        let again = store
+            .claim_outbox("w2", T0 + 1_011, 1_000, 10, &erp)
+            .expect("claim after the lease")
+            .rows;
+        assert_eq!(again.len(), 1);
+        assert!(again[0].reclaimed);
+    }
+}
+
+on_both_backends! {
+    fn a_claimant_whose_claim_was_taken_over_records_nothing(store) {
+        dispatched(&mut store, 1);
+        let slow = store
+            .claim_outbox("slow", T0 + 10, 1_000, 10, &erp)
             .expect("claim")
-            .rows
-            .is_empty(),
-        "the lease still holds"
-    );
-    let again = store
-        .claim_outbox("w2", T0 + 1_011, 1_000, 10, &erp)
-        .expect("claim after the lease")
-        .rows;
-    assert_eq!(again.len(), 1);
-    assert!(again[0].reclaimed);
+            .rows;
+        let taken = store
+            .claim_outbox("w2", T0 + 1_011, 1_000, 10, &erp)
+            .expect("claim after the lease")
+            .rows;
+        assert_eq!((slow[0].fence, taken[0].fence), (1, 2));
+        assert!(matches!(
+            store.finish_claim(slow[0].outbox_seq, slow[0].fence, T0 + 1_100),
+            Err(StoreError::Fenced { .. })
+        ));
+        store
+            .finish_claim(taken[0].outbox_seq, taken[0].fence, T0 + 1_100)
+            .expect("the current claimant records");
+        assert!(matches!(
+            store.finish_claim(taken[0].outbox_seq, taken[0].fence, T0 + 1_200),
+            Err(StoreError::Fenced { .. })
+        ));
+    }
 }
 
-#[test]
-fn a_claimant_whose_claim_was_taken_over_records_nothing() {
-    let (_dir, mut store) = open();
-    dispatched(&mut store, 1);
-    let slow = store
-        .claim_outbox("slow", T0 + 10, 1_000, 10, &erp)
-        .expect("claim")
-        .rows;
-    let taken = store
-        .claim_outbox("w2", T0 + 1_011, 1_000, 10, &erp)
-        .expect("claim after the lease")
-        .rows;
-    assert_eq!((slow[0].fence, taken[0].fence), (1, 2));
-    assert!(matches!(
-        store.finish_claim(slow[0].outbox_seq, slow[0].fence, T0 + 1_100),
-        Err(StoreError::Fenced { .. })
-    ));
-    store
-        .finish_claim(taken[0].outbox_seq, taken[0].fence, T0 + 1_100)
-        .expect("the current claimant records");
-    assert!(matches!(
-        store.finish_claim(taken[0].outbox_seq, taken[0].fence, T0 + 1_200),
-        Err(StoreError::Fenced { .. })
-    ));
+on_both_backends! {
+    fn a_claim_given_back_unsent_is_due_again_and_not_taken_as_sent(store) {
+        let id = dispatched(&mut store, 1);
+        let claimed = store
+            .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
+            .expect("claim")
+            .rows;
+        assert!(store.intent(&id).expect("intent").may_have_crossed_boundary);
+        store
+            .release_claim(claimed[0].outbox_seq, claimed[0].fence, T0 + 20)
+            .expect("given back");
+        assert!(!store.intent(&id).expect("intent").may_have_crossed_boundary);
+        let again = store
+            .claim_outbox("w1", T0 + 30, 1_000, 10, &erp)
+            .expect("claim")
+            .rows;
+        assert_eq!(again.len(), 1);
+        assert!(!again[0].reclaimed, "never sent, so sent now as usual");
+        assert!(matches!(
+            store.release_claim(claimed[0].outbox_seq, claimed[0].fence, T0 + 40),
+            Err(StoreError::Fenced { .. })
+        ));
+    }
 }
 
-#[test]
-fn a_claim_given_back_unsent_is_due_again_and_not_taken_as_sent() {
-    let (_dir, mut store) = open();
-    let id = dispatched(&mut store, 1);
-    let claimed = store
-        .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
-        .expect("claim")
-        .rows;
-    assert!(store.intent(&id).expect("intent").may_have_crossed_boundary);
-    store
-        .release_claim(claimed[0].outbox_seq, claimed[0].fence, T0 + 20)
-        .expect("given back");
-    assert!(!store.intent(&id).expect("intent").may_have_crossed_boundary);
-    let again = store
-        .claim_outbox("w1", T0 + 30, 1_000, 10, &erp)
-        .expect("claim")
-        .rows;
-    assert_eq!(again.len(), 1);
-    assert!(!again[0].reclaimed, "never sent, so sent now as usual");
-    assert!(matches!(
-        store.release_claim(claimed[0].outbox_seq, claimed[0].fence, T0 + 40),
-        Err(StoreError::Fenced { .. })
-    ));
+on_both_backends! {
+    fn a_final_state_withdraws_the_planned_send_in_the_same_transaction(store) {
+        let id = dispatched(&mut store, 1);
+        let close = Event::OperatorClose {
+            disposition: Disposition::Cancelled,
+            evidence: Evidence {
+                reference: None,
+                note: Some("nothing applied".into()),
+            },
+        };
+        let ctx = ApplyContext {
+            now_ms: T0 + 5,
+            ..Default::default()
+        };
+        store.apply(&id, &close, &ctx).expect("close");
+        let claim = store
+            .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
+            .expect("claim");
+        assert_eq!((claim.rows.len(), claim.held.len()), (0, 0), "{claim:?}");
+        let attempt = &store.attempts_of(&id).expect("attempts")[0];
+        assert_eq!(
+            (attempt.outcome, attempt.sent),
+            (AttemptOutcome::Abandoned, false)
+        );
+        assert!(!store.intent(&id).expect("intent").may_have_crossed_boundary);
+    }
 }
 
-#[test]
-fn a_final_state_withdraws_the_planned_send_in_the_same_transaction() {
-    let (_dir, mut store) = open();
-    let id = dispatched(&mut store, 1);
-    let close = Event::OperatorClose {
-        disposition: Disposition::Cancelled,
-        evidence: Evidence {
-            reference: None,
-            note: Some("nothing applied".into()),
-        },
-    };
-    let ctx = ApplyContext {
-        now_ms: T0 + 5,
-        ..Default::default()
-    };
-    store.apply(&id, &close, &ctx).expect("close");
-    let claim = store
-        .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
-        .expect("claim");
-    assert_eq!((claim.rows.len(), claim.held.len()), (0, 0), "{claim:?}");
-    let attempt = &store.attempts_of(&id).expect("attempts")[0];
-    assert_eq!(
-        (attempt.outcome, attempt.sent),
-        (AttemptOutcome::Abandoned, false)
-    );
-    assert!(!store.intent(&id).expect("intent").may_have_crossed_boundary);
+on_both_backends! {
+    fn a_claimed_send_blocks_a_close_as_cancelled_until_its_outcome_is_known(store) {
+        let id = dispatched(&mut store, 1);
+        store
+            .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
+            .expect("claim");
+        let close = Event::OperatorClose {
+            disposition: Disposition::Cancelled,
+            evidence: Evidence {
+                reference: None,
+                note: Some("nothing applied".into()),
+            },
+        };
+        let ctx = ApplyContext {
+            now_ms: T0 + 20,
+            ..Default::default()
+        };
+        assert!(matches!(
+            store.apply(&id, &close, &ctx),
+            Err(StoreError::Refused(
+                intentdesk::domain::Refusal::DispatchInFlight
+            ))
+        ));
+    }
 }
 
-#[test]
-fn a_claimed_send_blocks_a_close_as_cancelled_until_its_outcome_is_known() {
-    let (_dir, mut store) = open();
-    let id = dispatched(&mut store, 1);
-    store
-        .claim_outbox("w1", T0 + 10, 1_000, 10, &erp)
-        .expect("claim");
-    let close = Event::OperatorClose {
-        disposition: Disposition::Cancelled,
-        evidence: Evidence {
-            reference: None,
-            note: Some("nothing applied".into()),
-        },
-    };
-    let ctx = ApplyContext {
-        now_ms: T0 + 20,
-        ..Default::default()
-    };
-    assert!(matches!(
-        store.apply(&id, &close, &ctx),
-        Err(StoreError::Refused(
-            intentdesk::domain::Refusal::DispatchInFlight
-        ))
-    ));
-}
-
-#[test]
-fn a_send_due_after_the_deadline_is_not_claimed_and_the_intent_expires() {
-    let (_dir, mut store) = open();
-    let id = dispatched(&mut store, 1);
-    let after_deadline = T0 + 1 + 60_000;
-    let claim = store
-        .claim_outbox("w1", after_deadline, 1_000, 10, &erp)
-        .expect("claim");
-    assert!(claim.rows.is_empty());
-    assert_eq!(claim.held.len(), 1);
-    assert_eq!(
-        store.intent(&id).expect("intent").state,
-        IntentState::Expired
-    );
-    let unsendable = |_: &str, _: &str| Err::<KeyContract, _>("no such connector".to_string());
-    let other = dispatched(&mut store, 2);
-    let claim = store
-        .claim_outbox("w1", T0 + 10, 1_000, 10, &unsendable)
-        .expect("claim");
-    assert_eq!(claim.held[0].why, "no such connector");
-    assert_eq!(
-        store.intent(&other).expect("intent").state,
-        IntentState::Rejected
-    );
+on_both_backends! {
+    fn a_send_due_after_the_deadline_is_not_claimed_and_the_intent_expires(store) {
+        let id = dispatched(&mut store, 1);
+        let after_deadline = T0 + 1 + 60_000;
+        let claim = store
+            .claim_outbox("w1", after_deadline, 1_000, 10, &erp)
+            .expect("claim");
+        assert!(claim.rows.is_empty());
+        assert_eq!(claim.held.len(), 1);
+        assert_eq!(
+            store.intent(&id).expect("intent").state,
+            IntentState::Expired
+        );
+        let unsendable = |_: &str, _: &str| Err::<KeyContract, _>("no such connector".to_string());
+        let other = dispatched(&mut store, 2);
+        let claim = store
+            .claim_outbox("w1", T0 + 10, 1_000, 10, &unsendable)
+            .expect("claim");
+        assert_eq!(claim.held[0].why, "no such connector");
+        assert_eq!(
+            store.intent(&other).expect("intent").state,
+            IntentState::Rejected
+        );
+    }
 }
 
 #[test]
@@ -322,161 +319,161 @@ fn power_loss_durability_syncs_every_commit() {
     }
 }
 
-#[test]
-fn one_receipt_commits_and_a_second_effect_is_kept_as_evidence() {
-    let (_dir, mut store) = open();
-    let id = dispatched(&mut store, 1);
-    let source = |downstream: &str, n: u128| ReceiptSource {
-        receipt_id: ReceiptId::generate(T0 + 50, n),
-        downstream_id: downstream.into(),
-        source: "dispatch",
-        event_id: None,
-    };
-    let first = store
-        .observe_receipt(&id, &source("po-1", 1), T0 + 50)
-        .expect("observe");
-    assert!(matches!(first, ReceiptObservation::Committed(_)));
-    let same = store
-        .observe_receipt(&id, &source("po-1", 2), T0 + 60)
-        .expect("observe");
-    assert!(matches!(same, ReceiptObservation::AlreadyCommitted));
-    let other = store
-        .observe_receipt(&id, &source("po-2", 3), T0 + 70)
-        .expect("observe");
-    assert!(matches!(other, ReceiptObservation::DuplicateEffect { .. }));
-    let intent = store.intent(&id).expect("intent");
-    assert_eq!(intent.downstream_ref.as_deref(), Some("po-1"));
-    let summary = store
-        .summary(&IntentFilter::default(), T0 + 100)
-        .expect("summary");
-    assert_eq!(summary.duplicate_effects, 1);
-}
-
-#[test]
-fn a_redelivered_webhook_changes_nothing() {
-    let (_dir, mut store) = open();
-    let id = dispatched(&mut store, 1);
-    // The command went to the connector: a dispatcher claimed it.
-    store
-        .claim_outbox("w1", T0 + 2, 1_000, 10, &erp)
-        .expect("claim");
-    let key = store.intent(&id).expect("intent").action_key;
-    let source = ReceiptSource {
-        receipt_id: ReceiptId::generate(T0, 9),
-        downstream_id: "po-1".into(),
-        source: "webhook",
-        event_id: Some("evt-1".into()),
-    };
-    let first = store
-        .record_webhook("erp", &key, None, &source, T0 + 5)
-        .expect("first");
-    assert_eq!(first, WebhookOutcome::Recorded { committed: true });
-    for n in 2..=3 {
-        let again = store
-            .record_webhook("erp", &key, None, &source, T0 + 6)
-            .expect("again");
-        assert_eq!(again, WebhookOutcome::Duplicate { deliveries: n });
+on_both_backends! {
+    fn one_receipt_commits_and_a_second_effect_is_kept_as_evidence(store) {
+        let id = dispatched(&mut store, 1);
+        let source = |downstream: &str, n: u128| ReceiptSource {
+            receipt_id: ReceiptId::generate(T0 + 50, n),
+            downstream_id: downstream.into(),
+            source: "dispatch",
+            event_id: None,
+        };
+        let first = store
+            .observe_receipt(&id, &source("po-1", 1), T0 + 50)
+            .expect("observe");
+        assert!(matches!(first, ReceiptObservation::Committed(_)));
+        let same = store
+            .observe_receipt(&id, &source("po-1", 2), T0 + 60)
+            .expect("observe");
+        assert!(matches!(same, ReceiptObservation::AlreadyCommitted));
+        let other = store
+            .observe_receipt(&id, &source("po-2", 3), T0 + 70)
+            .expect("observe");
+        assert!(matches!(other, ReceiptObservation::DuplicateEffect { .. }));
+        let intent = store.intent(&id).expect("intent");
+        assert_eq!(intent.downstream_ref.as_deref(), Some("po-1"));
+        let summary = store
+            .summary(&IntentFilter::default(), T0 + 100)
+            .expect("summary");
+        assert_eq!(summary.duplicate_effects, 1);
     }
-    assert_eq!(store.receipts_of(&id).expect("receipts").len(), 1);
 }
 
-#[test]
-fn lists_filter_by_tenant_provider_and_state_and_page_by_cursor() {
-    let (_dir, mut store) = open();
-    for n in 0..25 {
-        let tenant = if n % 2 == 0 { "acme" } else { "globex" };
-        created(
+on_both_backends! {
+    fn a_redelivered_webhook_changes_nothing(store) {
+        let id = dispatched(&mut store, 1);
+        // The command went to the connector: a dispatcher claimed it.
+        store
+            .claim_outbox("w1", T0 + 2, 1_000, 10, &erp)
+            .expect("claim");
+        let key = store.intent(&id).expect("intent").action_key;
+        let source = ReceiptSource {
+            receipt_id: ReceiptId::generate(T0, 9),
+            downstream_id: "po-1".into(),
+            source: "webhook",
+            event_id: Some("evt-1".into()),
+        };
+        let first = store
+            .record_webhook("erp", &key, None, &source, T0 + 5)
+            .expect("first");
+        assert_eq!(first, WebhookOutcome::Recorded { committed: true });
+        for n in 2..=3 {
+            let again = store
+                .record_webhook("erp", &key, None, &source, T0 + 6)
+                .expect("again");
+            assert_eq!(again, WebhookOutcome::Duplicate { deliveries: n });
+        }
+        assert_eq!(store.receipts_of(&id).expect("receipts").len(), 1);
+    }
+}
+
+on_both_backends! {
+    fn lists_filter_by_tenant_provider_and_state_and_page_by_cursor(store) {
+        for n in 0..25 {
+            let tenant = if n % 2 == 0 { "acme" } else { "globex" };
+            created(
+                store
+                    .create_or_replay(&new_intent(n, tenant, &format!("k{n}"), json!({"qty": n})))
+                    .expect("create"),
+            );
+        }
+        let filter = IntentFilter {
+            tenants: vec!["acme".into()],
+            states: vec![IntentState::Prepared],
+            ..Default::default()
+        };
+        let first = store
+            .list_intents(&filter, SortKey::Created, false, None, 5)
+            .expect("page 1");
+        assert_eq!((first.items.len(), first.total), (5, 13));
+        let cursor = intentdesk::store::Cursor::decode(first.next_cursor.as_deref().expect("more"))
+            .expect("cursor");
+        let second = store
+            .list_intents(&filter, SortKey::Created, false, Some(&cursor), 5)
+            .expect("page 2");
+        assert!(second.items.iter().all(|i| i.tenant.as_str() == "acme"));
+        assert!(
+            second.items[0].created_at_ms < first.items[4].created_at_ms,
+            "pages continue in order"
+        );
+
+        let by_provider = IntentFilter {
+            providers: vec!["erp".into()],
+            ..Default::default()
+        };
+        assert_eq!(
             store
-                .create_or_replay(&new_intent(n, tenant, &format!("k{n}"), json!({"qty": n})))
-                .expect("create"),
+                .list_intents(&by_provider, SortKey::Created, false, None, 50)
+                .expect("list")
+                .total,
+            0
         );
     }
-    let filter = IntentFilter {
-        tenants: vec!["acme".into()],
-        states: vec![IntentState::Prepared],
-        ..Default::default()
-    };
-    let first = store
-        .list_intents(&filter, SortKey::Created, false, None, 5)
-        .expect("page 1");
-    assert_eq!((first.items.len(), first.total), (5, 13));
-    let cursor = intentdesk::store::Cursor::decode(first.next_cursor.as_deref().expect("more"))
-        .expect("cursor");
-    let second = store
-        .list_intents(&filter, SortKey::Created, false, Some(&cursor), 5)
-        .expect("page 2");
-    assert!(second.items.iter().all(|i| i.tenant.as_str() == "acme"));
-    assert!(
-        second.items[0].created_at_ms < first.items[4].created_at_ms,
-        "pages continue in order"
-    );
-
-    let by_provider = IntentFilter {
-        providers: vec!["erp".into()],
-        ..Default::default()
-    };
-    assert_eq!(
-        store
-            .list_intents(&by_provider, SortKey::Created, false, None, 50)
-            .expect("list")
-            .total,
-        0
-    );
 }
 
-#[test]
-fn search_finds_ascii_digits_from_persian_ones() {
-    let (_dir, mut store) = open();
-    created(
-        store
-            .create_or_replay(&new_intent(
-                1,
-                "acme",
-                "k1",
-                json!({"item": "کاغذ", "qty": "1200"}),
-            ))
-            .expect("create"),
-    );
-    let filter = IntentFilter {
-        q: Some("۱۲۰۰".into()),
-        ..Default::default()
-    };
-    assert_eq!(
-        store
-            .list_intents(&filter, SortKey::Created, false, None, 10)
-            .expect("search")
-            .total,
-        1
-    );
-    let sql = IntentFilter {
-        q: Some("'; DROP TABLE intents; --".into()),
-        ..Default::default()
-    };
-    assert_eq!(
-        store
-            .list_intents(&sql, SortKey::Created, false, None, 10)
-            .expect("search")
-            .total,
-        0
-    );
+on_both_backends! {
+    fn search_finds_ascii_digits_from_persian_ones(store) {
+        created(
+            store
+                .create_or_replay(&new_intent(
+                    1,
+                    "acme",
+                    "k1",
+                    json!({"item": "کاغذ", "qty": "1200"}),
+                ))
+                .expect("create"),
+        );
+        let filter = IntentFilter {
+            q: Some("۱۲۰۰".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            store
+                .list_intents(&filter, SortKey::Created, false, None, 10)
+                .expect("search")
+                .total,
+            1
+        );
+        let sql = IntentFilter {
+            q: Some("'; DROP TABLE intents; --".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            store
+                .list_intents(&sql, SortKey::Created, false, None, 10)
+                .expect("search")
+                .total,
+            0
+        );
+    }
 }
 
-#[test]
-fn a_bad_cursor_is_refused() {
-    let (_dir, mut store) = open();
-    assert!(intentdesk::store::Cursor::decode("v1.created.d.x.1").is_err());
-    let cursor = intentdesk::store::Cursor::decode("v1.attempts.d.1.1").expect("well formed");
-    assert!(
-        store
-            .list_intents(
-                &IntentFilter::default(),
-                SortKey::Created,
-                false,
-                Some(&cursor),
-                10
-            )
-            .is_err()
-    );
+on_both_backends! {
+    fn a_bad_cursor_is_refused(store) {
+        assert!(intentdesk::store::Cursor::decode("v1.created.d.x.1").is_err());
+        let cursor = intentdesk::store::Cursor::decode("v1.attempts.d.1.1").expect("well formed");
+        assert!(
+            store
+                .list_intents(
+                    &IntentFilter::default(),
+                    SortKey::Created,
+                    false,
+                    Some(&cursor),
+                    10
+                )
+                .is_err()
+        );
+    }
 }
 
 /// The child half of the crash test: create intents until killed.

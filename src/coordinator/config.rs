@@ -3,7 +3,7 @@
 //! [`EXAMPLE_CONFIG`], which `intentdesk coordinator --print-example-config` prints.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -14,7 +14,8 @@ pub use crate::store::Durability;
 /// A commented example configuration.
 pub const EXAMPLE_CONFIG: &str = r#"# intentdesk coordinator configuration
 listen = "127.0.0.1:7410"          # address the HTTP API listens on
-database = "intentdesk.sqlite"     # SQLite file (created if missing); relative to this file
+database = "intentdesk.sqlite"     # SQLite file (created if missing; relative to this file), or
+                                   # postgres://user:password@host:5432/dbname
 # "power_loss" (default): an answered write survives a power loss (one sync per group commit).
 # "process_crash": it survives a crash of the process only; faster on slow disks.
 durability = "power_loss"
@@ -142,7 +143,7 @@ fn default_timeout_ms() -> u64 {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub listen: String,
-    pub database: PathBuf,
+    pub database: crate::store::Location,
     #[serde(default)]
     pub durability: Durability,
     #[serde(default)]
@@ -186,8 +187,10 @@ impl Config {
             source,
         })?;
         let mut config = Config::parse(&text, &shown)?;
-        if let (true, Some(dir)) = (config.database.is_relative(), path.parent()) {
-            config.database = dir.join(&config.database);
+        if let (crate::store::Location::Sqlite(file), Some(dir)) = (&config.database, path.parent())
+            && file.is_relative()
+        {
+            config.database = crate::store::Location::Sqlite(dir.join(file));
         }
         Ok(config)
     }

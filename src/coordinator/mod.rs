@@ -78,7 +78,7 @@ impl AppState {
         clock: SharedClock,
         entropy: SharedEntropy,
     ) -> Result<AppState, crate::store::StoreError> {
-        let db = crate::store::sqlite::db(&config.database, config.durability)?;
+        let db = crate::store::open_db(&config.database, config.durability)?;
         let downstream = HttpDownstream::new().map_err(|e| {
             crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
         })?;

@@ -331,8 +331,8 @@ impl Attempts for Store {
             // Whether anything may have crossed the action boundary is recomputed from every
             // dispatch attempt, so a proved non-send clears only its own attempt.
             tx.run(
-                "UPDATE intents SET crossed = EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
-                 AND a.kind = 'dispatch' AND a.sent = 1) WHERE id = ?1",
+                "UPDATE intents SET crossed = CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
+                 AND a.kind = 'dispatch' AND a.sent = 1) THEN 1 ELSE 0 END WHERE id = ?1",
                 params![intent_id.as_str()],
             )?;
         }

@@ -135,7 +135,7 @@ impl Metrics for Store {
         let duplicate_effects: i64 = self.conn.one(
             &format!(
                 "SELECT count(DISTINCT r.downstream_id) FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
-                 WHERE {cond} AND r.authoritative = 0 AND r.downstream_id IS NOT i.downstream_ref"
+                 WHERE {cond} AND r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref"
             ),
             values(),
             |r| r.get(0),
@@ -147,9 +147,9 @@ impl Metrics for Store {
         )?;
         let (with_two, diverged): (i64, i64) = self.conn.one(
             &format!(
-                "SELECT count(*), coalesce(sum(d > 1), 0) FROM (SELECT count(DISTINCT a.proposal_hash) AS d, count(*) AS n \
+                "SELECT count(*), CAST(coalesce(sum(CASE WHEN d > 1 THEN 1 ELSE 0 END), 0) AS BIGINT) FROM (SELECT count(DISTINCT a.proposal_hash) AS d, count(*) AS n \
                  FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} AND a.proposal_hash IS NOT NULL \
-                 GROUP BY a.intent_seq HAVING n >= 2)"
+                 GROUP BY a.intent_seq HAVING count(*) >= 2) AS per_intent"
             ),
             values(),
             |r| Ok((r.get(0)?, r.get(1)?)),

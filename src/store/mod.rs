@@ -18,12 +18,15 @@ mod commands;
 pub mod db;
 mod events;
 mod intents;
+pub mod location;
 pub mod metric_source;
 mod metrics;
+pub mod migrations;
 pub mod operator_queries;
 mod outbox;
 mod paging;
 mod pauses;
+pub mod postgres;
 mod query;
 mod receipts;
 pub mod sql;
@@ -91,6 +94,15 @@ impl<T> StoreOps for T where
 pub use attempts::{AttemptFinish, ReportedFinish};
 pub use commands::{CommandAction, NewCommand, RecordedCommand};
 pub use db::Db;
+pub use location::Location;
+
+/// The coordinator's handle on the database at `location`.
+pub fn open_db(location: &Location, durability: Durability) -> Result<Db, StoreError> {
+    match location {
+        Location::Sqlite(path) => sqlite::db(path, durability),
+        Location::Postgres(url) => postgres::db(url),
+    }
+}
 pub use events::StoredEvent;
 pub use intents::{CreateOutcome, NewIntent};
 pub use metrics::{MetricFilter, SERIES_METRICS};
@@ -195,6 +207,15 @@ impl Store {
     /// [`Store::open`] with the given durability.
     pub fn open_with(path: &Path, durability: Durability) -> Result<Store, StoreError> {
         sqlite::open(path, durability)
+    }
+
+    /// Open a store on the database at `location` (durability is SQLite's to choose; a
+    /// PostgreSQL server has its own).
+    pub fn open_at(location: &Location, durability: Durability) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => sqlite::open(path, durability),
+            Location::Postgres(url) => postgres::open(url),
+        }
     }
 
     /// Change how many rows a list page walks in sort order before the planner takes over.

@@ -226,8 +226,8 @@ impl Outbox for Store {
             params![outbox_seq],
         )?;
         tx.run(
-            "UPDATE intents SET crossed = EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
-             AND a.kind = 'dispatch' AND a.sent = 1) \
+            "UPDATE intents SET crossed = CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
+             AND a.kind = 'dispatch' AND a.sent = 1) THEN 1 ELSE 0 END \
              WHERE seq = (SELECT intent_seq FROM outbox WHERE seq = ?1)",
             params![outbox_seq],
         )?;

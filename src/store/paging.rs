@@ -121,7 +121,11 @@ impl Order {
         if let Some(at) = after {
             self.after(&mut w, at);
         }
-        let (column, dir, hint) = (self.column, self.dir(), self.hint);
+        let (column, dir, hint) = (
+            self.column,
+            self.dir(),
+            conn.dialect().index_hint(self.hint),
+        );
         let sql = format!(
             "SELECT {column}, i.seq FROM intents i {hint} WHERE {} ORDER BY {column} {dir}, i.seq {dir} \
              LIMIT 1 OFFSET {}",
@@ -149,7 +153,11 @@ impl Order {
         if let Some(at) = until {
             self.up_to(&mut w, at);
         }
-        let (column, dir, hint) = (self.expr(), self.dir(), self.hint);
+        let (column, dir, hint) = (
+            self.expr(),
+            self.dir(),
+            conn.dialect().index_hint(self.hint),
+        );
         let sql = format!(
             "SELECT {INTENT_COLUMNS}, {column} FROM intents i {hint} WHERE {} \
              ORDER BY {column} {dir}, i.seq {dir} LIMIT {n}",

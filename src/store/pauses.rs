@@ -40,7 +40,7 @@ pub(crate) fn scope_condition(scope: &PauseScope, first: usize) -> (String, Vec<
         push(format!("i.id = ?{n}"), id);
     }
     if parts.is_empty() {
-        ("1".to_string(), values)
+        ("1 = 1".to_string(), values)
     } else {
         (parts.join(" AND "), values)
     }

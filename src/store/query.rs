@@ -172,7 +172,7 @@ impl Where {
 
     pub(crate) fn sql(&self) -> String {
         if self.parts.is_empty() {
-            "1".to_string()
+            "1 = 1".to_string()
         } else {
             self.parts.join(" AND ")
         }
@@ -289,7 +289,7 @@ impl Queries for Store {
         let limit = limit.clamp(1, MAX_PAGE);
         let base = filter_where(filter);
         let count_sql = format!(
-            "SELECT count(*) FROM (SELECT 1 FROM intents i WHERE {} LIMIT {})",
+            "SELECT count(*) FROM (SELECT 1 FROM intents i WHERE {} LIMIT {}) AS capped",
             base.sql(),
             TOTAL_CAP + 1
         );

@@ -254,6 +254,11 @@ pub trait Conn {
     fn dialect(&self) -> Dialect;
     /// This connection as a trait object (for a [`Savepoint`] to hold).
     fn as_conn(&self) -> &dyn Conn;
+    /// Whether the connection was lost and must be opened again (a server's; a file's
+    /// never is).
+    fn is_broken(&self) -> bool {
+        false
+    }
 }
 
 /// What every connection can do, built on [`Conn`].
@@ -375,6 +380,9 @@ impl<C: Conn + ?Sized> Conn for Box<C> {
     }
     fn dialect(&self) -> Dialect {
         (**self).dialect()
+    }
+    fn is_broken(&self) -> bool {
+        (**self).is_broken()
     }
     fn as_conn(&self) -> &dyn Conn {
         (**self).as_conn()

@@ -3,6 +3,7 @@
 //! ([`console`]).
 #![allow(dead_code)] // each test file uses part of it
 
+pub mod backends;
 pub mod deploy;
 
 #[cfg(feature = "console")]

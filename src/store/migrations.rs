@@ -1,0 +1,266 @@
+//! The schema's versioned migrations, one list for both backends. Each entry runs once, in
+//! order, inside one transaction; a migration is never edited after release: add a new one.
+//!
+//! Written in the SQL both speak: `INTEGER PRIMARY KEY` sequences, text enums, 0/1 flags
+//! and unix-millisecond integers. PostgreSQL reads them through [`for_postgres`]: 64-bit
+//! integers throughout, and identity columns for the sequences.
+
+/// The migrations, oldest first.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: the whole first schema.
+    r#"
+CREATE TABLE intents (
+    seq                      INTEGER PRIMARY KEY,
+    id                       TEXT NOT NULL UNIQUE,
+    tenant                   TEXT NOT NULL,
+    caller_key               TEXT NOT NULL,
+    actor                    TEXT NOT NULL,
+    purpose                  TEXT NOT NULL,
+    operation                TEXT NOT NULL,
+    tool                     TEXT NOT NULL,
+    tier                     TEXT NOT NULL,
+    args_json                TEXT NOT NULL,
+    canonical_json           TEXT NOT NULL,
+    args_hash                TEXT NOT NULL,
+    search_text              TEXT NOT NULL,
+    release_id               TEXT NOT NULL,
+    locale                   TEXT NOT NULL,
+    connector                TEXT NOT NULL,
+    action_key               TEXT NOT NULL UNIQUE,
+    state                    TEXT NOT NULL,
+    state_reason             TEXT,
+    authorization_version    TEXT,
+    approver                 TEXT,
+    authorized_at_ms         INTEGER,
+    authorization_expires_at_ms INTEGER,
+    attempts                 INTEGER NOT NULL DEFAULT 0,
+    max_attempts             INTEGER NOT NULL,
+    crossed                  INTEGER NOT NULL DEFAULT 0,
+    created_at_ms            INTEGER NOT NULL,
+    updated_at_ms            INTEGER NOT NULL,
+    deadline_at_ms           INTEGER NOT NULL,
+    indeterminate_since_ms   INTEGER,
+    committed_at_ms          INTEGER,
+    first_dispatch_at_ms     INTEGER,
+    key_retention_secs       INTEGER,
+    receipt_id               TEXT,
+    downstream_ref           TEXT,
+    retry_owner              TEXT NOT NULL DEFAULT 'coordinator'
+);
+CREATE INDEX intents_tenant_state ON intents (tenant, state, seq);
+CREATE INDEX intents_state ON intents (state, seq);
+CREATE INDEX intents_created ON intents (created_at_ms);
+CREATE INDEX intents_attempts ON intents (attempts, seq);
+CREATE INDEX intents_deadline ON intents (deadline_at_ms, seq);
+CREATE INDEX intents_indeterminate ON intents (indeterminate_since_ms) WHERE state = 'indeterminate';
+CREATE INDEX intents_receipt ON intents (receipt_id) WHERE receipt_id IS NOT NULL;
+CREATE INDEX intents_downstream ON intents (downstream_ref) WHERE downstream_ref IS NOT NULL;
+
+-- The ingest idempotency record: the caller's key within a tenant names one intent.
+CREATE TABLE ingest_keys (
+    tenant        TEXT NOT NULL,
+    caller_key    TEXT NOT NULL,
+    intent_seq    INTEGER NOT NULL REFERENCES intents (seq),
+    args_hash     TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    replays       INTEGER NOT NULL DEFAULT 0,
+    mismatches    INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant, caller_key)
+);
+
+-- Which providers an intent's attempts used, for the provider filter.
+CREATE TABLE intent_providers (
+    provider   TEXT NOT NULL,
+    intent_seq INTEGER NOT NULL REFERENCES intents (seq),
+    PRIMARY KEY (intent_seq, provider)
+);
+CREATE INDEX intent_providers_provider ON intent_providers (provider, intent_seq);
+
+CREATE TABLE attempts (
+    seq                  INTEGER PRIMARY KEY,
+    id                   TEXT NOT NULL UNIQUE,
+    intent_seq           INTEGER NOT NULL REFERENCES intents (seq),
+    tenant               TEXT NOT NULL,
+    kind                 TEXT NOT NULL,
+    provider             TEXT NOT NULL,
+    region               TEXT,
+    model                TEXT,
+    release_id           TEXT,
+    worker               TEXT,
+    provider_request_id  TEXT,
+    hedge_group          TEXT,
+    outcome              TEXT NOT NULL,
+    error_class          TEXT,
+    http_status          INTEGER,
+    retry_after_ms       INTEGER,
+    proposal_hash        TEXT,
+    presented_key        TEXT,
+    replayed             INTEGER,
+    sent                 INTEGER NOT NULL DEFAULT 0,
+    late                 INTEGER NOT NULL DEFAULT 0,
+    detail               TEXT,
+    started_at_ms        INTEGER NOT NULL,
+    ended_at_ms          INTEGER
+);
+CREATE INDEX attempts_intent ON attempts (intent_seq, seq);
+CREATE INDEX attempts_started ON attempts (started_at_ms);
+CREATE INDEX attempts_key ON attempts (presented_key) WHERE presented_key IS NOT NULL;
+
+CREATE TABLE outbox (
+    seq                 INTEGER PRIMARY KEY,
+    intent_seq          INTEGER NOT NULL REFERENCES intents (seq),
+    attempt_seq         INTEGER NOT NULL REFERENCES attempts (seq),
+    action_key          TEXT NOT NULL,
+    connector           TEXT NOT NULL,
+    operation           TEXT NOT NULL,
+    payload_json        TEXT NOT NULL,
+    status              TEXT NOT NULL,
+    available_at_ms     INTEGER NOT NULL,
+    claimed_by          TEXT,
+    claim_expires_at_ms INTEGER,
+    claims              INTEGER NOT NULL DEFAULT 0,
+    created_at_ms       INTEGER NOT NULL,
+    done_at_ms          INTEGER
+);
+CREATE INDEX outbox_ready ON outbox (status, available_at_ms);
+
+CREATE TABLE receipts (
+    seq            INTEGER PRIMARY KEY,
+    id             TEXT NOT NULL UNIQUE,
+    intent_seq     INTEGER NOT NULL REFERENCES intents (seq),
+    action_key     TEXT NOT NULL,
+    downstream_id  TEXT NOT NULL,
+    source         TEXT NOT NULL,
+    event_id       TEXT,
+    authoritative  INTEGER NOT NULL,
+    received_at_ms INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX receipts_one_authoritative ON receipts (intent_seq) WHERE authoritative = 1;
+CREATE INDEX receipts_intent ON receipts (intent_seq, seq);
+CREATE INDEX receipts_downstream ON receipts (downstream_id);
+
+CREATE TABLE webhook_events (
+    connector      TEXT NOT NULL,
+    event_id       TEXT NOT NULL,
+    action_key     TEXT NOT NULL,
+    received_at_ms INTEGER NOT NULL,
+    deliveries     INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (connector, event_id)
+);
+
+CREATE TABLE transitions (
+    seq         INTEGER PRIMARY KEY,
+    intent_seq  INTEGER NOT NULL REFERENCES intents (seq),
+    from_state  TEXT,
+    to_state    TEXT NOT NULL,
+    event       TEXT NOT NULL,
+    reason      TEXT,
+    command_seq INTEGER,
+    at_ms       INTEGER NOT NULL
+);
+CREATE INDEX transitions_intent ON transitions (intent_seq, seq);
+
+CREATE TABLE commands (
+    seq           INTEGER PRIMARY KEY,
+    id            TEXT NOT NULL UNIQUE,
+    kind          TEXT NOT NULL,
+    actor         TEXT NOT NULL,
+    role          TEXT NOT NULL,
+    body_hash     TEXT NOT NULL,
+    body_json     TEXT NOT NULL,
+    reason        TEXT,
+    dry_run       INTEGER NOT NULL,
+    status        TEXT NOT NULL,
+    result_json   TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL
+);
+CREATE INDEX commands_created ON commands (created_at_ms);
+
+CREATE TABLE command_targets (
+    command_seq INTEGER NOT NULL REFERENCES commands (seq),
+    intent_seq  INTEGER NOT NULL REFERENCES intents (seq),
+    PRIMARY KEY (command_seq, intent_seq)
+);
+CREATE INDEX command_targets_intent ON command_targets (intent_seq);
+
+CREATE TABLE pauses (
+    seq                INTEGER PRIMARY KEY,
+    command_seq        INTEGER NOT NULL REFERENCES commands (seq),
+    tenant             TEXT,
+    provider           TEXT,
+    tool               TEXT,
+    operation          TEXT,
+    intent_id          TEXT,
+    reason             TEXT NOT NULL,
+    created_by         TEXT NOT NULL,
+    created_at_ms      INTEGER NOT NULL,
+    resumed_at_ms      INTEGER,
+    resumed_by_command INTEGER
+);
+
+CREATE TABLE events (
+    seq        INTEGER PRIMARY KEY,
+    kind       TEXT NOT NULL,
+    tenant     TEXT,
+    intent_id  TEXT,
+    payload    TEXT NOT NULL,
+    at_ms      INTEGER NOT NULL
+);
+"#,
+    // 2: the oldest-indeterminate-first list is filtered by a bound state, which a partial
+    // index cannot serve; a full index on (state, since) serves both it and the age summary.
+    r#"
+DROP INDEX intents_indeterminate;
+CREATE INDEX intents_state_indeterminate ON intents (state, indeterminate_since_ms, seq);
+"#,
+    // 3: a list page walks its sort order along an index (see `store::paging::Order`); the
+    // two orders without one get theirs. Operation and tool are filtered on alone and never
+    // change after creation, so their indexes cost only at insert.
+    r#"
+CREATE INDEX intents_operation ON intents (operation, seq);
+CREATE INDEX intents_tool ON intents (tool, seq);
+CREATE INDEX intents_updated ON intents (updated_at_ms, seq);
+CREATE INDEX intents_indeterminate_order
+    ON intents (coalesce(indeterminate_since_ms, 9223372036854775807), seq);
+"#,
+    // 4: a release is filtered on alone in an incident (the one just deployed), and a new
+    // release matches few intents or none; without an index that read the whole table
+    // (0.75 s at a million intents). Set at creation only, so it costs only at insert.
+    r#"
+CREATE INDEX intents_release ON intents (release_id, seq);
+"#,
+    // 5: the trust boundary. An attempt records who reported it (the coordinator's own
+    // dispatches and lookups: nobody), so only its reporter may finish it; attempts reported
+    // before this migration have none and stay finishable by any agent of their tenant. A
+    // caller key records the principal that used it, so the same principal reusing it for
+    // another tenant is a mismatch. Webhook deliveries are deduplicated per action key, so
+    // an event id stored for one key never hides a receipt for another. Planned sends are
+    // found by intent, as a final state withdraws them.
+    r#"
+ALTER TABLE attempts ADD COLUMN reported_by TEXT;
+CREATE INDEX outbox_intent ON outbox (intent_seq, status);
+ALTER TABLE ingest_keys ADD COLUMN principal TEXT;
+CREATE INDEX ingest_keys_principal ON ingest_keys (principal, caller_key) WHERE principal IS NOT NULL;
+CREATE TABLE webhook_deliveries (
+    connector      TEXT NOT NULL,
+    event_id       TEXT NOT NULL,
+    action_key     TEXT NOT NULL,
+    received_at_ms INTEGER NOT NULL,
+    deliveries     INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (connector, action_key, event_id)
+);
+INSERT INTO webhook_deliveries (connector, event_id, action_key, received_at_ms, deliveries)
+    SELECT connector, event_id, action_key, received_at_ms, deliveries FROM webhook_events;
+DROP TABLE webhook_events;
+ALTER TABLE webhook_deliveries RENAME TO webhook_events;
+"#,
+];
+
+/// A migration as PostgreSQL runs it.
+pub fn for_postgres(sql: &str) -> String {
+    sql.replace(
+        "INTEGER PRIMARY KEY",
+        "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+    )
+    .replace("INTEGER", "BIGINT")
+}

@@ -1,0 +1,294 @@
+//! [`Conn`] over a PostgreSQL connection. The store's SQL numbers its parameters `?1`, `?2`,
+//! …; PostgreSQL's are `$1`, `$2`, … and are rewritten once per statement, which is then
+//! prepared once per connection and kept. A parameter takes the type PostgreSQL inferred
+//! for its place (an integer bound where a `boolean` or `integer` column is compared is
+//! written as one), so the table modules bind the same values for both backends.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::error::Error;
+
+use bytes::BytesMut;
+use postgres::types::{IsNull, ToSql, Type};
+use postgres::{Client, Statement};
+
+use crate::store::StoreError;
+use crate::store::sql::{Conn, Dialect, Row, RowSource, ToValue, ValueRef};
+
+/// One level of an open transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// `BEGIN` by the caller.
+    Explicit,
+    /// A savepoint that began the transaction: its release commits.
+    Began,
+    /// A savepoint that began the transaction, already rolled back.
+    Ended,
+    /// A savepoint inside the transaction.
+    Savepoint,
+}
+
+/// The most prepared statements a connection keeps.
+const MAX_STATEMENTS: usize = 512;
+
+/// One PostgreSQL connection and its prepared statements.
+pub struct PgConn {
+    client: RefCell<Client>,
+    statements: RefCell<HashMap<String, Statement>>,
+    /// The open levels of the transaction, innermost last.
+    savepoints: RefCell<Vec<Level>>,
+}
+
+impl PgConn {
+    pub fn new(client: Client) -> PgConn {
+        PgConn {
+            client: RefCell::new(client),
+            statements: RefCell::new(HashMap::new()),
+            savepoints: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Transaction control as SQLite has it: a savepoint outside a transaction begins one
+    /// (and its release commits it), which PostgreSQL only does inside `BEGIN`.
+    fn control(&self, statement: &str) -> Result<(), StoreError> {
+        let mut client = self.client.borrow_mut();
+        let mut open = self.savepoints.borrow_mut();
+        if statement.starts_with("SAVEPOINT ") {
+            if open.is_empty() {
+                client.batch_execute("BEGIN")?;
+                open.push(Level::Began);
+            } else {
+                client.batch_execute(statement)?;
+                open.push(Level::Savepoint);
+            }
+        } else if statement.starts_with("ROLLBACK TO ") {
+            match open.last_mut() {
+                Some(top @ Level::Began) => {
+                    client.batch_execute("ROLLBACK")?;
+                    *top = Level::Ended;
+                }
+                Some(Level::Ended) => {}
+                _ => client.batch_execute(statement)?,
+            }
+        } else if statement.starts_with("RELEASE ") {
+            match open.pop() {
+                Some(Level::Began) => client.batch_execute("COMMIT")?,
+                Some(Level::Ended) => {}
+                _ => client.batch_execute(statement)?,
+            }
+        } else {
+            // BEGIN, COMMIT, ROLLBACK: the transaction is the outermost level.
+            open.clear();
+            client.batch_execute(statement)?;
+            if statement.starts_with("BEGIN") {
+                open.push(Level::Explicit);
+            }
+        }
+        Ok(())
+    }
+
+    fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
+        if let Some(found) = self.statements.borrow().get(sql) {
+            return Ok(found.clone());
+        }
+        let prepared = self.client.borrow_mut().prepare(&numbered(sql))?;
+        let mut statements = self.statements.borrow_mut();
+        // Dynamic filters make many texts; keep the cache bounded.
+        if statements.len() >= MAX_STATEMENTS {
+            statements.clear();
+        }
+        statements.insert(sql.to_string(), prepared.clone());
+        Ok(prepared)
+    }
+}
+
+/// `?N` parameters as `$N`, outside quoted text.
+pub fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quoted = false;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '?' if !quoted && chars.peek().is_some_and(char::is_ascii_digit) => out.push('$'),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A parameter as PostgreSQL binds it, in the type of its place.
+#[derive(Debug)]
+struct Param<'a>(ValueRef<'a>);
+
+type BoxError = Box<dyn Error + Sync + Send>;
+
+impl ToSql for Param<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+        match self.0 {
+            ValueRef::Null => Ok(IsNull::Yes),
+            ValueRef::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(i)?.to_sql(ty, out),
+                Type::BOOL => (i != 0).to_sql(ty, out),
+                Type::FLOAT8 => (i as f64).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => i.to_string().to_sql(ty, out),
+                _ => Err(format!("an integer cannot be bound as {ty}").into()),
+            },
+            ValueRef::Real(r) => match *ty {
+                Type::FLOAT8 => r.to_sql(ty, out),
+                Type::FLOAT4 => (r as f32).to_sql(ty, out),
+                _ => Err(format!("a real number cannot be bound as {ty}").into()),
+            },
+            ValueRef::Text(t) => match *ty {
+                Type::INT8 => t.parse::<i64>()?.to_sql(ty, out),
+                _ => t.to_sql(ty, out),
+            },
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+struct PgRow<'a>(&'a postgres::Row);
+
+impl RowSource for PgRow<'_> {
+    fn value(&self, index: usize) -> Result<ValueRef<'_>, StoreError> {
+        let column = self
+            .0
+            .columns()
+            .get(index)
+            .ok_or_else(|| StoreError::Corrupt(format!("there is no column {index}")))?;
+        let ty = column.type_().clone();
+        let value = match ty {
+            Type::INT8 => self.0.try_get::<_, Option<i64>>(index)?.map(ValueRef::Int),
+            Type::INT4 => self
+                .0
+                .try_get::<_, Option<i32>>(index)?
+                .map(|v| ValueRef::Int(v.into())),
+            Type::INT2 => self
+                .0
+                .try_get::<_, Option<i16>>(index)?
+                .map(|v| ValueRef::Int(v.into())),
+            Type::BOOL => self
+                .0
+                .try_get::<_, Option<bool>>(index)?
+                .map(|v| ValueRef::Int(v.into())),
+            Type::FLOAT8 => self.0.try_get::<_, Option<f64>>(index)?.map(ValueRef::Real),
+            Type::FLOAT4 => self
+                .0
+                .try_get::<_, Option<f32>>(index)?
+                .map(|v| ValueRef::Real(v.into())),
+            Type::TEXT | Type::VARCHAR | Type::NAME | Type::BPCHAR => self
+                .0
+                .try_get::<_, Option<&str>>(index)?
+                .map(ValueRef::Text),
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "column {index} ({}) is of type {other}, which the store does not read",
+                    column.name()
+                )));
+            }
+        };
+        Ok(value.unwrap_or(ValueRef::Null))
+    }
+}
+
+impl From<postgres::Error> for StoreError {
+    fn from(e: postgres::Error) -> Self {
+        if e.is_closed() {
+            return StoreError::Unavailable(format!("the connection to PostgreSQL was lost: {e}"));
+        }
+        match e.as_db_error() {
+            Some(db) => StoreError::Database(format!(
+                "{} ({}){}",
+                db.message(),
+                db.code().code(),
+                db.detail().map(|d| format!(": {d}")).unwrap_or_default()
+            )),
+            None => StoreError::Unavailable(format!("PostgreSQL: {e}")),
+        }
+    }
+}
+
+fn bind<'a>(params: &'a [&'a dyn ToValue]) -> Vec<Param<'a>> {
+    params.iter().map(|p| Param(p.to_value())).collect()
+}
+
+fn refs<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+impl Conn for PgConn {
+    fn run(&self, sql: &str, params: &[&dyn ToValue]) -> Result<usize, StoreError> {
+        let statement = self.statement(sql)?;
+        let bound = bind(params);
+        let changed = self
+            .client
+            .borrow_mut()
+            .execute(&statement, &refs(&bound))?;
+        Ok(changed as usize)
+    }
+
+    fn each(
+        &self,
+        sql: &str,
+        params: &[&dyn ToValue],
+        f: &mut dyn FnMut(&Row<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let statement = self.statement(sql)?;
+        let bound = bind(params);
+        let rows = self.client.borrow_mut().query(&statement, &refs(&bound))?;
+        for row in &rows {
+            f(&Row::new(&PgRow(row)))?;
+        }
+        Ok(())
+    }
+
+    fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        let head = sql.trim_start();
+        let is_control = ["SAVEPOINT ", "RELEASE ", "ROLLBACK", "BEGIN", "COMMIT"]
+            .iter()
+            .any(|p| head.starts_with(p));
+        if !is_control {
+            return Ok(self.client.borrow_mut().batch_execute(sql)?);
+        }
+        for statement in head.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            self.control(statement)?;
+        }
+        Ok(())
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn as_conn(&self) -> &dyn Conn {
+        self
+    }
+
+    fn is_broken(&self) -> bool {
+        self.client.borrow().is_closed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::numbered;
+
+    #[test]
+    fn parameters_are_renumbered_outside_quoted_text() {
+        assert_eq!(
+            numbered("SELECT '?1', x FROM t WHERE a = ?1 AND b = ?12 AND c = 'it''s ?2'"),
+            "SELECT '?1', x FROM t WHERE a = $1 AND b = $12 AND c = 'it''s ?2'"
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! The PostgreSQL backend: a [`Conn`](crate::store::sql::Conn) over the `postgres` driver
+//! (tokio-postgres behind a blocking facade, as the store's operations are synchronous), the
+//! schema's migrations, and a [`Backend`] whose store threads each own one connection: the
+//! pool. Every write is a transaction of its own on one of the writer threads; several
+//! coordinators may share one database, and the rows a write changes are locked for it
+//! (the intent first, then its outbox rows, so two writes never wait on each other in a
+//! circle).
+
+mod conn;
+pub mod schema;
+
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use postgres::{Client, NoTls};
+
+use super::db::{Backend, Db, ReadJob, WriteJob};
+use super::{Store, StoreError};
+pub use conn::PgConn;
+
+/// Store threads that write, each with its own connection.
+pub const WRITERS: usize = 6;
+/// Store threads that read.
+pub const READERS: usize = 4;
+
+/// A connection with its schema brought up to date.
+pub fn connect(url: &str) -> Result<PgConn, StoreError> {
+    let mut config: postgres::Config = url.parse().map_err(|e| {
+        StoreError::Unavailable(format!(
+            "the database URL {} is not valid: {e}",
+            super::location::without_password(url)
+        ))
+    })?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(10));
+    }
+    config.application_name("intentdesk");
+    let client: Client = config.connect(NoTls).map_err(|e| {
+        StoreError::Unavailable(format!(
+            "cannot connect to PostgreSQL at {}: {e}",
+            super::location::without_password(url)
+        ))
+    })?;
+    let conn = PgConn::new(client);
+    schema::migrate(&conn)?;
+    Ok(conn)
+}
+
+/// Open a store on the database at `url`.
+pub fn open(url: &str) -> Result<Store, StoreError> {
+    Ok(Store::on(Box::new(connect(url)?)))
+}
+
+/// The store threads of one PostgreSQL database.
+pub struct PgBackend {
+    writes: Mutex<mpsc::Sender<WriteJob>>,
+    reads: Mutex<mpsc::Sender<ReadJob>>,
+    url: String,
+}
+
+impl PgBackend {
+    /// Connect every store thread (so a wrong URL or credentials fail here, at start); the
+    /// threads end when the backend is dropped.
+    pub fn open(url: &str) -> Result<PgBackend, StoreError> {
+        let (writes, write_queue) = mpsc::channel::<WriteJob>();
+        let (reads, read_queue) = mpsc::channel::<ReadJob>();
+        let write_queue = Arc::new(Mutex::new(write_queue));
+        let read_queue = Arc::new(Mutex::new(read_queue));
+        for n in 0..WRITERS {
+            let store = open(url)?;
+            let (queue, url) = (write_queue.clone(), url.to_string());
+            spawn(&format!("store-writer-{n}"), move || {
+                serve(store, &url, &queue, |store, job: WriteJob| {
+                    let mut finish = None;
+                    let committed = store.batch(|s| finish = Some(job(s)));
+                    if let Some(finish) = finish {
+                        finish(committed.err().as_ref());
+                    }
+                })
+            })?;
+        }
+        for n in 0..READERS {
+            let store = open(url)?;
+            let (queue, url) = (read_queue.clone(), url.to_string());
+            spawn(&format!("store-reader-{n}"), move || {
+                serve(store, &url, &queue, |store, job: ReadJob| job(store))
+            })?;
+        }
+        Ok(PgBackend {
+            writes: Mutex::new(writes),
+            reads: Mutex::new(reads),
+            url: url.to_string(),
+        })
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), StoreError> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|e| StoreError::Unavailable(format!("cannot start a store thread: {e}")))
+}
+
+/// Take jobs from `queue` until it closes, reconnecting when the server was lost.
+fn serve<J>(
+    mut store: Store,
+    url: &str,
+    queue: &Mutex<mpsc::Receiver<J>>,
+    run: impl Fn(&mut Store, J),
+) {
+    loop {
+        let job = {
+            let Ok(queue) = queue.lock() else { return };
+            match queue.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            }
+        };
+        if store.conn().is_broken() {
+            match open(url) {
+                Ok(fresh) => store = fresh,
+                Err(e) => tracing::error!(error = %e, "reconnecting to PostgreSQL failed"),
+            }
+        }
+        run(&mut store, job);
+    }
+}
+
+impl Backend for PgBackend {
+    fn write(&self, job: WriteJob) -> Result<(), StoreError> {
+        self.writes
+            .lock()
+            .map_err(|_| StoreError::Unavailable("the store's write queue was poisoned".into()))?
+            .send(job)
+            .map_err(|_| StoreError::Unavailable("the store's writers have stopped".into()))
+    }
+
+    fn read(&self, job: ReadJob) -> Result<(), StoreError> {
+        self.reads
+            .lock()
+            .map_err(|_| StoreError::Unavailable("the store's read queue was poisoned".into()))?
+            .send(job)
+            .map_err(|_| StoreError::Unavailable("the store's readers have stopped".into()))
+    }
+
+    fn open_reader(&self) -> Result<Store, StoreError> {
+        open(&self.url)
+    }
+}
+
+/// A PostgreSQL database as a [`Db`].
+pub fn db(url: &str) -> Result<Db, StoreError> {
+    Ok(Db::new(Arc::new(PgBackend::open(url)?)))
+}

@@ -1,0 +1,80 @@
+//! Both backends for one test: a SQLite file in a temporary directory, and a fresh
+//! database on the PostgreSQL server named by `INTENTDESK_TEST_POSTGRES` (`.ci/postgres
+//! start` prints one). Without that variable the PostgreSQL half says so in one line and
+//! passes: the SQLite half still runs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use intentdesk::store::Store;
+
+/// The variable naming the test server.
+pub const POSTGRES_ENV: &str = "INTENTDESK_TEST_POSTGRES";
+
+/// A fresh, empty database on the test server, as a URL; `None` (after one line saying how
+/// to start a server) when there is none.
+pub fn fresh_postgres() -> Option<String> {
+    let Some(admin) = std::env::var(POSTGRES_ENV).ok().filter(|v| !v.is_empty()) else {
+        eprintln!(
+            "skipping the PostgreSQL half: set {POSTGRES_ENV}, e.g. \
+             `export {POSTGRES_ENV}=$(.ci/postgres start)`"
+        );
+        return None;
+    };
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "t_{}_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+    );
+    let mut client = postgres::Client::connect(&admin, postgres::NoTls)
+        .unwrap_or_else(|e| panic!("{POSTGRES_ENV}={admin} does not answer: {e}"));
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .expect("a test database is created");
+    let mut url = reqwest::Url::parse(&admin).expect("a URL");
+    url.set_path(&format!("/{name}"));
+    Some(url.to_string())
+}
+
+/// A store on a fresh PostgreSQL database, or `None` without a test server.
+pub fn postgres_store() -> Option<Store> {
+    let url = fresh_postgres()?;
+    Some(intentdesk::store::postgres::open(&url).expect("the PostgreSQL store opens"))
+}
+
+/// A store on a new SQLite file.
+pub fn sqlite_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::open(&dir.path().join("t.sqlite")).expect("store opens");
+    (dir, store)
+}
+
+/// Tests run once on each backend: `on_both_backends! { fn name(store) { … } }` makes
+/// `name::sqlite` and `name::postgres`, where `store` is the test's `Store`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($(#[$meta:meta])* fn $name:ident($store:ident) $body:block)*) => {$(
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[test]
+            fn sqlite() {
+                let (_dir, mut $store) = $crate::common::backends::sqlite_store();
+                $body
+            }
+
+            #[test]
+            fn postgres() {
+                let Some(mut $store) = $crate::common::backends::postgres_store() else {
+                    return;
+                };
+                $body
+            }
+        }
+    )*};
+}
