@@ -710,3 +710,109 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
         "the index made by the migration has figures"
     );
 }
+
+/// Several coordinators on one PostgreSQL database: connections of their own, racing.
+mod shared_postgres {
+    use super::*;
+
+    fn stores(n: usize) -> Option<Vec<Store>> {
+        let url = common::backends::fresh_postgres()?;
+        Some(
+            (0..n)
+                .map(|_| intentdesk::store::postgres::open(&url).expect("opens"))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn creates_racing_under_one_key_make_one_intent_and_every_answer_names_it() {
+        let Some(stores) = stores(4) else { return };
+        let answers: Vec<Vec<(u64, String)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = stores
+                .into_iter()
+                .enumerate()
+                .map(|(t, mut store)| {
+                    scope.spawn(move || {
+                        (0..25u64)
+                            .map(|k| {
+                                // Each racer builds its own intent id; the key is shared.
+                                let mut new = new_intent(
+                                    k * 10 + t as u64,
+                                    "acme",
+                                    &format!("race-{k}"),
+                                    json!({"qty": k}),
+                                );
+                                new.args_hash =
+                                    canonicalize(&json!({"qty": k})).expect("args").hash;
+                                let outcome =
+                                    store.create_or_replay(&new).expect("create or replay");
+                                let id = match outcome {
+                                    CreateOutcome::Created(i) | CreateOutcome::Replayed(i) => {
+                                        i.id.to_string()
+                                    }
+                                    CreateOutcome::Mismatch { .. } => {
+                                        panic!("the same order is no mismatch")
+                                    }
+                                };
+                                (k, id)
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("racer"))
+                .collect()
+        });
+        for k in 0..25u64 {
+            let named: std::collections::BTreeSet<&String> = answers
+                .iter()
+                .flat_map(|a| a.iter().filter(|(key, _)| *key == k).map(|(_, id)| id))
+                .collect();
+            assert_eq!(named.len(), 1, "key race-{k} was answered with {named:?}");
+        }
+    }
+
+    #[test]
+    fn claimants_racing_never_claim_one_send_twice() {
+        let Some(mut stores) = stores(3) else { return };
+        for n in 0..40 {
+            dispatched(&mut stores[0], n);
+        }
+        let claimed: Vec<Vec<i64>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = stores
+                .into_iter()
+                .enumerate()
+                .map(|(t, mut store)| {
+                    scope.spawn(move || {
+                        let mut mine = Vec::new();
+                        for _ in 0..20 {
+                            let claim = store
+                                .claim_outbox(&format!("w{t}"), T0 + 1_000, 30_000, 3, &erp)
+                                .expect("claim");
+                            mine.extend(claim.rows.iter().map(|r| r.outbox_seq));
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("claimant"))
+                .collect()
+        });
+        let all: Vec<i64> = claimed.iter().flatten().copied().collect();
+        let distinct: std::collections::BTreeSet<i64> = all.iter().copied().collect();
+        assert_eq!(
+            all.len(),
+            distinct.len(),
+            "a send was claimed twice: {claimed:?}"
+        );
+        assert_eq!(
+            distinct.len(),
+            40,
+            "every due send is claimed once: {claimed:?}"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! the store (dispatch attempt + outbox row, receipt) and the change event together.
 
 use super::attempts::announce as announce_attempt;
-use super::intents::load;
+use super::intents::load_for_update;
 use super::sql::{Conn, ConnExt, params};
 use super::{Store, StoreError, events, to_i64};
 use crate::domain::{
@@ -109,7 +109,7 @@ pub(crate) fn apply_in(
     event: &Event,
     ctx: &ApplyContext,
 ) -> Result<Applied, StoreError> {
-    let (seq, intent) = load(tx, id)?;
+    let (seq, intent) = load_for_update(tx, id)?;
     // Only a cancellation or a close asks whether a send is on its way; other events skip
     // the read.
     let cancels = matches!(event, Event::Cancel { .. } | Event::OperatorClose { .. });

@@ -2,7 +2,7 @@
 //! refused), the dispatcher's own dispatch and lookup attempts, and their outcomes.
 
 use super::apply::apply_in;
-use super::intents::load;
+use super::intents::load_for_update;
 use super::sql::{Conn, ConnExt, Optional, Row, params};
 use super::{ApplyContext, Store, StoreError, events, to_i64};
 use crate::domain::{
@@ -172,7 +172,7 @@ impl Attempts for Store {
             ));
         }
         let tx = self.conn.savepoint()?;
-        let (seq, intent) = load(&tx, intent_id)?;
+        let (seq, intent) = load_for_update(&tx, intent_id)?;
         let counts = kind != AttemptKind::Lookup;
         if counts {
             let provider_paused: bool = tx.one(
@@ -284,7 +284,7 @@ impl Attempts for Store {
         now_ms: u64,
     ) -> Result<Attempt, StoreError> {
         let tx = self.conn.savepoint()?;
-        let (_, intent) = load(&tx, intent_id)?;
+        let (_, intent) = load_for_update(&tx, intent_id)?;
         let before = load_attempt(&tx, attempt_id)?;
         if before.intent_id.as_ref() != Some(intent_id) {
             return Err(StoreError::NotFound {

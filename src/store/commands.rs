@@ -178,9 +178,11 @@ impl Commands for Store {
                 RecordedCommand::Mismatch(record)
             });
         }
-        let command_seq: i64 = tx.one(
+        // The id's unique index decides between two coordinators taking the same command at
+        // once: the second waits for the first and then answers its record.
+        let inserted: Option<i64> = tx.one(
             "INSERT INTO commands (id, kind, actor, role, body_hash, body_json, reason, dry_run, status, result_json, created_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'accepted', '{}', ?9) RETURNING seq",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'accepted', '{}', ?9) ON CONFLICT (id) DO NOTHING RETURNING seq",
             params![
                 new.id.as_str(),
                 new.kind.as_str(),
@@ -193,7 +195,12 @@ impl Commands for Store {
                 to_i64(new.now_ms)
             ],
             |r| r.get(0),
-        )?;
+        )
+        .optional()?;
+        let Some(command_seq) = inserted else {
+            drop(tx);
+            return self.run_command(new, action, tenants);
+        };
         let covered = targets(&tx, &action.scope(), tenants)?;
         let target_ids: Vec<&str> = covered.iter().map(|(_, id)| id.as_str()).collect();
 

@@ -116,7 +116,18 @@ pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError
 
 /// Load one intent (without args) and its sequence number inside a transaction.
 pub(crate) fn load(tx: &dyn Conn, id: &IntentId) -> Result<(i64, Intent), StoreError> {
-    let sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1");
+    load_with(tx, id, "")
+}
+
+/// [`load`] for a write that changes the intent: its row stays locked until the write's
+/// transaction ends, so writes to one intent from several coordinators take turns. Every
+/// write locks the intent before its outbox rows.
+pub(crate) fn load_for_update(tx: &dyn Conn, id: &IntentId) -> Result<(i64, Intent), StoreError> {
+    load_with(tx, id, &tx.dialect().for_update("i"))
+}
+
+fn load_with(tx: &dyn Conn, id: &IntentId, lock: &str) -> Result<(i64, Intent), StoreError> {
+    let sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1{lock}");
     let found = tx
         .one(&sql, params![id.as_str()], intent_from_row)
         .optional()?;
@@ -242,11 +253,18 @@ impl Intents for Store {
             ],
             |r| r.get(0),
         )?;
-        tx.run(
+        // The key's unique index decides a race between coordinators: one that finds the key
+        // taken meanwhile (it waited for the other's commit) drops its intent and answers
+        // as a replay of the other's.
+        let claimed_key = tx.run(
             "INSERT INTO ingest_keys (tenant, caller_key, intent_seq, args_hash, created_at_ms, principal) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (tenant, caller_key) DO NOTHING",
             params![new.tenant.as_str(), new.caller_key, seq, new.args_hash, now, new.principal],
         )?;
+        if claimed_key == 0 {
+            drop(tx);
+            return self.create_or_replay(new);
+        }
         tx.run(
             "INSERT INTO transitions (intent_seq, from_state, to_state, event, at_ms) VALUES \
              (?1, NULL, 'new', 'created', ?2), (?1, 'new', 'prepared', 'validated', ?2)",

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::apply::{apply_in, facts_of};
 use super::attempts::announce as announce_attempt;
 use super::events::announce_intent;
-use super::intents::load;
+use super::intents::load_for_update;
 use super::{ApplyContext, Store, StoreError, to_i64, to_u64};
 use crate::domain::{
     ActionKey, AttemptId, Event, Hold, IntentId, IntentState, KeyContract, Tenant, may_send,
@@ -120,23 +120,25 @@ impl Outbox for Store {
         let tx = self.conn.savepoint()?;
         let now = to_i64(now_ms);
         let lease_expires_at_ms = now_ms.saturating_add(lease_ms);
+        // Under several coordinators, a row (or its intent) another transaction holds is
+        // left for the next claim rather than waited for.
+        let sql = format!(
+            "SELECT o.seq, o.status = 'claimed', i.id FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
+             WHERE (o.status = 'pending' AND o.available_at_ms <= ?1) \
+                OR (o.status = 'claimed' AND o.claim_expires_at_ms <= ?1) \
+             ORDER BY o.available_at_ms LIMIT ?2{}",
+            tx.dialect().for_update_skip_locked("o, i")
+        );
         let due: Vec<(i64, bool, String)> = {
-            tx.rows(
-                "SELECT o.seq, o.status = 'claimed', i.id FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
-                 WHERE (o.status = 'pending' AND o.available_at_ms <= ?1) \
-                    OR (o.status = 'claimed' AND o.claim_expires_at_ms <= ?1) \
-                 ORDER BY o.available_at_ms LIMIT ?2",
-                params![now, limit],
-                |r| {
+            tx.rows(&sql, params![now, limit], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            },
-            )?
+            })?
         };
         let mut claim = Claim::default();
         for (outbox_seq, reclaimed, intent_id) in due {
             let intent_id: IntentId = intent_id.parse()?;
             if !reclaimed {
-                let (_, intent) = load(&tx, &intent_id)?;
+                let (_, intent) = load_for_update(&tx, &intent_id)?;
                 let facts = facts_of(&intent, now_ms, false);
                 let stop = match contract_of(&intent.connector, &intent.operation) {
                     Err(why) => Some(Stop::Unsendable(why)),
@@ -236,6 +238,7 @@ impl Outbox for Store {
     }
 
     fn finish_claim(&mut self, outbox_seq: i64, fence: u32, now_ms: u64) -> Result<(), StoreError> {
+        lock_intent_of(self.conn.as_conn(), outbox_seq)?;
         let ended = self.conn.run(
             "UPDATE outbox SET status = 'done', done_at_ms = ?3, claim_expires_at_ms = NULL \
              WHERE seq = ?1 AND status = 'claimed' AND claims = ?2",
@@ -348,4 +351,18 @@ fn hold_back(
         why,
         indeterminate,
     })
+}
+
+/// Lock the intent of outbox row `outbox_seq` (a no-op on SQLite), so a write that goes on
+/// to its outbox row takes the locks in the order every write does: the intent first.
+fn lock_intent_of(conn: &dyn Conn, outbox_seq: i64) -> Result<(), StoreError> {
+    if conn.dialect() == crate::store::sql::Dialect::Sqlite {
+        return Ok(());
+    }
+    let sql = format!(
+        "SELECT i.seq FROM intents i WHERE i.seq = (SELECT intent_seq FROM outbox WHERE seq = ?1){}",
+        conn.dialect().for_update("i")
+    );
+    conn.rows(&sql, params![outbox_seq], |r| r.get::<i64>(0))
+        .map(|_| ())
 }

@@ -4,7 +4,7 @@
 //! action key and event id.
 
 use super::apply::apply_in;
-use super::intents::load;
+use super::intents::load_for_update;
 use super::sql::{Conn, ConnExt, Optional, params};
 use super::{Applied, ApplyContext, ReceiptSource, Store, StoreError, to_i64, to_u64};
 use crate::domain::{ActionKey, Event, IntentId, IntentState};
@@ -84,8 +84,11 @@ impl Receipts for Store {
         // least once) can have an effect there to receipt.
         let target: Option<(String, String, String)> = tx
             .one(
-                "SELECT id, tenant, connector FROM intents WHERE action_key = ?1 \
-                 AND tier IN ('write', 'financial') AND first_dispatch_at_ms IS NOT NULL",
+                &format!(
+                    "SELECT i.id, i.tenant, i.connector FROM intents i WHERE i.action_key = ?1 \
+                     AND i.tier IN ('write', 'financial') AND i.first_dispatch_at_ms IS NOT NULL{}",
+                    tx.dialect().for_update("i")
+                ),
                 params![action_key.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
@@ -167,7 +170,7 @@ fn observe_in(
     source: &ReceiptSource,
     now_ms: u64,
 ) -> Result<ReceiptObservation, StoreError> {
-    let (seq, intent) = load(tx, intent_id)?;
+    let (seq, intent) = load_for_update(tx, intent_id)?;
     match intent.state {
         IntentState::Executing | IntentState::Indeterminate => {
             let ctx = ApplyContext {

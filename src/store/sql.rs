@@ -229,6 +229,24 @@ impl Dialect {
         }
     }
 
+    /// The end of a `SELECT` that locks the rows it reads of `alias` until the transaction
+    /// ends. SQLite's single writer holds the whole database already.
+    pub fn for_update(self, alias: &str) -> String {
+        match self {
+            Dialect::Sqlite => String::new(),
+            Dialect::Postgres => format!(" FOR UPDATE OF {alias}"),
+        }
+    }
+
+    /// The end of a `SELECT` that locks the rows it reads of `aliases`, passing over rows
+    /// another transaction holds.
+    pub fn for_update_skip_locked(self, aliases: &str) -> String {
+        match self {
+            Dialect::Sqlite => String::new(),
+            Dialect::Postgres => format!(" FOR UPDATE OF {aliases} SKIP LOCKED"),
+        }
+    }
+
     /// An index hint after a table name; only SQLite takes one.
     pub fn index_hint(self, hint: &str) -> &str {
         match self {

@@ -71,6 +71,8 @@ impl Sweeps for Store {
         ctx: &ApplyContext,
     ) -> Result<Option<Applied>, StoreError> {
         let tx = self.conn.savepoint()?;
+        // Decided under the intent's lock: two coordinators' sweeps never both plan a send.
+        super::intents::load_for_update(&tx, id)?;
         let sql = format!("SELECT EXISTS (SELECT 1 FROM intents i WHERE i.id = ?1 AND {STALLED})");
         let stalled: bool = tx.one(&sql, params![id.as_str()], |r| r.get(0))?;
         let applied = if stalled {
