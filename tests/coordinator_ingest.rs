@@ -1,4 +1,4 @@
-//! The ingest API over real HTTP against a real SQLite file and a real sandbox: every
+//! The ingest API over real HTTP against a real database (a SQLite file, and PostgreSQL when a test server is named) and a real sandbox: every
 //! status code of intent creation, authorisation, dispatch to committed, and the refusal of
 //! mutating work reported as an attempt.
 
@@ -8,7 +8,16 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 mod common;
+use common::backends::Backend;
 use common::deploy::{self, Setup, Token};
+
+on_both_backends_tokio! {
+    create_answers_created_then_replayed_then_mismatch,
+    bad_input_is_named_field_by_field_and_nothing_is_stored,
+    tokens_roles_and_tenants_are_enforced,
+    a_dispatched_order_is_committed_once_even_when_the_agent_repeats_dispatch,
+    mutating_work_cannot_be_reported_as_an_attempt,
+}
 
 const ADMIN: &str = "admin-token";
 const AGENT: &str = "agent-token";
@@ -22,7 +31,7 @@ struct Running {
     _dir: tempfile::TempDir,
 }
 
-async fn start() -> Running {
+async fn start(backend: &Backend) -> Running {
     let sandbox = deploy::sandbox("none", None, None).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let tokens = vec![
@@ -30,7 +39,7 @@ async fn start() -> Running {
         Token::acme("agent", AGENT),
         Token::all_tenants("viewer", VIEWER),
     ];
-    let setup = Setup::new(dir.path(), &sandbox.url, tokens);
+    let setup = Setup::on(backend, dir.path(), &sandbox.url, tokens);
     let coordinator = deploy::Coordinator::start(&setup).await;
     Running {
         base: coordinator.base.clone(),
@@ -90,9 +99,8 @@ impl Running {
     }
 }
 
-#[tokio::test]
-async fn create_answers_created_then_replayed_then_mismatch() {
-    let c = start().await;
+async fn create_answers_created_then_replayed_then_mismatch(backend: Backend) {
+    let c = start(&backend).await;
     let first = c.create(AGENT, "order-1", &order(json!(1200))).await;
     assert_eq!(first.status(), StatusCode::CREATED);
     let first: Value = first.json().await.expect("json");
@@ -118,9 +126,8 @@ async fn create_answers_created_then_replayed_then_mismatch() {
     assert_eq!(error["error"]["code"], "idempotency_key_mismatch");
 }
 
-#[tokio::test]
-async fn bad_input_is_named_field_by_field_and_nothing_is_stored() {
-    let c = start().await;
+async fn bad_input_is_named_field_by_field_and_nothing_is_stored(backend: Backend) {
+    let c = start(&backend).await;
     let mut body = order(json!("twelve"));
     body["tenant"] = json!("Acme Corp");
     body["max_attempts"] = json!(0);
@@ -172,9 +179,8 @@ async fn bad_input_is_named_field_by_field_and_nothing_is_stored() {
     );
 }
 
-#[tokio::test]
-async fn tokens_roles_and_tenants_are_enforced() {
-    let c = start().await;
+async fn tokens_roles_and_tenants_are_enforced(backend: Backend) {
+    let c = start(&backend).await;
     let none = c
         .http
         .post(format!("{}/v1/intents", c.base))
@@ -219,9 +225,10 @@ async fn tokens_roles_and_tenants_are_enforced() {
     );
 }
 
-#[tokio::test]
-async fn a_dispatched_order_is_committed_once_even_when_the_agent_repeats_dispatch() {
-    let c = start().await;
+async fn a_dispatched_order_is_committed_once_even_when_the_agent_repeats_dispatch(
+    backend: Backend,
+) {
+    let c = start(&backend).await;
     let created: Value = c
         .create(AGENT, "order-9", &order(json!(5)))
         .await
@@ -287,9 +294,8 @@ async fn a_dispatched_order_is_committed_once_even_when_the_agent_repeats_dispat
     assert_eq!(detail["receipts"].as_array().map(Vec::len), Some(1));
 }
 
-#[tokio::test]
-async fn mutating_work_cannot_be_reported_as_an_attempt() {
-    let c = start().await;
+async fn mutating_work_cannot_be_reported_as_an_attempt(backend: Backend) {
+    let c = start(&backend).await;
     let created: Value = c
         .create(AGENT, "order-3", &order(json!(5)))
         .await

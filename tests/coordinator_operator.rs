@@ -1,5 +1,5 @@
 //! The operator API over real HTTP: each scenario starts a coordinator on 127.0.0.1:0 with a
-//! fresh SQLite file, creates intents through the ingest API as an agent would, and reads or
+//! fresh database (SQLite, then PostgreSQL), creates intents through the ingest API as an agent would, and reads or
 //! commands them as the console would. Servers stop by themselves through a oneshot.
 
 use std::collections::BTreeSet;
@@ -12,7 +12,28 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 mod common;
+use common::backends::Backend;
 use common::deploy::{self, Setup, Token};
+
+on_both_backends_tokio! {
+    requests_without_a_valid_token_are_401,
+    a_viewer_may_read_but_not_pause,
+    another_tenants_intent_is_404_and_absent_from_lists_and_metrics,
+    filters_and_cursor_paging_walk_every_match_once,
+    bad_query_parameters_are_400_naming_the_parameter,
+    search_text_is_only_text,
+    a_replayed_command_returns_the_first_result_and_is_audited_once,
+    the_same_command_id_with_another_body_is_422,
+    a_close_without_evidence_is_refused_and_recorded,
+    a_close_with_evidence_cancels_the_intent,
+    a_tenant_limited_audit_trail_shows_only_commands_inside_its_tenants,
+    a_dry_run_returns_the_target_set_and_changes_nothing,
+    a_reconcile_answers_with_one_lookup_result_per_target,
+    a_malformed_command_names_the_field,
+    events_resume_after_the_last_event_id,
+    live_events_respect_the_tenant_scope,
+    health_metrics_and_the_api_description_answer,
+}
 
 /// Guards against a hang; never a stand-in for synchronisation.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -42,7 +63,7 @@ impl Answer {
     }
 }
 
-async fn start() -> Coordinator {
+async fn start(backend: &Backend) -> Coordinator {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let dir = tempfile::tempdir().expect("temporary directory");
     // No downstream answers here: these tests are about the operator API alone.
@@ -53,7 +74,7 @@ async fn start() -> Coordinator {
         Token::all_tenants("viewer", VIEWER),
         Token::all_tenants("agent", AGENT),
     ];
-    let mut setup = Setup::new(dir.path(), "http://127.0.0.1:9", tokens);
+    let mut setup = Setup::on(backend, dir.path(), "http://127.0.0.1:9", tokens);
     setup.supports_lookup = false;
     setup.timeout_ms = 200;
     let running = deploy::Coordinator::start(&setup).await;
@@ -149,9 +170,8 @@ fn ids(items: &Value) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn requests_without_a_valid_token_are_401() {
-    let c = start().await;
+async fn requests_without_a_valid_token_are_401(backend: Backend) {
+    let c = start(&backend).await;
     let answer = c.send(c.http.get(format!("{}/v1/intents", c.base))).await;
     assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
     assert_eq!(answer.body["error"]["code"], "unauthorized");
@@ -168,9 +188,8 @@ async fn requests_without_a_valid_token_are_401() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn a_viewer_may_read_but_not_pause() {
-    let c = start().await;
+async fn a_viewer_may_read_but_not_pause(backend: Backend) {
+    let c = start(&backend).await;
     assert_eq!(c.get(VIEWER, "/v1/intents").await.status, StatusCode::OK);
     let pause = json!({ "command_id": new_command_id(), "kind": "pause", "target": { "scope": { "tenant": "acme" } },
                         "reason": "incident 42" });
@@ -185,9 +204,8 @@ async fn a_viewer_may_read_but_not_pause() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn another_tenants_intent_is_404_and_absent_from_lists_and_metrics() {
-    let c = start().await;
+async fn another_tenants_intent_is_404_and_absent_from_lists_and_metrics(backend: Backend) {
+    let c = start(&backend).await;
     let mine = c
         .intent("acme", "search", "en-US", json!({ "item": "paper" }))
         .await;
@@ -258,9 +276,8 @@ async fn another_tenants_intent_is_404_and_absent_from_lists_and_metrics() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn filters_and_cursor_paging_walk_every_match_once() {
-    let c = start().await;
+async fn filters_and_cursor_paging_walk_every_match_once(backend: Backend) {
+    let c = start(&backend).await;
     let mut created = Vec::new();
     for n in 0..5 {
         created.push(
@@ -316,9 +333,8 @@ async fn filters_and_cursor_paging_walk_every_match_once() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn bad_query_parameters_are_400_naming_the_parameter() {
-    let c = start().await;
+async fn bad_query_parameters_are_400_naming_the_parameter(backend: Backend) {
+    let c = start(&backend).await;
     let cases = [
         ("/v1/intents?state=failed", "state"),
         ("/v1/intents?locale=de-DE", "locale"),
@@ -381,9 +397,8 @@ async fn bad_query_parameters_are_400_naming_the_parameter() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn search_text_is_only_text() {
-    let c = start().await;
+async fn search_text_is_only_text(backend: Backend) {
+    let c = start(&backend).await;
     let intent = c
         .intent("acme", "search", "fa-IR", json!({ "po_number": "۴۲۱۷" }))
         .await;
@@ -400,9 +415,8 @@ async fn search_text_is_only_text() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn a_replayed_command_returns_the_first_result_and_is_audited_once() {
-    let c = start().await;
+async fn a_replayed_command_returns_the_first_result_and_is_audited_once(backend: Backend) {
+    let c = start(&backend).await;
     c.intent("acme", "search", "en-US", json!({})).await;
     let id = new_command_id();
     let pause = json!({ "command_id": id, "kind": "pause", "target": { "scope": { "tenant": "acme" } },
@@ -455,9 +469,8 @@ async fn a_replayed_command_returns_the_first_result_and_is_audited_once() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn the_same_command_id_with_another_body_is_422() {
-    let c = start().await;
+async fn the_same_command_id_with_another_body_is_422(backend: Backend) {
+    let c = start(&backend).await;
     let id = new_command_id();
     let body = |reason: &str| json!({ "command_id": id, "kind": "pause", "target": { "scope": { "tenant": "acme" } }, "reason": reason });
     assert_eq!(
@@ -470,9 +483,8 @@ async fn the_same_command_id_with_another_body_is_422() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn a_close_without_evidence_is_refused_and_recorded() {
-    let c = start().await;
+async fn a_close_without_evidence_is_refused_and_recorded(backend: Backend) {
+    let c = start(&backend).await;
     let intent = c.intent("acme", "search", "en-US", json!({})).await;
     let intent_id = intent["id"].as_str().expect("id");
     let close = json!({ "command_id": new_command_id(), "kind": "close", "target": { "intent_id": intent_id },
@@ -512,9 +524,8 @@ async fn a_close_without_evidence_is_refused_and_recorded() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn a_close_with_evidence_cancels_the_intent() {
-    let c = start().await;
+async fn a_close_with_evidence_cancels_the_intent(backend: Backend) {
+    let c = start(&backend).await;
     let intent = c.intent("acme", "search", "en-US", json!({})).await;
     let intent_id = intent["id"].as_str().expect("id");
     let close = json!({ "command_id": new_command_id(), "kind": "close", "target": { "intent_id": intent_id },
@@ -531,9 +542,8 @@ async fn a_close_with_evidence_cancels_the_intent() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn a_tenant_limited_audit_trail_shows_only_commands_inside_its_tenants() {
-    let c = start().await;
+async fn a_tenant_limited_audit_trail_shows_only_commands_inside_its_tenants(backend: Backend) {
+    let c = start(&backend).await;
     let mine = c.intent("acme", "search", "en-US", json!({})).await;
     c.intent("globex", "search", "en-US", json!({})).await;
     let globex = json!({ "command_id": new_command_id(), "kind": "pause", "target": { "scope": { "tenant": "globex" } },
@@ -579,9 +589,8 @@ async fn a_tenant_limited_audit_trail_shows_only_commands_inside_its_tenants() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn a_dry_run_returns_the_target_set_and_changes_nothing() {
-    let c = start().await;
+async fn a_dry_run_returns_the_target_set_and_changes_nothing(backend: Backend) {
+    let c = start(&backend).await;
     let mut acme = BTreeSet::new();
     for n in 0..3 {
         acme.insert(
@@ -617,9 +626,8 @@ async fn a_dry_run_returns_the_target_set_and_changes_nothing() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn a_reconcile_answers_with_one_lookup_result_per_target() {
-    let c = start().await;
+async fn a_reconcile_answers_with_one_lookup_result_per_target(backend: Backend) {
+    let c = start(&backend).await;
     let intent = c.intent("acme", "search", "en-US", json!({})).await;
     let reconcile = json!({ "command_id": new_command_id(), "kind": "reconcile",
                             "target": { "intent_id": intent["id"] } });
@@ -632,9 +640,8 @@ async fn a_reconcile_answers_with_one_lookup_result_per_target() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn a_malformed_command_names_the_field() {
-    let c = start().await;
+async fn a_malformed_command_names_the_field(backend: Backend) {
+    let c = start(&backend).await;
     let cases = [
         (
             json!({ "command_id": "cmd nope", "kind": "pause", "target": { "scope": {} }, "reason": "r" }),
@@ -760,9 +767,8 @@ impl EventReader {
     }
 }
 
-#[tokio::test]
-async fn events_resume_after_the_last_event_id() {
-    let c = start().await;
+async fn events_resume_after_the_last_event_id(backend: Backend) {
+    let c = start(&backend).await;
     let mut created = Vec::new();
     for n in 0..3 {
         created.push(c.intent("acme", "search", "en-US", json!({ "n": n })).await);
@@ -783,9 +789,8 @@ async fn events_resume_after_the_last_event_id() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn live_events_respect_the_tenant_scope() {
-    let c = start().await;
+async fn live_events_respect_the_tenant_scope(backend: Backend) {
+    let c = start(&backend).await;
     let mut stream = EventReader::open(&c, SUPERVISOR, None).await;
     // The opening comment: the stream now starts after everything written so far.
     assert!(stream.block().await.contains(": connected"));
@@ -800,9 +805,8 @@ async fn live_events_respect_the_tenant_scope() {
     c.stop().await;
 }
 
-#[tokio::test]
-async fn health_metrics_and_the_api_description_answer() {
-    let c = start().await;
+async fn health_metrics_and_the_api_description_answer(backend: Backend) {
+    let c = start(&backend).await;
     c.intent("acme", "search", "en-US", json!({})).await;
     let health = c.send(c.http.get(format!("{}/healthz", c.base))).await;
     assert_eq!(health.status, StatusCode::OK);

@@ -1,6 +1,6 @@
 //! A pause stops new attempts and automatic retries in its scope, and never stops the
 //! read-only lookups that resolve an indeterminate intent. Real coordinator, real sandbox,
-//! real SQLite file, over loopback.
+//! real database on each backend, over loopback.
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +8,13 @@ use intentdesk::sandbox::SandboxState;
 use serde_json::{Value, json};
 
 mod common;
+use common::backends::Backend;
 use common::deploy::{self, Setup, Token};
+
+on_both_backends_tokio! {
+    a_pause_holds_automatic_retries_until_resume,
+    a_pause_does_not_stop_the_lookup_that_resolves_an_indeterminate_intent,
+}
 
 const ADMIN: &str = "pause-admin-token";
 /// Guards against a hang; never a stand-in for synchronisation.
@@ -23,10 +29,11 @@ struct Rig {
     _dir: tempfile::TempDir,
 }
 
-async fn start(faults: &str) -> Rig {
+async fn start(backend: &Backend, faults: &str) -> Rig {
     let downstream = deploy::sandbox(faults, None, None).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut setup = Setup::new(
+    let mut setup = Setup::on(
+        backend,
         dir.path(),
         &downstream.url,
         vec![Token::all_tenants("admin", ADMIN)],
@@ -123,9 +130,8 @@ fn dispatch_attempts(detail: &Value) -> Vec<&Value> {
         .unwrap_or_default()
 }
 
-#[tokio::test]
-async fn a_pause_holds_automatic_retries_until_resume() {
-    let rig = start("overload=1,retry_after_secs=1").await;
+async fn a_pause_holds_automatic_retries_until_resume(backend: Backend) {
+    let rig = start(&backend, "overload=1,retry_after_secs=1").await;
     let id = rig.dispatched("held").await;
     // The first attempt is refused as overloaded; a retry is planned after Retry-After.
     rig.until(&id, "a refused first attempt", |d| {
@@ -168,11 +174,10 @@ async fn a_pause_holds_automatic_retries_until_resume() {
     assert!(done["intent"]["attempts"].as_u64().unwrap_or(0) <= 10);
 }
 
-#[tokio::test]
-async fn a_pause_does_not_stop_the_lookup_that_resolves_an_indeterminate_intent() {
+async fn a_pause_does_not_stop_the_lookup_that_resolves_an_indeterminate_intent(backend: Backend) {
     // Requests are held past the coordinator's 300 ms timeout, lookups included, so the
     // intent becomes indeterminate and stays so until the downstream answers again.
-    let rig = start("delay_ms=1500").await;
+    let rig = start(&backend, "delay_ms=1500").await;
     let id = rig.dispatched("lost").await;
     rig.until(&id, "indeterminate", |d| {
         d["intent"]["state"] == "indeterminate"

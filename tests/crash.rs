@@ -4,23 +4,32 @@
 //! be duplicated (the sandbox's ground truth), nothing lost (every intent an agent was given
 //! still exists), and every intent must stand in a state its evidence supports.
 //!
+//! On SQLite one coordinator owns the file; on PostgreSQL three coordinators share one
+//! database behind a round-robin load balancer (agents and the sandbox's receipts reach
+//! whichever answers), and a seeded one of them is killed each time: another takes over
+//! its claims once their leases run out.
+//!
 //! Several seeds, each bounded in time; waits poll for a condition, never sleep to
 //! synchronise (the sleeps before each kill choose *when* to inject the fault).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use intentdesk::domain::{Jitter, SplitMix64};
 use intentdesk::sandbox::WebhookTarget;
+use intentdesk::store::Location;
 use intentdesk::workload::report::{ReportSource, coordinator_report, settle, window_of};
 use intentdesk::workload::{DriverConfig, Mix, drive};
 use serde_json::Value;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 
 mod common;
+use common::backends::fresh_postgres;
 use common::deploy::{self, Setup, Token};
 
 const ADMIN: &str = "crash-admin-token";
@@ -110,28 +119,67 @@ async fn free_port() -> u16 {
     listener.local_addr().expect("addr").port()
 }
 
-fn write_config(dir: &Path, port: u16, sandbox_url: &str) -> PathBuf {
+/// A round-robin TCP load balancer in front of the coordinators on `ports`, as an operator
+/// runs one: each connection goes to the next coordinator that accepts it.
+async fn balance(listener: TcpListener, ports: Vec<u16>) {
+    let next = Arc::new(AtomicUsize::new(0));
+    while let Ok((mut inbound, _)) = listener.accept().await {
+        let first = next.fetch_add(1, Ordering::Relaxed);
+        let ports = ports.clone();
+        tokio::spawn(async move {
+            for i in 0..ports.len() {
+                let port = ports[(first + i) % ports.len()];
+                if let Ok(mut outbound) = TcpStream::connect(("127.0.0.1", port)).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn write_config(
+    dir: &Path,
+    name: &str,
+    port: u16,
+    database: &Location,
+    sandbox_url: &str,
+) -> PathBuf {
     let tokens = vec![
         Token::all_tenants("admin", ADMIN),
         Token::all_tenants("agent", AGENT),
         Token::erp_connector(ERP),
     ];
     let mut setup = Setup::new(dir, sandbox_url, tokens);
+    setup.database = database.clone();
     setup.listen = format!("127.0.0.1:{port}");
     // Every answered write is synced before it is answered; SIGKILL must lose none of them.
     setup.top_level = "durability = \"power_loss\"\n".into();
     setup.timeout_ms = 500;
     setup.dispatch_lease_ms = Some(2000);
-    let path = dir.join("coordinator.toml");
+    let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, setup.toml()).expect("write the config");
     path
 }
 
-/// Drive `intents` through a coordinator killed `kills` times, then check the evidence.
-async fn crash_run(seed: u64, intents: u64, kills: u32) {
+/// Drive `intents` through `fleet` coordinators on `database` (behind a load balancer when
+/// more than one), killing a seeded one of them `kills` times, then check the evidence.
+async fn crash_run(seed: u64, intents: u64, kills: u32, fleet: usize, database: Option<Location>) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let port = free_port().await;
-    let base = format!("http://127.0.0.1:{port}");
+    let database =
+        database.unwrap_or_else(|| Location::Sqlite(dir.path().join("coordinator.sqlite")));
+    let mut ports = Vec::new();
+    for _ in 0..fleet {
+        ports.push(free_port().await);
+    }
+    let base = if fleet == 1 {
+        format!("http://127.0.0.1:{}", ports[0])
+    } else {
+        let balancer = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", balancer.local_addr().expect("addr"));
+        tokio::spawn(balance(balancer, ports.clone()));
+        base
+    };
 
     let webhook = WebhookTarget {
         url: format!("{base}/v1/receipts/erp").parse().expect("URL"),
@@ -141,14 +189,19 @@ async fn crash_run(seed: u64, intents: u64, kills: u32) {
     let sandbox_url = downstream.url.clone();
     let sandbox = downstream.state.clone();
 
-    let mut coordinator = Coordinator {
-        config: write_config(dir.path(), port, &sandbox_url),
-        log: dir.path().join("coordinator.log"),
-        base: base.clone(),
-        child: None,
-        restarts: 0,
-    };
-    coordinator.start().await;
+    let mut coordinators = Vec::new();
+    for (n, port) in ports.iter().enumerate() {
+        let name = format!("coordinator-{n}");
+        let mut coordinator = Coordinator {
+            config: write_config(dir.path(), &name, *port, &database, &sandbox_url),
+            log: dir.path().join(format!("{name}.log")),
+            base: format!("http://127.0.0.1:{port}"),
+            child: None,
+            restarts: 0,
+        };
+        coordinator.start().await;
+        coordinators.push(coordinator);
+    }
 
     let rate = 200.0;
     let config = DriverConfig {
@@ -183,9 +236,10 @@ async fn crash_run(seed: u64, intents: u64, kills: u32) {
         if let Some(wait) = due.checked_sub(started.elapsed()) {
             tokio::time::sleep(wait).await;
         }
-        coordinator.kill().await;
-        coordinator.restarts += 1;
-        coordinator.start().await;
+        let victim = &mut coordinators[(dice.unit() * fleet as f64) as usize % fleet];
+        victim.kill().await;
+        victim.restarts += 1;
+        victim.start().await;
     }
     let log = driver
         .await
@@ -196,7 +250,15 @@ async fn crash_run(seed: u64, intents: u64, kills: u32) {
         "every agent call got through: {:?}",
         log.errors
     );
-    assert_eq!(coordinator.restarts, kills);
+    let restarts: u32 = coordinators.iter().map(|c| c.restarts).sum();
+    assert_eq!(restarts, kills);
+    let logs = || {
+        coordinators
+            .iter()
+            .map(|c| format!("{}:\n{}", c.log.display(), tail(&c.log)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
 
     let source = ReportSource::new(
         base.parse().expect("URL"),
@@ -212,15 +274,10 @@ async fn crash_run(seed: u64, intents: u64, kills: u32) {
         .await
         .expect("the report");
     eprintln!(
-        "seed {seed}, {} restarts:\n{}",
-        coordinator.restarts,
+        "seed {seed}, {fleet} coordinator(s), {restarts} restarts:\n{}",
         report.to_table()
     );
-    let context = format!(
-        "seed {seed}: {}\n{}",
-        report.to_table(),
-        tail(&coordinator.log)
-    );
+    let context = format!("seed {seed}: {}\n{}", report.to_table(), logs());
     assert!(settled, "the run settled: {context}");
 
     // Zero duplicate effects, over every key the sandbox ever saw.
@@ -284,20 +341,29 @@ async fn crash_run(seed: u64, intents: u64, kills: u32) {
             }
         }
     }
-    coordinator.kill().await;
+    for coordinator in &mut coordinators {
+        coordinator.kill().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_load_seed_1() {
-    crash_run(1, 2_500, 4).await;
+    crash_run(1, 2_500, 4, 1, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_load_seed_2() {
-    crash_run(2, 500, 3).await;
+    crash_run(2, 500, 3, 1, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_mid_load_seed_3() {
-    crash_run(3, 500, 4).await;
+    crash_run(3, 500, 4, 1, None).await;
+}
+
+/// Three coordinators on one PostgreSQL database, a seeded one killed six times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_coordinators_on_postgres_killed_mid_load() {
+    let Some(url) = fresh_postgres() else { return };
+    crash_run(4, 3_000, 6, 3, Some(Location::Postgres(url))).await;
 }

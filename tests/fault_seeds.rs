@@ -1,4 +1,4 @@
-//! The seeds' fault tests, for real: a coordinator and a sandbox on loopback, driven over
+//! The seeds' fault tests, for real: a coordinator (on each backend) and a sandbox on loopback, driven over
 //! HTTP, each scenario asserting on logical outcomes — the sandbox's true effects per action
 //! key, the intent's final state, attempts against the budget, late results — never on RPC
 //! success. Every wait polls for the expected state with a bounded patience; none sleeps to
@@ -16,7 +16,21 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 mod common;
+use common::backends::Backend;
 use common::deploy::{self, Token};
+
+on_both_backends_tokio! {
+    a_response_dropped_after_commit_ends_committed_through_lookup_not_resend,
+    a_first_attempt_held_until_after_the_retry_lands_as_a_replay_with_one_effect,
+    a_redelivered_queue_message_and_webhook_give_one_effect_and_one_receipt,
+    overload_at_every_layer_keeps_every_intent_within_its_budget,
+    a_losing_hedge_finishing_after_the_winner_has_no_effect_and_counts_as_late,
+    authorisation_expiring_while_an_attempt_is_in_flight_allows_no_new_attempt,
+    one_order_sent_from_the_persian_and_the_english_interface_is_one_intent_with_one_effect,
+    reusing_a_key_with_changed_parameters_is_refused_and_changes_nothing,
+    a_deliberate_repeat_under_a_new_key_is_a_second_intent_and_a_second_effect,
+    a_downstream_that_forgot_the_key_gets_no_blind_resend,
+}
 
 const ADMIN: &str = "fault-admin-token";
 const AGENT: &str = "fault-agent-token";
@@ -53,13 +67,13 @@ struct Rig {
     sandbox_url: String,
     sandbox: SandboxState,
     http: reqwest::Client,
-    db: std::path::PathBuf,
+    db: intentdesk::store::Location,
     _coordinator: deploy::Coordinator,
     _sandbox: deploy::Sandbox,
     _dir: tempfile::TempDir,
 }
 
-async fn start(setup: Setup) -> Rig {
+async fn start(backend: &Backend, setup: Setup) -> Rig {
     // The coordinator's address comes first: the sandbox sends its receipts there.
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -78,7 +92,7 @@ async fn start(setup: Setup) -> Rig {
         Token::all_tenants("agent", AGENT),
         Token::erp_connector(ERP),
     ];
-    let mut config = deploy::Setup::new(dir.path(), &downstream.url, tokens);
+    let mut config = deploy::Setup::on(backend, dir.path(), &downstream.url, tokens);
     config.timeout_ms = setup.timeout_ms;
     config.key_retention_secs = setup.key_retention_secs;
     config.dispatch_lease_ms = Some(setup.dispatch_lease_ms);
@@ -298,7 +312,6 @@ impl Rig {
     /// one transaction on the coordinator's database, as a coordinator that then dies
     /// leaves it: the claim it holds.
     fn dispatch_as_a_coordinator_that_dies(&self, id: &str) -> ClaimedRow {
-        let mut store = intentdesk::store::Store::open(&self.db).expect("open the database");
         let id: IntentId = id.parse().expect("an intent id");
         let now = intentdesk::clock::Clock::now_ms(&intentdesk::clock::SystemClock);
         let contract = |_: &str, _: &str| {
@@ -308,35 +321,38 @@ impl Rig {
                 timeout_ms: 300,
             })
         };
-        store
-            .batch(|s| {
-                let ctx = ApplyContext {
-                    now_ms: now,
-                    dispatch: Some(DispatchPlan {
-                        attempt_id: AttemptId::generate(now, 77),
-                        available_at_ms: now,
-                    }),
-                    ..ApplyContext::default()
-                };
-                s.apply(&id, &Event::Dispatch, &ctx)?;
-                s.claim_outbox("a coordinator that dies", now, 300, 1, &contract)
-            })
-            .expect("the transaction commits")
-            .expect("the dispatch is claimed")
-            .rows
-            .pop()
-            .expect("one claimed message")
+        common::backends::with_store(&self.db, |store| {
+            store
+                .batch(|s| {
+                    let ctx = ApplyContext {
+                        now_ms: now,
+                        dispatch: Some(DispatchPlan {
+                            attempt_id: AttemptId::generate(now, 77),
+                            available_at_ms: now,
+                        }),
+                        ..ApplyContext::default()
+                    };
+                    s.apply(&id, &Event::Dispatch, &ctx)?;
+                    s.claim_outbox("a coordinator that dies", now, 300, 1, &contract)
+                })
+                .expect("the transaction commits")
+                .expect("the dispatch is claimed")
+                .rows
+                .pop()
+                .expect("one claimed message")
+        })
     }
 
     /// A raw query on the coordinator's database, for what the API does not show.
     fn query_u64(&self, sql: &str, id: &str) -> u64 {
         use intentdesk::store::sql::{ConnExt, params};
-        let store = intentdesk::store::Store::open(&self.db).expect("open the database");
-        store
-            .conn()
-            .one(sql, params![id], |r| r.get::<i64>(0))
-            .map(|v| v as u64)
-            .expect("query answers")
+        common::backends::with_store(&self.db, |store| {
+            store
+                .conn()
+                .one(sql, params![id], |r| r.get::<i64>(0))
+                .map(|v| v as u64)
+                .expect("query answers")
+        })
     }
 }
 
@@ -349,12 +365,16 @@ fn attempts_of<'a>(detail: &'a Value, kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_response_dropped_after_commit_ends_committed_through_lookup_not_resend() {
-    let rig = start(Setup {
-        faults: "drop_after_commit=1",
-        ..Setup::default()
-    })
+async fn a_response_dropped_after_commit_ends_committed_through_lookup_not_resend(
+    backend: Backend,
+) {
+    let rig = start(
+        &backend,
+        Setup {
+            faults: "drop_after_commit=1",
+            ..Setup::default()
+        },
+    )
     .await;
     let (id, key) = rig
         .authorized("drop-1", &purchase_order("4500"), None)
@@ -376,12 +396,16 @@ async fn a_response_dropped_after_commit_ends_committed_through_lookup_not_resen
     );
 }
 
-#[tokio::test]
-async fn a_first_attempt_held_until_after_the_retry_lands_as_a_replay_with_one_effect() {
-    let rig = start(Setup {
-        faults: "delay_ms=3000",
-        ..Setup::default()
-    })
+async fn a_first_attempt_held_until_after_the_retry_lands_as_a_replay_with_one_effect(
+    backend: Backend,
+) {
+    let rig = start(
+        &backend,
+        Setup {
+            faults: "delay_ms=3000",
+            ..Setup::default()
+        },
+    )
     .await;
     let (id, key) = rig
         .authorized("held-1", &purchase_order("4500"), None)
@@ -408,8 +432,7 @@ async fn a_first_attempt_held_until_after_the_retry_lands_as_a_replay_with_one_e
     assert_eq!(dispatches[1]["outcome"], "succeeded");
 }
 
-#[tokio::test]
-async fn a_redelivered_queue_message_and_webhook_give_one_effect_and_one_receipt() {
+async fn a_redelivered_queue_message_and_webhook_give_one_effect_and_one_receipt(backend: Backend) {
     // A coordinator claimed the outbox message, sent it and died before recording anything;
     // the queue delivers the message again to a live dispatcher once the dead one's lease
     // runs out, while the send is still held downstream. The webhook comes three times.
@@ -418,7 +441,7 @@ async fn a_redelivered_queue_message_and_webhook_give_one_effect_and_one_receipt
         webhooks: true,
         ..Setup::default()
     };
-    let rig = start(setup).await;
+    let rig = start(&backend, setup).await;
     let (id, key) = rig
         .authorized("redeliver-1", &purchase_order("4500"), None)
         .await;
@@ -470,12 +493,14 @@ async fn a_redelivered_queue_message_and_webhook_give_one_effect_and_one_receipt
     );
 }
 
-#[tokio::test]
-async fn overload_at_every_layer_keeps_every_intent_within_its_budget() {
-    let rig = start(Setup {
-        faults: "overload=1,retry_after_secs=1",
-        ..Setup::default()
-    })
+async fn overload_at_every_layer_keeps_every_intent_within_its_budget(backend: Backend) {
+    let rig = start(
+        &backend,
+        Setup {
+            faults: "overload=1,retry_after_secs=1",
+            ..Setup::default()
+        },
+    )
     .await;
     // The agents' providers refuse every call too; the agents keep trying past the budget.
     let mix = Mix {
@@ -549,9 +574,10 @@ async fn overload_at_every_layer_keeps_every_intent_within_its_budget() {
     );
 }
 
-#[tokio::test]
-async fn a_losing_hedge_finishing_after_the_winner_has_no_effect_and_counts_as_late() {
-    let rig = start(Setup::default()).await;
+async fn a_losing_hedge_finishing_after_the_winner_has_no_effect_and_counts_as_late(
+    backend: Backend,
+) {
+    let rig = start(&backend, Setup::default()).await;
     let search = intent(
         "supplier.search",
         "read",
@@ -624,12 +650,16 @@ async fn wait_until_lapsed(rig: &Rig, id: &str) {
     }
 }
 
-#[tokio::test]
-async fn authorisation_expiring_while_an_attempt_is_in_flight_allows_no_new_attempt() {
-    let rig = start(Setup {
-        faults: "overload=1,retry_after_secs=1",
-        ..Setup::default()
-    })
+async fn authorisation_expiring_while_an_attempt_is_in_flight_allows_no_new_attempt(
+    backend: Backend,
+) {
+    let rig = start(
+        &backend,
+        Setup {
+            faults: "overload=1,retry_after_secs=1",
+            ..Setup::default()
+        },
+    )
     .await;
 
     // Non-mutating work: the attempt in flight ends, visibly; the next one is refused.
@@ -689,9 +719,10 @@ async fn authorisation_expiring_while_an_attempt_is_in_flight_allows_no_new_atte
     assert_eq!(rig.effects(&key), 0);
 }
 
-#[tokio::test]
-async fn one_order_sent_from_the_persian_and_the_english_interface_is_one_intent_with_one_effect() {
-    let rig = start(Setup::default()).await;
+async fn one_order_sent_from_the_persian_and_the_english_interface_is_one_intent_with_one_effect(
+    backend: Backend,
+) {
+    let rig = start(&backend, Setup::default()).await;
     let persian = intent(
         "purchase_order.create",
         "write",
@@ -732,9 +763,8 @@ async fn one_order_sent_from_the_persian_and_the_english_interface_is_one_intent
     assert_eq!(rig.sandbox.effects_summary().effects, 1);
 }
 
-#[tokio::test]
-async fn reusing_a_key_with_changed_parameters_is_refused_and_changes_nothing() {
-    let rig = start(Setup::default()).await;
+async fn reusing_a_key_with_changed_parameters_is_refused_and_changes_nothing(backend: Backend) {
+    let rig = start(&backend, Setup::default()).await;
     let (id, key) = rig.authorized("po-88", &purchase_order("4500"), None).await;
     assert!(rig.dispatch(&id).await);
     rig.wait_for_state(&id, "committed").await;
@@ -766,9 +796,10 @@ async fn reusing_a_key_with_changed_parameters_is_refused_and_changes_nothing() 
     );
 }
 
-#[tokio::test]
-async fn a_deliberate_repeat_under_a_new_key_is_a_second_intent_and_a_second_effect() {
-    let rig = start(Setup::default()).await;
+async fn a_deliberate_repeat_under_a_new_key_is_a_second_intent_and_a_second_effect(
+    backend: Backend,
+) {
+    let rig = start(&backend, Setup::default()).await;
     let order = purchase_order("4500");
     let (first, first_key) = rig.authorized("po-monday", &order, None).await;
     let (second, second_key) = rig.authorized("po-monday-again", &order, None).await;
@@ -787,15 +818,14 @@ async fn a_deliberate_repeat_under_a_new_key_is_a_second_intent_and_a_second_eff
     );
 }
 
-#[tokio::test]
-async fn a_downstream_that_forgot_the_key_gets_no_blind_resend() {
+async fn a_downstream_that_forgot_the_key_gets_no_blind_resend(backend: Backend) {
     // The downstream keeps keys for one second, and says so in the connector's config.
     let setup = Setup {
         faults: "delay_ms=2000,retention_secs=1",
         key_retention_secs: 1,
         ..Setup::default()
     };
-    let rig = start(setup).await;
+    let rig = start(&backend, setup).await;
     let (id, key) = rig
         .authorized("forget-1", &purchase_order("4500"), None)
         .await;

@@ -695,7 +695,8 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     assert_eq!(figures(&plain), 1, "the generator analysed the index");
     plain
         .execute_batch(
-            "DROP INDEX ingest_keys_principal; ALTER TABLE ingest_keys DROP COLUMN principal; \
+            "DROP TABLE events_pending; \
+             DROP INDEX ingest_keys_principal; ALTER TABLE ingest_keys DROP COLUMN principal; \
              DROP INDEX outbox_intent; \
              ALTER TABLE attempts DROP COLUMN reported_by; \
              DROP INDEX intents_release; DELETE FROM sqlite_stat1 WHERE idx = 'intents_release'; \
@@ -814,5 +815,44 @@ mod shared_postgres {
             40,
             "every due send is claimed once: {claimed:?}"
         );
+    }
+
+    #[test]
+    fn a_follower_misses_no_event_when_writers_commit_out_of_order() {
+        let Some(mut stores) = stores(3) else { return };
+        let mut follower = stores.pop().expect("a follower");
+        let mut late = stores.pop().expect("a writer");
+        let mut early = stores.pop().expect("a writer");
+        let (begun, wait_begun) = std::sync::mpsc::channel::<()>();
+        let (go, wait_go) = std::sync::mpsc::channel::<()>();
+        let seen = std::thread::scope(|scope| {
+            // The first writer's event is written first, and committed last.
+            let first = scope.spawn(move || {
+                late.batch(|s| {
+                    s.create_or_replay(&new_intent(1, "acme", "first", json!({})))
+                        .expect("create");
+                    begun.send(()).expect("signal");
+                    wait_go.recv().expect("go");
+                })
+                .expect("commits")
+            });
+            wait_begun
+                .recv()
+                .expect("the first writer is inside its transaction");
+            early
+                .create_or_replay(&new_intent(2, "acme", "second", json!({})))
+                .expect("create");
+            let mut seen = follower.events_after(0, 100).expect("read");
+            let last = seen.last().map_or(0, |e| e.seq);
+            go.send(()).expect("go");
+            first.join().expect("the first writer");
+            seen.extend(follower.events_after(last, 100).expect("read"));
+            seen
+        });
+        let named: std::collections::BTreeSet<String> =
+            seen.iter().filter_map(|e| e.intent_id.clone()).collect();
+        assert_eq!(named.len(), 2, "one intent's events were skipped: {seen:?}");
+        let seqs: Vec<i64> = seen.iter().map(|e| e.seq).collect();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
     }
 }

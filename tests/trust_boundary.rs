@@ -1,5 +1,5 @@
 //! The coordinator's promises against hostile and unlucky callers, each tried for real over
-//! HTTP against a coordinator on a real SQLite file and the sandbox downstream: receipts only
+//! HTTP against a coordinator on each backend and the sandbox downstream: receipts only
 //! from the connector, attempts owned by who made them, nothing sent after a terminal state
 //! or past the key's retention, one crossing per claim however short the lease, keys that
 //! never stick, and overload that is not taken as proof. Waits poll for a logical outcome
@@ -18,7 +18,26 @@ use tokio::task::JoinSet;
 use intentdesk::sandbox::{SandboxState, WebhookTarget};
 
 mod common;
+use common::backends::Backend;
 use common::deploy::{self, Token};
+
+on_both_backends_tokio! {
+    a_forged_receipt_commits_nothing_and_tells_nothing_of_other_tenants,
+    an_agent_cannot_change_the_coordinators_attempts_nor_anothers,
+    a_cancel_while_a_retry_waits_behind_retry_after_sends_nothing_afterwards,
+    replaying_a_key_with_another_operation_tier_connector_or_tenant_is_a_mismatch,
+    a_queue_longer_than_the_lease_sends_each_order_once_and_makes_none_indeterminate,
+    a_resend_that_would_land_after_the_key_may_be_forgotten_is_not_sent,
+    a_resend_held_by_a_pause_goes_after_resume_without_spending_budget,
+    a_bare_503_on_a_write_is_looked_up_not_resent,
+    command_ids_are_any_opaque_client_id,
+    receipts_and_logs_keep_tokens_out_of_the_logs,
+}
+on_both_backends_tokio! {
+    multi_thread:
+    clients_that_hang_up_mid_create_leave_no_key_stuck,
+    concurrent_replays_of_a_finished_key_all_answer_its_first_result,
+}
 
 const ADMIN: &str = "trust-admin-token";
 const AGENT_ACME: &str = "trust-agent-acme-token";
@@ -114,7 +133,7 @@ struct Rig {
     base: String,
     sandbox: SandboxState,
     http: reqwest::Client,
-    db: std::path::PathBuf,
+    db: intentdesk::store::Location,
     _coordinator: deploy::Coordinator,
     _sandbox: deploy::Sandbox,
     _dir: tempfile::TempDir,
@@ -132,7 +151,12 @@ fn bank_connector(url: &str) -> String {
 impl Rig {
     /// A sandbox with `faults` (sending receipts with the `erp` connector's token when
     /// `webhooks`) and a coordinator whose setup `adjust` changes.
-    async fn start(faults: &str, webhooks: bool, adjust: impl FnOnce(&mut deploy::Setup)) -> Rig {
+    async fn start(
+        backend: &Backend,
+        faults: &str,
+        webhooks: bool,
+        adjust: impl FnOnce(&mut deploy::Setup),
+    ) -> Rig {
         captured_logs();
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -144,7 +168,7 @@ impl Rig {
         });
         let downstream = deploy::sandbox(faults, webhook, Some(7)).await;
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut setup = deploy::Setup::new(dir.path(), &downstream.url, tokens());
+        let mut setup = deploy::Setup::on(backend, dir.path(), &downstream.url, tokens());
         setup.timeout_ms = 300;
         setup.tables = bank_connector(&downstream.url);
         adjust(&mut setup);
@@ -283,11 +307,12 @@ impl Rig {
     /// A count from the coordinator's database, for what the API does not show.
     fn count(&self, sql: &str) -> i64 {
         use intentdesk::store::sql::{ConnExt, params};
-        let store = intentdesk::store::Store::open(&self.db).expect("open the database");
-        store
-            .conn()
-            .one(sql, params![], |r| r.get::<i64>(0))
-            .expect("query answers")
+        common::backends::with_store(&self.db, |store| {
+            store
+                .conn()
+                .one(sql, params![], |r| r.get::<i64>(0))
+                .expect("query answers")
+        })
     }
 
     async fn command(&self, body: &Value) -> (StatusCode, Value) {
@@ -341,11 +366,13 @@ fn receipt(event_id: &str, action_key: &str, downstream_id: &str) -> Value {
            "status": "created"})
 }
 
-#[tokio::test]
-async fn a_forged_receipt_commits_nothing_and_tells_nothing_of_other_tenants() {
+async fn a_forged_receipt_commits_nothing_and_tells_nothing_of_other_tenants(backend: Backend) {
     // Responses are dropped after commit and nothing looks them up: both orders stay
     // indeterminate until a receipt settles them.
-    let rig = Rig::start("drop_after_commit=1", false, |s| s.reconcile = false).await;
+    let rig = Rig::start(&backend, "drop_after_commit=1", false, |s| {
+        s.reconcile = false
+    })
+    .await;
     let (globex, globex_key) = rig
         .dispatched(AGENT_GLOBEX, "g-1", &order("globex", "4500"))
         .await;
@@ -459,9 +486,11 @@ async fn a_forged_receipt_commits_nothing_and_tells_nothing_of_other_tenants() {
     rig.wait_for_state(&acme, "committed").await;
 }
 
-#[tokio::test]
-async fn an_agent_cannot_change_the_coordinators_attempts_nor_anothers() {
-    let rig = Rig::start("drop_after_commit=1", false, |s| s.reconcile = false).await;
+async fn an_agent_cannot_change_the_coordinators_attempts_nor_anothers(backend: Backend) {
+    let rig = Rig::start(&backend, "drop_after_commit=1", false, |s| {
+        s.reconcile = false
+    })
+    .await;
     let (id, _) = rig
         .dispatched(AGENT_ACME, "patch-1", &order("acme", "4500"))
         .await;
@@ -591,9 +620,10 @@ async fn an_agent_cannot_change_the_coordinators_attempts_nor_anothers() {
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
 }
 
-#[tokio::test]
-async fn a_cancel_while_a_retry_waits_behind_retry_after_sends_nothing_afterwards() {
-    let rig = Rig::start("overload=1,retry_after_secs=2", false, |_| {}).await;
+async fn a_cancel_while_a_retry_waits_behind_retry_after_sends_nothing_afterwards(
+    backend: Backend,
+) {
+    let rig = Rig::start(&backend, "overload=1,retry_after_secs=2", false, |_| {}).await;
     let (id, key) = rig
         .dispatched(AGENT_ACME, "cancel-1", &order("acme", "4500"))
         .await;
@@ -655,9 +685,8 @@ async fn create_and_hang_up(addr: std::net::SocketAddr, key: String, body: Strin
     let _ = socket.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn clients_that_hang_up_mid_create_leave_no_key_stuck() {
-    let rig = Rig::start("none", false, |_| {}).await;
+async fn clients_that_hang_up_mid_create_leave_no_key_stuck(backend: Backend) {
+    let rig = Rig::start(&backend, "none", false, |_| {}).await;
     let addr: std::net::SocketAddr = rig
         .base
         .trim_start_matches("http://")
@@ -697,9 +726,8 @@ async fn clients_that_hang_up_mid_create_leave_no_key_stuck() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_replays_of_a_finished_key_all_answer_its_first_result() {
-    let rig = Arc::new(Rig::start("none", false, |_| {}).await);
+async fn concurrent_replays_of_a_finished_key_all_answer_its_first_result(backend: Backend) {
+    let rig = Arc::new(Rig::start(&backend, "none", false, |_| {}).await);
     let mut first = Vec::new();
     for i in 0..10 {
         let key = format!("replay-{i}");
@@ -728,9 +756,10 @@ async fn concurrent_replays_of_a_finished_key_all_answer_its_first_result() {
     }
 }
 
-#[tokio::test]
-async fn replaying_a_key_with_another_operation_tier_connector_or_tenant_is_a_mismatch() {
-    let rig = Rig::start("none", false, |_| {}).await;
+async fn replaying_a_key_with_another_operation_tier_connector_or_tenant_is_a_mismatch(
+    backend: Backend,
+) {
+    let rig = Rig::start(&backend, "none", false, |_| {}).await;
     let first = order("acme", "4500");
     let (status, created, _) = rig.create(AGENT_BOTH, "same-key", &first).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
@@ -773,11 +802,12 @@ async fn replaying_a_key_with_another_operation_tier_connector_or_tenant_is_a_mi
     assert_eq!(body["id"], created["id"]);
 }
 
-#[tokio::test]
-async fn a_queue_longer_than_the_lease_sends_each_order_once_and_makes_none_indeterminate() {
+async fn a_queue_longer_than_the_lease_sends_each_order_once_and_makes_none_indeterminate(
+    backend: Backend,
+) {
     // One dispatch at a time to a slow downstream, and a lease shorter than the queue's wait:
     // a claim must never wait out its lease before it is sent.
-    let rig = Rig::start("delay_ms=250", false, |s| {
+    let rig = Rig::start(&backend, "delay_ms=250", false, |s| {
         s.timeout_ms = 500;
         s.dispatch_lease_ms = Some(2_000);
         s.dispatch_concurrency = Some(1);
@@ -817,10 +847,9 @@ async fn a_queue_longer_than_the_lease_sends_each_order_once_and_makes_none_inde
     }
 }
 
-#[tokio::test]
-async fn a_resend_that_would_land_after_the_key_may_be_forgotten_is_not_sent() {
+async fn a_resend_that_would_land_after_the_key_may_be_forgotten_is_not_sent(backend: Backend) {
     // The downstream keeps keys for three seconds and says so in the connector's config.
-    let rig = Rig::start("refuse=1", false, |s| {
+    let rig = Rig::start(&backend, "refuse=1", false, |s| {
         s.reconcile = false;
         s.key_retention_secs = 3;
     })
@@ -879,11 +908,10 @@ async fn a_resend_that_would_land_after_the_key_may_be_forgotten_is_not_sent() {
     );
 }
 
-#[tokio::test]
-async fn a_resend_held_by_a_pause_goes_after_resume_without_spending_budget() {
+async fn a_resend_held_by_a_pause_goes_after_resume_without_spending_budget(backend: Backend) {
     // The first send is cut off after it may have been written, a lookup proves it absent,
     // and the resend is refused for load; a pause then holds the retry.
-    let rig = Rig::start("refuse=1", false, |_| {}).await;
+    let rig = Rig::start(&backend, "refuse=1", false, |_| {}).await;
     let mut body = order("acme", "4500");
     body["max_attempts"] = json!(3);
     let (id, key) = rig.dispatched(AGENT_ACME, "held-1", &body).await;
@@ -935,11 +963,10 @@ async fn a_resend_held_by_a_pause_goes_after_resume_without_spending_budget() {
     );
 }
 
-#[tokio::test]
-async fn a_bare_503_on_a_write_is_looked_up_not_resent() {
+async fn a_bare_503_on_a_write_is_looked_up_not_resent(backend: Backend) {
     // A proxy in front of the downstream answers 503 without Retry-After after the order
     // went through.
-    let rig = Rig::start("bare_503_after_commit=1", false, |_| {}).await;
+    let rig = Rig::start(&backend, "bare_503_after_commit=1", false, |_| {}).await;
     let (id, key) = rig
         .dispatched(AGENT_ACME, "bare-503", &order("acme", "4500"))
         .await;
@@ -950,9 +977,8 @@ async fn a_bare_503_on_a_write_is_looked_up_not_resent() {
     assert_eq!(detail["receipts"][0]["source"], "lookup", "{detail:#}");
 }
 
-#[tokio::test]
-async fn command_ids_are_any_opaque_client_id() {
-    let rig = Rig::start("none", false, |_| {}).await;
+async fn command_ids_are_any_opaque_client_id(backend: Backend) {
+    let rig = Rig::start(&backend, "none", false, |_| {}).await;
     for id in [
         "5f0c8a4e-3b1d-4c2e-9a7f-0d6b1e2c3a4b",
         "01JD3QH6V7W8X9Y0Z1A2B3C4D5",
@@ -1006,9 +1032,8 @@ async fn command_ids_are_any_opaque_client_id() {
     );
 }
 
-#[tokio::test]
-async fn receipts_and_logs_keep_tokens_out_of_the_logs() {
-    let rig = Rig::start("redeliver=2", true, |_| {}).await;
+async fn receipts_and_logs_keep_tokens_out_of_the_logs(backend: Backend) {
+    let rig = Rig::start(&backend, "redeliver=2", true, |_| {}).await;
     let (id, _) = rig
         .dispatched(AGENT_ACME, "logs-1", &order("acme", "4500"))
         .await;

@@ -519,7 +519,7 @@ async fn dispatch(
     let result = state
         .db
         .write(move |s| {
-            let intent = s.intent(&id)?;
+            let intent = s.intent_for_update(&id)?;
             if !intent.consequence.is_mutating() {
                 return Err(crate::store::StoreError::Conflict(format!(
                     "a {} intent changes nothing downstream; report its work as attempts",

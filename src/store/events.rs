@@ -1,8 +1,17 @@
 //! The `events` table: a change feed written in the same transaction as the change it
 //! describes, so the live event stream can resume from any sequence number
 //! (`Last-Event-ID`) without missing or inventing anything.
+//!
+//! A follower reads `seq > last seen`, so sequence numbers must become visible in order.
+//! SQLite's single writer commits in the order it numbers. On PostgreSQL, transactions
+//! (of one coordinator's writers, or of several coordinators) commit in any order: a
+//! number taken by a transaction still running would be skipped by a follower that has
+//! read a later one. So there a write leaves its event in `events_pending`, and
+//! [`sequence_pending`] — run by every reader of the feed before it reads — moves the
+//! committed ones into `events` under one advisory lock, one mover at a time: each move's
+//! numbers are all above the previous move's, and committed together.
 
-use super::sql::{Conn, ConnExt, params};
+use super::sql::{Conn, ConnExt, Dialect, params};
 use serde::Serialize;
 
 use super::{Store, StoreError, to_i64};
@@ -27,11 +36,16 @@ pub(crate) fn append(
     intent: Option<&IntentId>,
     payload: &impl serde::Serialize,
     at_ms: u64,
-) -> Result<i64, StoreError> {
+) -> Result<(), StoreError> {
     let payload = serde_json::to_string(payload)?;
-    tx.one(
-        "INSERT INTO events (kind, tenant, intent_id, payload, at_ms) VALUES (?1, ?2, ?3, ?4, ?5) \
-         RETURNING seq",
+    let table = match tx.dialect() {
+        Dialect::Sqlite => "events",
+        Dialect::Postgres => "events_pending",
+    };
+    tx.run(
+        &format!(
+            "INSERT INTO {table} (kind, tenant, intent_id, payload, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)"
+        ),
         params![
             kind,
             tenant.map(Tenant::as_str),
@@ -39,8 +53,40 @@ pub(crate) fn append(
             payload,
             to_i64(at_ms)
         ],
-        |r| r.get(0),
-    )
+    )?;
+    Ok(())
+}
+
+/// The advisory lock that lets one mover at a time number PostgreSQL's pending events.
+const SEQUENCER_LOCK: i64 = 0x696e_7465_6e74_0002;
+
+/// On PostgreSQL, give every committed pending event its number in `events`, in the order
+/// the events were written; nothing on SQLite. Must run outside a transaction: the lock is
+/// held until this function's own commit.
+pub(crate) fn sequence_pending(conn: &dyn Conn) -> Result<(), StoreError> {
+    if conn.dialect() != Dialect::Postgres {
+        return Ok(());
+    }
+    // Read committed whatever the connection's default: the move must see what the mover
+    // before it committed while this one waited for the lock.
+    conn.batch("BEGIN ISOLATION LEVEL READ COMMITTED")?;
+    let moved = conn
+        .batch(&format!("SELECT pg_advisory_xact_lock({SEQUENCER_LOCK})"))
+        .and_then(|()| {
+            conn.run(
+                "WITH moved AS (DELETE FROM events_pending RETURNING id, kind, tenant, intent_id, payload, at_ms) \
+                 INSERT INTO events (kind, tenant, intent_id, payload, at_ms) \
+                 SELECT kind, tenant, intent_id, payload, at_ms FROM moved ORDER BY id",
+                params![],
+            )
+        });
+    match moved {
+        Ok(_) => conn.batch("COMMIT"),
+        Err(e) => {
+            let _ = conn.batch("ROLLBACK");
+            Err(e)
+        }
+    }
 }
 
 /// Read an intent back as stored and announce it on the change feed.
@@ -68,6 +114,7 @@ pub trait ChangeFeed {
 
 impl ChangeFeed for Store {
     fn events_after(&mut self, after_seq: i64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
+        sequence_pending(self.conn.as_conn())?;
         self.conn.rows(
             "SELECT seq, kind, tenant, intent_id, payload, at_ms FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
             params![after_seq, limit],
@@ -85,6 +132,7 @@ impl ChangeFeed for Store {
     }
 
     fn last_event_seq(&mut self) -> Result<i64, StoreError> {
+        sequence_pending(self.conn.as_conn())?;
         self.conn
             .one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
                 r.get(0)
@@ -92,6 +140,7 @@ impl ChangeFeed for Store {
     }
 
     fn prune_events(&mut self, before_ms: u64) -> Result<usize, StoreError> {
+        sequence_pending(self.conn.as_conn())?;
         self.conn.run(
             "DELETE FROM events WHERE at_ms < ?1",
             params![to_i64(before_ms)],

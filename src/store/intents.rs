@@ -153,6 +153,10 @@ pub trait Intents {
 
     /// One intent with its arguments, or `NotFound`.
     fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError>;
+
+    /// [`Intents::intent`] for a write that decides from what it reads: the intent stays
+    /// locked against other writers (another coordinator's too) until the write ends.
+    fn intent_for_update(&mut self, id: &IntentId) -> Result<Intent, StoreError>;
 }
 
 impl Intents for Store {
@@ -276,14 +280,28 @@ impl Intents for Store {
     }
 
     fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError> {
-        let tx = self.conn.savepoint()?;
-        let (seq, mut intent) = load(&tx, id)?;
-        let args: String = tx.one(
-            "SELECT args_json FROM intents WHERE seq = ?1",
-            params![seq],
-            |r| r.get(0),
-        )?;
-        intent.args = Some(serde_json::from_str(&args)?);
-        Ok(intent)
+        with_args(self, id, load)
     }
+
+    fn intent_for_update(&mut self, id: &IntentId) -> Result<Intent, StoreError> {
+        with_args(self, id, load_for_update)
+    }
+}
+
+/// How an intent is read inside a write: [`load`] or [`load_for_update`].
+type Loader = fn(&dyn Conn, &IntentId) -> Result<(i64, Intent), StoreError>;
+
+/// The intent as `load` reads it, with its arguments, in one savepoint that is kept (on
+/// PostgreSQL a savepoint rolled back would give up a lock taken inside it).
+fn with_args(store: &mut Store, id: &IntentId, load: Loader) -> Result<Intent, StoreError> {
+    let tx = store.conn.savepoint()?;
+    let (seq, mut intent) = load(&tx, id)?;
+    let args: String = tx.one(
+        "SELECT args_json FROM intents WHERE seq = ?1",
+        params![seq],
+        |r| r.get(0),
+    )?;
+    intent.args = Some(serde_json::from_str(&args)?);
+    tx.commit()?;
+    Ok(intent)
 }

@@ -63,10 +63,6 @@ pub trait MetricSource {
     fn event_mark(&mut self, seq: i64) -> Result<EventMark, StoreError>;
     /// The intents named by events in `(after, upto]`.
     fn changed_intents(&mut self, after: i64, upto: i64) -> Result<Vec<i64>, StoreError>;
-    /// The newest receipt's sequence number (0 for none).
-    fn last_receipt(&mut self) -> Result<i64, StoreError>;
-    /// The intents of receipts in `(after, upto]` (extra receipts add no event).
-    fn receipted_intents(&mut self, after: i64, upto: i64) -> Result<Vec<i64>, StoreError>;
     /// Every intent, in sequence order.
     fn each_intent(
         &mut self,
@@ -143,7 +139,8 @@ impl MetricSource for Store {
         &mut self,
         f: &mut dyn FnMut(&mut dyn MetricSource) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        self.conn.batch("BEGIN")?;
+        super::events::sequence_pending(self.conn.as_conn())?;
+        self.conn.batch(self.conn.dialect().begin_snapshot())?;
         let result = f(self);
         let _ = self.conn.batch("COMMIT");
         result
@@ -170,22 +167,6 @@ impl MetricSource for Store {
         self.conn.rows(
             "SELECT DISTINCT i.seq FROM events e JOIN intents i ON i.id = e.intent_id \
              WHERE e.seq > ?1 AND e.seq <= ?2",
-            params![after, upto],
-            |r| r.get(0),
-        )
-    }
-
-    fn last_receipt(&mut self) -> Result<i64, StoreError> {
-        self.conn.one(
-            "SELECT coalesce(max(seq), 0) FROM receipts",
-            params![],
-            |r| r.get(0),
-        )
-    }
-
-    fn receipted_intents(&mut self, after: i64, upto: i64) -> Result<Vec<i64>, StoreError> {
-        self.conn.rows(
-            "SELECT DISTINCT intent_seq FROM receipts WHERE seq > ?1 AND seq <= ?2",
             params![after, upto],
             |r| r.get(0),
         )
@@ -259,7 +240,9 @@ impl MetricSource for Store {
 
     fn duplicates_at(&mut self, seq: i64) -> Result<Vec<u64>, StoreError> {
         self.conn.rows(
-            &format!("{DUPLICATE_SQL} AND r.intent_seq = ?1 GROUP BY r.downstream_id"),
+            &format!(
+                "{DUPLICATE_SQL} AND r.intent_seq = ?1 GROUP BY r.intent_seq, r.downstream_id"
+            ),
             params![seq],
             |r| r.get(1),
         )

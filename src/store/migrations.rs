@@ -254,6 +254,19 @@ INSERT INTO webhook_deliveries (connector, event_id, action_key, received_at_ms,
 DROP TABLE webhook_events;
 ALTER TABLE webhook_deliveries RENAME TO webhook_events;
 "#,
+    // 6: where PostgreSQL's writers leave their change-feed events until they are numbered
+    // in commit order (`events::sequence_pending`). SQLite numbers them as it commits, and
+    // leaves this table empty.
+    r#"
+CREATE TABLE events_pending (
+    id         INTEGER PRIMARY KEY,
+    kind       TEXT NOT NULL,
+    tenant     TEXT,
+    intent_id  TEXT,
+    payload    TEXT NOT NULL,
+    at_ms      INTEGER NOT NULL
+);
+"#,
 ];
 
 /// A migration as PostgreSQL runs it.

@@ -211,6 +211,9 @@ impl Store {
 
     /// Open a store on the database at `location` (durability is SQLite's to choose; a
     /// PostgreSQL server has its own).
+    ///
+    /// A PostgreSQL store is used, and dropped, off any async runtime's threads: its blocking
+    /// client runs a runtime of its own.
     pub fn open_at(location: &Location, durability: Durability) -> Result<Store, StoreError> {
         match location {
             Location::Sqlite(path) => sqlite::open(path, durability),

@@ -79,16 +79,19 @@ impl OperatorQueries for Store {
             .map(|t| bind(Value::Text(t.clone())))
             .collect();
         let marks = marks.join(", ");
+        let dialect = self.conn.dialect();
+        let scope_tenant = dialect.json_text("c.body_json", &["target", "scope", "tenant"]);
+        let target_intent = dialect.json_text("c.body_json", &["target", "intent_id"]);
         let mut sql = format!(
-            "SELECT c.id FROM commands c WHERE (json_extract(c.body_json, '$.target.scope.tenant') IN ({marks}) \
-             OR EXISTS (SELECT 1 FROM intents i WHERE i.id = json_extract(c.body_json, '$.target.intent_id') \
+            "SELECT c.id FROM commands c WHERE ({scope_tenant} IN ({marks}) \
+             OR EXISTS (SELECT 1 FROM intents i WHERE i.id = {target_intent} \
              AND i.tenant IN ({marks})))"
         );
         if let Some(id) = intent {
             let m = bind(Value::Text(id.to_string()));
             sql.push_str(&format!(
                 " AND (c.seq IN (SELECT t.command_seq FROM command_targets t JOIN intents i ON i.seq = t.intent_seq \
-                 WHERE i.id = {m}) OR json_extract(c.body_json, '$.target.intent_id') = {m})"
+                 WHERE i.id = {m}) OR {target_intent} = {m})"
             ));
         }
         let l = bind(Value::Int(i64::from(limit)));

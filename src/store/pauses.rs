@@ -81,7 +81,9 @@ pub(crate) fn resume(
 ) -> Result<usize, StoreError> {
     tx.run(
         "UPDATE pauses SET resumed_at_ms = ?1, resumed_by_command = ?2 WHERE resumed_at_ms IS NULL \
-         AND tenant IS ?3 AND provider IS ?4 AND tool IS ?5 AND operation IS ?6 AND intent_id IS ?7",
+         AND tenant IS NOT DISTINCT FROM ?3 AND provider IS NOT DISTINCT FROM ?4 \
+         AND tool IS NOT DISTINCT FROM ?5 AND operation IS NOT DISTINCT FROM ?6 \
+         AND intent_id IS NOT DISTINCT FROM ?7",
         params![
             to_i64(now_ms),
             command_seq,

@@ -352,11 +352,16 @@ impl Queries for Store {
     }
 
     fn intent_detail(&mut self, id: &IntentId) -> Result<IntentDetail, StoreError> {
-        let intent = self.intent(id)?;
-        let attempts = self.attempts_of(id)?;
-        let receipts = self.receipts_of(id)?;
-        let transitions = {
-            self.conn.rows(
+        // One snapshot for the intent and all that hangs off it: a write committed between
+        // two of these reads never shows half of itself (an attempt ended, its unit not yet
+        // given back).
+        self.conn.batch("SAVEPOINT detail")?;
+        let mut read = || -> Result<IntentDetail, StoreError> {
+            let intent = self.intent(id)?;
+            let attempts = self.attempts_of(id)?;
+            let receipts = self.receipts_of(id)?;
+            let transitions = {
+                self.conn.rows(
                 "SELECT t.from_state, t.to_state, t.event, t.reason, c.id, t.at_ms FROM transitions t \
                  JOIN intents i ON i.seq = t.intent_seq LEFT JOIN commands c ON c.seq = t.command_seq \
                  WHERE i.id = ?1 ORDER BY t.seq",
@@ -372,10 +377,10 @@ impl Queries for Store {
                 })
             },
             )?
-        };
-        let commands = self.audit(Some(id), 200)?;
-        let pauses = {
-            self.conn.rows(
+            };
+            let commands = self.audit(Some(id), 200)?;
+            let pauses = {
+                self.conn.rows(
                 "SELECT z.seq, c.id, z.tenant, z.provider, z.tool, z.operation, z.intent_id, z.reason, z.created_by, \
                  z.created_at_ms, z.resumed_at_ms FROM pauses z JOIN commands c ON c.seq = z.command_seq \
                  JOIN intents i ON i.id = ?1 WHERE z.resumed_at_ms IS NULL \
@@ -387,8 +392,8 @@ impl Queries for Store {
                 params![id.as_str()],
                 pause_from_row,
             )?
-        };
-        let (replays, mismatches): (u32, u32) = self
+            };
+            let (replays, mismatches): (u32, u32) = self
             .conn.one(
                 "SELECT k.replays, k.mismatches FROM ingest_keys k JOIN intents i ON i.seq = k.intent_seq WHERE i.id = ?1",
                 params![id.as_str()],
@@ -396,18 +401,24 @@ impl Queries for Store {
             )
             .optional()?
             .unwrap_or((0, 0));
-        let key_forget_at_ms = forget_at(&intent);
-        Ok(IntentDetail {
-            intent,
-            attempts,
-            receipts,
-            transitions,
-            commands,
-            pauses,
-            key_forget_at_ms,
-            ingest_replays: replays,
-            ingest_mismatches: mismatches,
-        })
+            let key_forget_at_ms = forget_at(&intent);
+            Ok(IntentDetail {
+                intent,
+                attempts,
+                receipts,
+                transitions,
+                commands,
+                pauses,
+                key_forget_at_ms,
+                ingest_replays: replays,
+                ingest_mismatches: mismatches,
+            })
+        };
+        let detail = read();
+        let released = self.conn.batch("RELEASE detail");
+        let detail = detail?;
+        released?;
+        Ok(detail)
     }
 
     fn key_ledger(&mut self, key: &ActionKey) -> Result<KeyLedger, StoreError> {

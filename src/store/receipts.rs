@@ -204,6 +204,9 @@ fn observe_in(
                     to_i64(now_ms)
                 ],
             )?;
+            // The intent's detail now shows one more receipt (a duplicate effect, or one
+            // that contradicts its state): followers of the change feed reload it.
+            super::events::announce_intent(tx, intent_id, now_ms)?;
             Ok(match (state, intent.downstream_ref) {
                 (IntentState::Committed, Some(stored)) => ReceiptObservation::DuplicateEffect {
                     stored,

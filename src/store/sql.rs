@@ -229,6 +229,15 @@ impl Dialect {
         }
     }
 
+    /// A read-only transaction whose statements all see one snapshot (PostgreSQL's default,
+    /// read committed, gives each statement its own).
+    pub fn begin_snapshot(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "BEGIN",
+            Dialect::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        }
+    }
+
     /// The end of a `SELECT` that locks the rows it reads of `alias` until the transaction
     /// ends. SQLite's single writer holds the whole database already.
     pub fn for_update(self, alias: &str) -> String {

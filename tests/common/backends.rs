@@ -3,9 +3,10 @@
 //! start` prints one). Without that variable the PostgreSQL half says so in one line and
 //! passes: the SQLite half still runs.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use intentdesk::store::Store;
+use intentdesk::store::{Durability, Location, Store};
 
 /// The variable naming the test server.
 pub const POSTGRES_ENV: &str = "INTENTDESK_TEST_POSTGRES";
@@ -29,11 +30,18 @@ pub fn fresh_postgres() -> Option<String> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos())
     );
-    let mut client = postgres::Client::connect(&admin, postgres::NoTls)
-        .unwrap_or_else(|e| panic!("{POSTGRES_ENV}={admin} does not answer: {e}"));
-    client
-        .batch_execute(&format!("CREATE DATABASE {name}"))
-        .expect("a test database is created");
+    // On a thread of its own: the blocking client may not run on an async runtime's thread.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut client = postgres::Client::connect(&admin, postgres::NoTls)
+                .unwrap_or_else(|e| panic!("{POSTGRES_ENV}={admin} does not answer: {e}"));
+            client
+                .batch_execute(&format!("CREATE DATABASE {name}"))
+                .expect("a test database is created");
+        })
+        .join()
+        .expect("the test database is made")
+    });
     let mut url = reqwest::Url::parse(&admin).expect("a URL");
     url.set_path(&format!("/{name}"));
     Some(url.to_string())
@@ -77,4 +85,76 @@ macro_rules! on_both_backends {
             }
         }
     )*};
+}
+
+/// Where a test's coordinator keeps its data.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// A SQLite file in the test's directory.
+    Sqlite,
+    /// A fresh database of its own on the test server.
+    Postgres(String),
+}
+
+impl Backend {
+    /// The database for a coordinator whose files are in `dir`.
+    pub fn database(&self, dir: &Path) -> Location {
+        match self {
+            Backend::Sqlite => Location::Sqlite(dir.join("coordinator.sqlite")),
+            Backend::Postgres(url) => Location::Postgres(url.clone()),
+        }
+    }
+}
+
+/// Coordinator tests run once on each backend. Each named test is an `async fn
+/// name(backend: Backend)`; `on_both_backends_tokio! { name, … }` makes `name::sqlite`
+/// and `name::postgres` (which passes, after one line, without a test server). A list
+/// after `multi_thread:` runs on two worker threads.
+#[macro_export]
+macro_rules! on_both_backends_tokio {
+    (multi_thread: $($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::common::backends::Backend::Sqlite).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if let Some(url) = $crate::common::backends::fresh_postgres() {
+                    super::$name($crate::common::backends::Backend::Postgres(url)).await
+                }
+            }
+        }
+    )*};
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$name($crate::common::backends::Backend::Sqlite).await
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                if let Some(url) = $crate::common::backends::fresh_postgres() {
+                    super::$name($crate::common::backends::Backend::Postgres(url)).await
+                }
+            }
+        }
+    )*};
+}
+
+/// Open the database at `location` and run `f` on it, on a thread of its own: a
+/// PostgreSQL store is used, and dropped, off the async runtime's threads (its blocking
+/// client has a runtime of its own).
+pub fn with_store<T: Send>(location: &Location, f: impl FnOnce(&mut Store) -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut store =
+                Store::open_at(location, Durability::PowerLoss).expect("open the database");
+            f(&mut store)
+        })
+        .join()
+        .expect("the store work finishes")
+    })
 }

@@ -67,7 +67,8 @@ impl Rig {
             .expect("runtime");
         let dir = tempfile::tempdir().expect("temp dir");
         if let Some(prepare) = options.prepare {
-            prepare(&Setup::new(dir.path(), "", Vec::new()).database);
+            let database = Setup::new(dir.path(), "", Vec::new()).database;
+            prepare(database.path().expect("the console's rig runs on SQLite"));
         }
         let downstream = runtime.block_on(deploy::sandbox(options.faults, None, None));
         let mut rig = Rig {

@@ -3,13 +3,16 @@
 //! Each part stops when its handle is dropped (or, for the coordinator, when told to).
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::sandbox::{self, FaultSpec, SandboxOptions, SandboxState, WebhookTarget};
+use intentdesk::store::Location;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+use super::backends::Backend;
 
 /// A bearer token the configuration admits.
 pub struct Token {
@@ -63,7 +66,8 @@ impl Token {
 /// sandbox (purchase orders, inventory reservations, payments).
 pub struct Setup {
     pub listen: String,
-    pub database: PathBuf,
+    /// A SQLite file in the test's directory unless a test chooses its backend.
+    pub database: Location,
     pub tokens: Vec<Token>,
     /// Where the `erp` connector sends its commands.
     pub downstream: String,
@@ -87,12 +91,17 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Any port, a database in `dir`, the given tokens and the `erp` connector at
+    /// Any port, a SQLite database in `dir`, the given tokens and the `erp` connector at
     /// `downstream`, reconciling every 100 ms.
     pub fn new(dir: &Path, downstream: &str, tokens: Vec<Token>) -> Setup {
+        Setup::on(&Backend::Sqlite, dir, downstream, tokens)
+    }
+
+    /// [`Setup::new`] with the database on `backend`.
+    pub fn on(backend: &Backend, dir: &Path, downstream: &str, tokens: Vec<Token>) -> Setup {
         Setup {
             listen: "127.0.0.1:0".into(),
-            database: dir.join("coordinator.sqlite"),
+            database: backend.database(dir),
             tokens,
             downstream: downstream.into(),
             timeout_ms: 1000,
@@ -112,7 +121,10 @@ impl Setup {
         let mut text = format!(
             "listen = \"{}\"\ndatabase = '{}'\n",
             self.listen,
-            self.database.display()
+            match &self.database {
+                Location::Sqlite(path) => path.display().to_string(),
+                Location::Postgres(url) => url.clone(),
+            }
         );
         if self.reconcile {
             text.push_str("reconcile_interval_ms = 100\n");

@@ -4,9 +4,10 @@
 //! for its place (an integer bound where a `boolean` or `integer` column is compared is
 //! written as one), so the table modules bind the same values for both backends.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::error::Error;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use postgres::types::{IsNull, ToSql, Type};
@@ -37,7 +38,12 @@ pub struct PgConn {
     statements: RefCell<HashMap<String, Statement>>,
     /// The open levels of the transaction, innermost last.
     savepoints: RefCell<Vec<Level>>,
+    /// When the connection was last asked whether it is broken (before each job).
+    checked: Cell<Instant>,
 }
+
+/// A connection idle longer than this is asked whether it is still there before a job.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 impl PgConn {
     pub fn new(client: Client) -> PgConn {
@@ -45,6 +51,7 @@ impl PgConn {
             client: RefCell::new(client),
             statements: RefCell::new(HashMap::new()),
             savepoints: RefCell::new(Vec::new()),
+            checked: Cell::new(Instant::now()),
         }
     }
 
@@ -208,6 +215,20 @@ impl From<postgres::Error> for StoreError {
             return StoreError::Unavailable(format!("the connection to PostgreSQL was lost: {e}"));
         }
         match e.as_db_error() {
+            // Lost connections (08), a server shutting down or out of resources (57P, 53),
+            // and a transaction chosen to end a deadlock or a serialisation race (40001,
+            // 40P01): nothing was written, and the same request may be sent again.
+            Some(db)
+                if ["08", "53", "57P", "40001", "40P01"]
+                    .iter()
+                    .any(|class| db.code().code().starts_with(class)) =>
+            {
+                StoreError::Unavailable(format!(
+                    "PostgreSQL: {} ({})",
+                    db.message(),
+                    db.code().code()
+                ))
+            }
             Some(db) => StoreError::Database(format!(
                 "{} ({}){}",
                 db.message(),
@@ -276,7 +297,15 @@ impl Conn for PgConn {
     }
 
     fn is_broken(&self) -> bool {
-        self.client.borrow().is_closed()
+        let mut client = self.client.borrow_mut();
+        if client.is_closed() {
+            return true;
+        }
+        // The blocking client notices a cut connection (a restarted server, a terminated
+        // backend) only when it next talks: an idle one is asked first, briefly, so the
+        // job that follows does not fail for it.
+        let idle = self.checked.replace(Instant::now()).elapsed();
+        idle > IDLE_CHECK && client.is_valid(Duration::from_secs(2)).is_err()
     }
 }
 

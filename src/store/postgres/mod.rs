@@ -42,6 +42,8 @@ pub fn connect(url: &str) -> Result<PgConn, StoreError> {
         ))
     })?;
     let conn = PgConn::new(client);
+    // Notices ("relation already exists, skipping") are not worth an operator's log line.
+    crate::store::sql::Conn::batch(&conn, "SET client_min_messages = warning")?;
     schema::migrate(&conn)?;
     Ok(conn)
 }
@@ -49,6 +51,17 @@ pub fn connect(url: &str) -> Result<PgConn, StoreError> {
 /// Open a store on the database at `url`.
 pub fn open(url: &str) -> Result<Store, StoreError> {
     Ok(Store::on(Box::new(connect(url)?)))
+}
+
+/// [`open`] for reads: every transaction sees one snapshot (repeatable read), so a read of
+/// several statements in one savepoint never shows a write half done. Writers stay at read
+/// committed and take turns by row locks.
+fn open_for_reads(url: &str) -> Result<Store, StoreError> {
+    let store = open(url)?;
+    store
+        .conn()
+        .batch("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ")?;
+    Ok(store)
 }
 
 /// The store threads of one PostgreSQL database.
@@ -60,31 +73,43 @@ pub struct PgBackend {
 
 impl PgBackend {
     /// Connect every store thread (so a wrong URL or credentials fail here, at start); the
-    /// threads end when the backend is dropped.
+    /// threads end when the backend is dropped. Each thread connects by itself: the
+    /// blocking client runs its own small runtime, which may not be started or dropped on
+    /// an async runtime's thread, so it never leaves the thread that made it.
     pub fn open(url: &str) -> Result<PgBackend, StoreError> {
         let (writes, write_queue) = mpsc::channel::<WriteJob>();
         let (reads, read_queue) = mpsc::channel::<ReadJob>();
         let write_queue = Arc::new(Mutex::new(write_queue));
         let read_queue = Arc::new(Mutex::new(read_queue));
         for n in 0..WRITERS {
-            let store = open(url)?;
-            let (queue, url) = (write_queue.clone(), url.to_string());
-            spawn(&format!("store-writer-{n}"), move || {
-                serve(store, &url, &queue, |store, job: WriteJob| {
-                    let mut finish = None;
-                    let committed = store.batch(|s| finish = Some(job(s)));
-                    if let Some(finish) = finish {
-                        finish(committed.err().as_ref());
-                    }
-                })
-            })?;
+            let queue = write_queue.clone();
+            start(
+                &format!("store-writer-{n}"),
+                url,
+                open,
+                move |store, url| {
+                    serve(store, url, open, &queue, |store, job: WriteJob| {
+                        let mut finish = None;
+                        let committed = store.batch(|s| finish = Some(job(s)));
+                        if let Some(finish) = finish {
+                            finish(committed.err().as_ref());
+                        }
+                    })
+                },
+            )?;
         }
         for n in 0..READERS {
-            let store = open(url)?;
-            let (queue, url) = (read_queue.clone(), url.to_string());
-            spawn(&format!("store-reader-{n}"), move || {
-                serve(store, &url, &queue, |store, job: ReadJob| job(store))
-            })?;
+            let queue = read_queue.clone();
+            start(
+                &format!("store-reader-{n}"),
+                url,
+                open_for_reads,
+                move |store, url| {
+                    serve(store, url, open_for_reads, &queue, |store, job: ReadJob| {
+                        job(store)
+                    })
+                },
+            )?;
         }
         Ok(PgBackend {
             writes: Mutex::new(writes),
@@ -94,18 +119,42 @@ impl PgBackend {
     }
 }
 
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), StoreError> {
+/// Start a store thread that connects to `url` and then runs `serve`; whether it connected
+/// is known when this returns.
+fn start(
+    name: &str,
+    url: &str,
+    open: Opener,
+    serve: impl FnOnce(Store, &str) + Send + 'static,
+) -> Result<(), StoreError> {
+    let (connected, outcome) = mpsc::channel::<Result<(), StoreError>>();
+    let url = url.to_string();
     std::thread::Builder::new()
         .name(name.to_string())
-        .spawn(f)
-        .map(|_| ())
-        .map_err(|e| StoreError::Unavailable(format!("cannot start a store thread: {e}")))
+        .spawn(move || match open(&url) {
+            Ok(store) => {
+                let _ = connected.send(Ok(()));
+                serve(store, &url);
+            }
+            Err(e) => {
+                let _ = connected.send(Err(e));
+            }
+        })
+        .map_err(|e| StoreError::Unavailable(format!("cannot start a store thread: {e}")))?;
+    outcome
+        .recv()
+        .map_err(|_| StoreError::Unavailable("a store thread stopped while connecting".into()))?
 }
 
-/// Take jobs from `queue` until it closes, reconnecting when the server was lost.
+/// How a store thread connects: [`open`] or [`open_for_reads`].
+type Opener = fn(&str) -> Result<Store, StoreError>;
+
+/// Take jobs from `queue` until it closes, reconnecting (with `open`) when the server was
+/// lost.
 fn serve<J>(
     mut store: Store,
     url: &str,
+    open: Opener,
     queue: &Mutex<mpsc::Receiver<J>>,
     run: impl Fn(&mut Store, J),
 ) {
@@ -145,7 +194,7 @@ impl Backend for PgBackend {
     }
 
     fn open_reader(&self) -> Result<Store, StoreError> {
-        open(&self.url)
+        open_for_reads(&self.url)
     }
 }
 

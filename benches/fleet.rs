@@ -1,0 +1,258 @@
+//! Whole orders with one, two and three coordinators on one PostgreSQL database, beside
+//! one coordinator on SQLite, in the same run: real HTTP on loopback, a fault-free sandbox
+//! as the fast downstream, 64 concurrent agents whose requests go round the coordinators
+//! (an order's create, authorisation and dispatch each to the next one, as a round-robin
+//! load balancer sends them). Everything shares the machine's cores with PostgreSQL.
+//!
+//! Run: `export INTENTDESK_TEST_POSTGRES=$(.ci/postgres start); cargo bench --bench fleet`
+//! (`-- rounds N` repeats the four set-ups N times, alternating). Prints, per set-up:
+//! orders per second until all are committed, and create latency at a steady 500 per
+//! second (p50, p99).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use intentdesk::coordinator::{Config, run, token_sha256};
+use intentdesk::sandbox::{FaultSpec, SandboxState};
+use intentdesk::store::Location;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, oneshot};
+use tokio::task::JoinHandle;
+
+#[allow(dead_code)]
+#[path = "../tests/common/backends.rs"]
+mod backends;
+
+const TOKEN: &str = "fleet-bench-token";
+const ORDERS: u64 = 6_000;
+const AGENTS: usize = 64;
+
+struct Running {
+    urls: Vec<String>,
+    stops: Vec<oneshot::Sender<()>>,
+    tasks: Vec<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Running {
+    async fn stop(self) {
+        for stop in self.stops {
+            let _ = stop.send(());
+        }
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+async fn coordinators(database: &Location, sandbox: &str, n: usize) -> Running {
+    let database = match database {
+        Location::Sqlite(path) => path.display().to_string(),
+        Location::Postgres(url) => url.clone(),
+    };
+    let mut running = Running {
+        urls: Vec::new(),
+        stops: Vec::new(),
+        tasks: Vec::new(),
+    };
+    for _ in 0..n {
+        let config = format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = '{database}'\ndurability = \"power_loss\"\n\
+             reconcile_interval_ms = 1000\nreconcile_batch = 1\n\
+             [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
+             [[connectors]]\nname = \"erp\"\nbase_url = \"{sandbox}\"\nkey_retention_secs = 3600\n\
+             timeout_ms = 2000\noperations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
+            token_sha256(TOKEN)
+        );
+        let config = Config::parse(&config, "bench").expect("config");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let (stop, stopped) = oneshot::channel::<()>();
+        running
+            .tasks
+            .push(tokio::spawn(run(listener, config, async {
+                let _ = stopped.await;
+            })));
+        running.stops.push(stop);
+        // Serving once the store is open (a coordinator connects before it serves).
+        let http = reqwest::Client::new();
+        while !http
+            .get(format!("{url}/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        running.urls.push(url);
+    }
+    running
+}
+
+fn order(n: u64) -> Value {
+    json!({
+        "tenant": "acme", "actor": "bench", "purpose": "bench", "operation": "purchase_order.create",
+        "tool": "erp.po", "consequence": "write", "args": {"item": "paper", "qty": n % 5000 + 1},
+        "deadline_secs": 600, "max_attempts": 3, "release_id": "r1", "locale": "en-US", "connector": "erp"
+    })
+}
+
+async fn create(http: &reqwest::Client, url: &str, n: u64, tag: &str) -> String {
+    let created: Value = http
+        .post(format!("{url}/v1/intents"))
+        .bearer_auth(TOKEN)
+        .header("Idempotency-Key", format!("{tag}-{n}"))
+        .json(&order(n))
+        .send()
+        .await
+        .expect("create")
+        .json()
+        .await
+        .expect("json");
+    created["id"].as_str().expect("id").to_string()
+}
+
+/// One order, its three requests each to the next coordinator.
+async fn whole_order(http: &reqwest::Client, urls: &[String], n: u64) {
+    let at = |step: u64| &urls[((n + step) % urls.len() as u64) as usize];
+    let id = create(http, at(0), n, "order").await;
+    let auth = json!({"authorization_version": "v1", "approver": "bench"});
+    let r = http
+        .post(format!("{}/v1/intents/{id}/authorize", at(1)))
+        .bearer_auth(TOKEN)
+        .json(&auth)
+        .send()
+        .await;
+    assert!(r.expect("authorize").status().is_success());
+    let r = http
+        .post(format!("{}/v1/intents/{id}/dispatch", at(2)))
+        .bearer_auth(TOKEN)
+        .send()
+        .await;
+    assert_eq!(r.expect("dispatch").status().as_u16(), 202);
+}
+
+async fn committed(http: &reqwest::Client, url: &str) -> u64 {
+    let summary: Value = http
+        .get(format!("{url}/v1/metrics/summary"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("summary")
+        .json()
+        .await
+        .expect("json");
+    summary["committed"].as_u64().unwrap_or(0)
+}
+
+/// Orders per second, from the first create until every order is committed.
+async fn whole_orders(http: &reqwest::Client, urls: &[String]) -> f64 {
+    let permits = Arc::new(Semaphore::new(AGENTS));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for n in 0..ORDERS {
+        let permit = permits.clone().acquire_owned().await.expect("permit");
+        let (http, urls) = (http.clone(), urls.to_vec());
+        tasks.push(tokio::spawn(async move {
+            whole_order(&http, &urls, n).await;
+            drop(permit);
+        }));
+    }
+    for t in tasks {
+        t.await.expect("order");
+    }
+    while committed(http, &urls[0]).await < ORDERS {
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "orders never all committed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ORDERS as f64 / started.elapsed().as_secs_f64()
+}
+
+/// Create latencies (ms, sorted) at a steady 500 per second, round the coordinators.
+async fn steady_creates(http: &reqwest::Client, urls: &[String]) -> Vec<f64> {
+    let mut ticker = tokio::time::interval(Duration::from_millis(2));
+    let mut tasks = Vec::new();
+    for n in 0..5_000u64 {
+        ticker.tick().await;
+        let http = http.clone();
+        let url = urls[(n % urls.len() as u64) as usize].clone();
+        tasks.push(tokio::spawn(async move {
+            let t = Instant::now();
+            create(&http, &url, n, "steady").await;
+            t.elapsed().as_secs_f64() * 1000.0
+        }));
+    }
+    let mut latencies = Vec::new();
+    for t in tasks {
+        latencies.push(t.await.expect("create"));
+    }
+    latencies.sort_by(f64::total_cmp);
+    latencies
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .skip_while(|a| a != "rounds")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        if std::env::var(backends::POSTGRES_ENV).is_err() {
+            eprintln!(
+                "set {}: export {}=$(.ci/postgres start)",
+                backends::POSTGRES_ENV,
+                backends::POSTGRES_ENV
+            );
+            std::process::exit(2);
+        }
+        let sandbox_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let sandbox = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
+        let state = SandboxState::new("none".parse::<FaultSpec>().expect("spec"), None);
+        tokio::spawn(intentdesk::sandbox::run(
+            sandbox_listener,
+            state,
+            std::future::pending(),
+        ));
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .build()
+            .expect("client");
+        for round in 1..=rounds {
+            for (backend, fleet) in [
+                ("sqlite", 1),
+                ("postgres", 1),
+                ("postgres", 2),
+                ("postgres", 3),
+            ] {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let database = match backend {
+                    "sqlite" => Location::Sqlite(dir.path().join("fleet.sqlite")),
+                    _ => Location::Postgres(backends::fresh_postgres().expect("a test server")),
+                };
+                let running = coordinators(&database, &sandbox, fleet).await;
+                let orders = whole_orders(&http, &running.urls).await;
+                let latencies = steady_creates(&http, &running.urls).await;
+                println!(
+                    "round {round}: {backend} x{fleet}: whole orders {orders:.0}/s; \
+                     create at 500/s p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+                    percentile(&latencies, 50.0),
+                    percentile(&latencies, 99.0),
+                    latencies[latencies.len() - 1],
+                );
+                running.stop().await;
+            }
+        }
+    });
+}

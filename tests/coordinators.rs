@@ -1,0 +1,572 @@
+//! Several coordinators on one PostgreSQL database, over real HTTP with the sandbox
+//! downstream: any coordinator answers any request, a command through one applies at all,
+//! the change feed reaches every coordinator's event stream and dashboard, and a database
+//! that goes away mid-run is reported, never answered as if written. Each test passes after
+//! one line when no test server is named (`INTENTDESK_TEST_POSTGRES`).
+
+use std::time::{Duration, Instant};
+
+use intentdesk::clock::{Clock, Entropy, OsEntropy, SystemClock};
+use intentdesk::domain::CommandId;
+use intentdesk::sandbox::{SandboxState, WebhookTarget};
+use intentdesk::store::{Durability, Location, StoreError};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+mod common;
+use common::backends::{Backend, fresh_postgres};
+use common::deploy::{self, Setup, Token};
+
+const ADMIN: &str = "fleet-admin-token";
+const AGENT: &str = "fleet-agent-token";
+const ERP: &str = "fleet-erp-connector-token";
+/// Guards against a hang; never a stand-in for synchronisation.
+const PATIENCE: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(25);
+
+/// Two coordinators on one database and a sandbox whose receipts go to the first.
+struct Fleet {
+    a: String,
+    b: String,
+    sandbox: SandboxState,
+    http: reqwest::Client,
+    _coordinators: Vec<deploy::Coordinator>,
+    _sandbox: deploy::Sandbox,
+    _dir: tempfile::TempDir,
+}
+
+async fn fleet(url: String) -> Fleet {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let a = format!("http://{}", listener.local_addr().expect("addr"));
+    let webhook = WebhookTarget {
+        url: format!("{a}/v1/receipts/erp").parse().expect("URL"),
+        token: Some(ERP.into()),
+    };
+    let downstream = deploy::sandbox("none", Some(webhook), Some(5)).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tokens = || {
+        vec![
+            Token::all_tenants("admin", ADMIN),
+            Token::all_tenants("agent", AGENT),
+            Token::erp_connector(ERP),
+        ]
+    };
+    let backend = Backend::Postgres(url);
+    let first = deploy::Coordinator::serve(
+        listener,
+        &Setup::on(&backend, dir.path(), &downstream.url, tokens()),
+    );
+    let second =
+        deploy::Coordinator::start(&Setup::on(&backend, dir.path(), &downstream.url, tokens()))
+            .await;
+    // Both have opened the database (a coordinator connects before it serves).
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(PATIENCE)
+        .build()
+        .expect("client");
+    for base in [&a, &second.base] {
+        let deadline = Instant::now() + PATIENCE;
+        while !http
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            assert!(Instant::now() < deadline, "{base} never became healthy");
+            tokio::time::sleep(POLL).await;
+        }
+    }
+    Fleet {
+        a,
+        b: second.base.clone(),
+        sandbox: downstream.state.clone(),
+        http,
+        _coordinators: vec![first, second],
+        _sandbox: downstream,
+        _dir: dir,
+    }
+}
+
+fn order(tenant: &str, amount: &str) -> Value {
+    json!({
+        "tenant": tenant,
+        "actor": "agent:kharid-bot",
+        "purpose": "ثبت سفارش خرید تأییدشده",
+        "operation": "purchase_order.create",
+        "tool": "erp",
+        "consequence": "write",
+        "args": {"item": "A4 paper", "qty": 1200, "amount": amount},
+        "deadline_secs": 60,
+        "max_attempts": 4,
+        "release_id": "procure-agent@2.4.0",
+        "connector": "erp",
+    })
+}
+
+impl Fleet {
+    async fn send(&self, request: reqwest::RequestBuilder) -> (StatusCode, Value, bool) {
+        let response = request.send().await.expect("the coordinator answers");
+        let status = response.status();
+        let replayed = response
+            .headers()
+            .get("idempotent-replayed")
+            .is_some_and(|v| v == "true");
+        (
+            status,
+            response.json().await.unwrap_or(Value::Null),
+            replayed,
+        )
+    }
+
+    async fn create(&self, at: &str, key: &str, body: &Value) -> (StatusCode, Value, bool) {
+        self.send(
+            self.http
+                .post(format!("{at}/v1/intents"))
+                .bearer_auth(AGENT)
+                .header("Idempotency-Key", key)
+                .json(body),
+        )
+        .await
+    }
+
+    async fn post(&self, at: &str, token: &str, path: &str, body: &Value) -> (StatusCode, Value) {
+        let (status, body, _) = self
+            .send(
+                self.http
+                    .post(format!("{at}{path}"))
+                    .bearer_auth(token)
+                    .json(body),
+            )
+            .await;
+        (status, body)
+    }
+
+    async fn get(&self, at: &str, path: &str) -> (StatusCode, Value) {
+        let (status, body, _) = self
+            .send(self.http.get(format!("{at}{path}")).bearer_auth(ADMIN))
+            .await;
+        (status, body)
+    }
+
+    /// Create at `create_at`, authorise and dispatch at `dispatch_at`: the intent.
+    async fn order(&self, create_at: &str, dispatch_at: &str, key: &str, body: &Value) -> Value {
+        let (status, created, _) = self.create(create_at, key, body).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        let id = created["id"].as_str().expect("an id");
+        let approval = json!({"authorization_version": "policy-v7", "approver": "s.karimi"});
+        let path = format!("/v1/intents/{id}/authorize");
+        let (status, body) = self.post(dispatch_at, AGENT, &path, &approval).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let path = format!("/v1/intents/{id}/dispatch");
+        let (status, body) = self.post(dispatch_at, AGENT, &path, &json!({})).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        created
+    }
+
+    /// Poll the intent through `at` until `done` holds; its detail then.
+    async fn wait_for(
+        &self,
+        at: &str,
+        id: &str,
+        what: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let (_, detail) = self.get(at, &format!("/v1/intents/{id}")).await;
+            if done(&detail) {
+                return detail;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited too long for {what}: {detail:#}"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    async fn wait_for_state(&self, at: &str, id: &str, state: &str) -> Value {
+        self.wait_for(at, id, state, |d| d["intent"]["state"] == state)
+            .await
+    }
+
+    async fn command(&self, at: &str, body: Value) {
+        let (status, answer) = self.post(at, ADMIN, "/v1/commands", &body).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+}
+
+fn command_id() -> String {
+    CommandId::generate(SystemClock.now_ms(), OsEntropy::default().next_u128()).to_string()
+}
+
+/// Read server-sent events from `response` until one of kind `intent` says `id` is in
+/// `state`.
+async fn wait_for_event(mut response: reqwest::Response, id: &str, state: &str) {
+    let mut text = String::new();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let chunk = tokio::time::timeout_at(deadline.into(), response.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no event for {id} becoming {state}; read: {text}"))
+            .expect("the stream reads")
+            .expect("the stream stays open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        let seen = text.split("\n\n").any(|frame| {
+            frame.contains("event: intent")
+                && frame
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .and_then(|data| serde_json::from_str::<Value>(data).ok())
+                    .is_some_and(|v| v["id"] == id && v["state"] == state)
+        });
+        if seen {
+            return;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_coordinator_answers_and_every_one_follows_the_change_feed() {
+    let Some(url) = fresh_postgres() else { return };
+    let fleet = fleet(url).await;
+    // B's event stream is open before anything happens.
+    let stream = fleet
+        .http
+        .get(format!("{}/v1/events", fleet.b))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("B streams events");
+    assert_eq!(stream.status(), StatusCode::OK);
+
+    // Created through A, replayed through B: one intent.
+    let body = order("acme", "4100");
+    let created = fleet.order(&fleet.a, &fleet.b, "fleet-1", &body).await;
+    let id = created["id"].as_str().expect("id");
+    let (status, replay, replayed) = fleet.create(&fleet.b, "fleet-1", &body).await;
+    assert_eq!(status, StatusCode::OK, "{replay}");
+    assert!(replayed);
+    assert_eq!(replay["id"], id);
+
+    // Dispatched through B, its receipt taken by A: one effect, the same answer from both.
+    let detail = fleet.wait_for_state(&fleet.a, id, "committed").await;
+    let key = detail["intent"]["action_key"].as_str().expect("key");
+    assert_eq!(fleet.sandbox.effects_for(&key.parse().expect("key")), 1);
+    let (_, from_b) = fleet.get(&fleet.b, &format!("/v1/intents/{id}")).await;
+    assert_eq!(from_b["intent"], detail["intent"]);
+
+    // B's subscribers saw it committed, and B's dashboard counts it.
+    wait_for_event(stream, id, "committed").await;
+    for at in [&fleet.a, &fleet.b] {
+        let (status, overview) = fleet.get(at, "/v1/metrics/overview?tenant=acme").await;
+        assert_eq!(status, StatusCode::OK, "{overview}");
+        assert_eq!(overview["intents"], 1, "{at}: {overview}");
+        assert_eq!(overview["committed"], 1, "{at}: {overview}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_through_one_coordinator_holds_dispatch_at_every_coordinator() {
+    let Some(url) = fresh_postgres() else { return };
+    let fleet = fleet(url).await;
+    // Dispatched through B; the first send is refused and proved absent, the resend is
+    // refused for load behind Retry-After.
+    fleet.sandbox.set_faults("refuse=1".parse().expect("spec"));
+    let mut body = order("acme", "5200");
+    body["max_attempts"] = json!(3);
+    let held = fleet.order(&fleet.b, &fleet.b, "held-1", &body).await;
+    let id = held["id"].as_str().expect("id");
+    let key = held["action_key"].as_str().expect("key").to_string();
+    fleet.wait_for_state(&fleet.a, id, "indeterminate").await;
+    fleet.sandbox.set_faults(
+        "overload_writes=1,retry_after_secs=2"
+            .parse()
+            .expect("spec"),
+    );
+    fleet
+        .wait_for(&fleet.a, id, "a retry planned behind Retry-After", |d| {
+            dispatches(d).len() == 3
+        })
+        .await;
+
+    // Paused through A: whichever dispatcher comes to the planned retry holds it.
+    fleet
+        .command(
+            &fleet.a,
+            json!({ "command_id": command_id(), "kind": "pause",
+                    "target": { "scope": { "tenant": "acme" } }, "reason": "supplier outage" }),
+        )
+        .await;
+    let detail = fleet
+        .wait_for(&fleet.b, id, "the planned retry held by the pause", |d| {
+            dispatches(d)
+                .last()
+                .is_some_and(|a| a["outcome"] == "abandoned")
+        })
+        .await;
+    assert_eq!(detail["intent"]["paused"], true, "{detail:#}");
+    fleet
+        .sandbox
+        .set_faults(intentdesk::sandbox::FaultSpec::none());
+    // Orders of another tenant still go, through each coordinator.
+    for (n, at) in [&fleet.a, &fleet.b].into_iter().enumerate() {
+        let other = fleet
+            .order(at, at, &format!("free-{n}"), &order("globex", "700"))
+            .await;
+        let other_id = other["id"].as_str().expect("id");
+        fleet.wait_for_state(at, other_id, "committed").await;
+    }
+    assert_eq!(
+        fleet.sandbox.effects_for(&key.parse().expect("key")),
+        0,
+        "nothing applied while paused, though the downstream takes orders again"
+    );
+
+    // Resumed through B, the held order goes, once.
+    fleet
+        .command(
+            &fleet.b,
+            json!({ "command_id": command_id(), "kind": "resume",
+                    "target": { "scope": { "tenant": "acme" } } }),
+        )
+        .await;
+    fleet.wait_for_state(&fleet.a, id, "committed").await;
+    assert_eq!(fleet.sandbox.effects_for(&key.parse().expect("key")), 1);
+    let (_, pauses) = fleet.get(&fleet.a, "/v1/pauses").await;
+    assert_eq!(
+        pauses["items"].as_array().map(Vec::len),
+        Some(0),
+        "{pauses}"
+    );
+}
+
+fn dispatches(detail: &Value) -> Vec<&Value> {
+    detail["attempts"]
+        .as_array()
+        .map(|all| all.iter().filter(|a| a["kind"] == "dispatch").collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_the_console_makes_answers_on_postgres() {
+    let Some(url) = fresh_postgres() else { return };
+    let fleet = fleet(url).await;
+    let created = fleet
+        .order(&fleet.a, &fleet.a, "read-1", &order("acme", "300"))
+        .await;
+    let id = created["id"].as_str().expect("id");
+    let key = created["action_key"].as_str().expect("key");
+    fleet.wait_for_state(&fleet.a, id, "committed").await;
+    fleet
+        .command(
+            &fleet.a,
+            json!({ "command_id": command_id(), "kind": "pause",
+                    "target": { "scope": { "tenant": "globex" } }, "reason": "drill" }),
+        )
+        .await;
+
+    let filters = "tenant=acme&provider=erp&state=committed,indeterminate&operation=purchase_order.create\
+                   &tool=erp&release=procure-agent@2.4.0&locale=en-US&tier=write&paused=false\
+                   &since=0&until=99999999999999&min_attempts=1&q=paper";
+    let mut paths = vec![
+        format!("/v1/intents/{id}"),
+        format!("/v1/action-keys/{key}"),
+        format!("/v1/commands?intent_id={id}"),
+        "/v1/commands".to_string(),
+        "/v1/pauses".to_string(),
+        "/v1/whoami".to_string(),
+        "/metrics".to_string(),
+        format!("/v1/intents?{filters}"),
+        format!("/v1/metrics/summary?{filters}"),
+        format!("/v1/metrics/overview?{filters}"),
+    ];
+    for sort in [
+        "created",
+        "attempts",
+        "deadline",
+        "updated",
+        "indeterminate_since",
+    ] {
+        for direction in ["", "-"] {
+            paths.push(format!("/v1/intents?sort={direction}{sort}&limit=5"));
+        }
+    }
+    let groups = [
+        "none",
+        "tenant",
+        "provider",
+        "release",
+        "tool",
+        "operation",
+        "locale",
+        "tier",
+    ];
+    let series = [
+        "attempts",
+        "intents",
+        "amplification",
+        "indeterminate",
+        "committed",
+        "late_results",
+        "duplicate_effects",
+    ];
+    let charts = [
+        "attempts",
+        "amplification_mean",
+        "amplification_p99",
+        "indeterminate",
+        "indeterminate_age_oldest",
+        "indeterminate_age_p50",
+        "indeterminate_age_p95",
+        "committed",
+        "goodput_per_min",
+        "goodput_per_attempt",
+        "late_results",
+        "duplicate_effects",
+        "failover_divergence",
+    ];
+    for group in groups {
+        paths.push(format!("/v1/metrics/histogram?group_by={group}&{filters}"));
+        for metric in series {
+            paths.push(format!(
+                "/v1/metrics/series?metric={metric}&group_by={group}&bucket_secs=60"
+            ));
+        }
+        for metric in charts {
+            paths.push(format!(
+                "/v1/metrics/chart?metric={metric}&group_by={group}&buckets=30"
+            ));
+        }
+    }
+    for at in [&fleet.a, &fleet.b] {
+        for path in &paths {
+            let (status, body) = fleet.get(at, path).await;
+            assert_eq!(status, StatusCode::OK, "{at}{path}: {body}");
+        }
+    }
+}
+
+/// Run `sql` on the test server's maintenance database.
+fn admin_sql(sql: &str) {
+    let admin = std::env::var(common::backends::POSTGRES_ENV).expect("the test server");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut client =
+                postgres::Client::connect(&admin, postgres::NoTls).expect("the server answers");
+            client.batch_execute(sql).expect("the statement runs");
+        })
+        .join()
+        .expect("the admin statement ran")
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_goes_away_is_reported_and_nothing_is_answered_as_stored() {
+    let Some(url) = fresh_postgres() else { return };
+    let name = url.rsplit('/').next().expect("a database name").to_string();
+    let fleet = fleet(url).await;
+    let (status, _) = fleet.get(&fleet.a, "/healthz").await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The database refuses new connections and drops the ones it has.
+    admin_sql(&format!(
+        "ALTER DATABASE {name} ALLOW_CONNECTIONS false; \
+         SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+    ));
+    let (status, health) = fleet.get(&fleet.a, "/healthz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{health}");
+    let body = order("acme", "9100");
+    let (status, answer, _) = fleet.create(&fleet.b, "gone-1", &body).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
+    assert_eq!(answer["error"]["code"], "unavailable", "{answer}");
+
+    // Back again: healthy, and the refused create was never stored. A connection cut
+    // while idle is found out by the request that next uses it, which is answered 503 as
+    // well: a caller retries as told, as an agent does.
+    admin_sql(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"));
+    let deadline = Instant::now() + PATIENCE;
+    while fleet.get(&fleet.a, "/healthz").await.0 != StatusCode::OK {
+        assert!(Instant::now() < deadline, "the coordinator never recovered");
+        tokio::time::sleep(POLL).await;
+    }
+    let (status, created, replayed) = loop {
+        let answer = fleet.create(&fleet.b, "gone-1", &body).await;
+        if answer.0 != StatusCode::SERVICE_UNAVAILABLE {
+            break answer;
+        }
+        assert!(Instant::now() < deadline, "creates never recovered");
+    };
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert!(!replayed, "the create refused during the outage was stored");
+    let list = loop {
+        let (status, list) = fleet.get(&fleet.a, "/v1/intents?tenant=acme").await;
+        if status != StatusCode::SERVICE_UNAVAILABLE {
+            break list;
+        }
+        assert!(Instant::now() < deadline, "reads never recovered");
+    };
+    assert_eq!(list["total"], 1, "{list}");
+}
+
+#[test]
+fn a_wrong_url_credentials_or_a_newer_schema_refuse_to_start_with_a_clear_message() {
+    let Some(url) = fresh_postgres() else { return };
+    let open = |location: &str| {
+        intentdesk::store::open_db(&Location::from(location.to_string()), Durability::PowerLoss)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let mut parsed = reqwest::Url::parse(&url).expect("URL");
+
+    // Nothing listening there.
+    let closed = {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        socket.local_addr().expect("addr").port()
+    };
+    parsed.set_port(Some(closed)).expect("port");
+    let message = open(parsed.as_str());
+    assert!(
+        message.contains("cannot connect to PostgreSQL at"),
+        "{message}"
+    );
+
+    // A role that does not exist, with a password that must not be shown.
+    let mut parsed = reqwest::Url::parse(&url).expect("URL");
+    parsed.set_username("nobody").expect("user");
+    parsed.set_password(Some("s3cret-word")).expect("password");
+    let message = open(parsed.as_str());
+    assert!(message.contains("nobody"), "{message}");
+    assert!(!message.contains("s3cret-word"), "{message}");
+
+    // Not a URL PostgreSQL reads.
+    let message = open("postgres://127.0.0.1:notaport/x");
+    assert!(message.contains("is not valid"), "{message}");
+
+    // A schema newer than this build knows: refused, and left as it was.
+    assert!(
+        intentdesk::store::open_db(&Location::Postgres(url.clone()), Durability::PowerLoss).is_ok()
+    );
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut client =
+                postgres::Client::connect(&url, postgres::NoTls).expect("the server answers");
+            client
+                .batch_execute("UPDATE intentdesk_schema SET version = version + 1")
+                .expect("bump the version");
+        })
+        .join()
+        .expect("bumped")
+    });
+    match intentdesk::store::open_db(&Location::Postgres(url), Durability::PowerLoss) {
+        Err(e @ StoreError::NewerSchema { .. }) => {
+            assert!(e.to_string().contains("newer"), "{e}");
+        }
+        Err(other) => panic!("another refusal: {other}"),
+        Ok(_) => panic!("a newer schema was opened"),
+    }
+}
