@@ -13,16 +13,13 @@ use std::time::{Duration, Instant};
 
 use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::sandbox::{FaultSpec, SandboxState};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-const TOKEN: &str = "bench-token";
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
-}
+#[path = "support/orders.rs"]
+mod orders;
+use orders::{TOKEN, committed, create, percentile};
 
 async fn coordinator(db: &Path, sandbox: &str, reconcile_interval_ms: u64) -> String {
     coordinator_with(db, sandbox, reconcile_interval_ms, "power_loss").await
@@ -50,29 +47,6 @@ async fn coordinator_with(
     url
 }
 
-fn order(n: u64) -> Value {
-    json!({
-        "tenant": "acme", "actor": "bench", "purpose": "bench", "operation": "purchase_order.create",
-        "tool": "erp.po", "consequence": "write", "args": {"item": "paper", "qty": n % 5000 + 1},
-        "deadline_secs": 600, "max_attempts": 3, "release_id": "r1", "locale": "en-US", "connector": "erp"
-    })
-}
-
-async fn create(http: &reqwest::Client, url: &str, n: u64, tag: &str) -> String {
-    let created: Value = http
-        .post(format!("{url}/v1/intents"))
-        .bearer_auth(TOKEN)
-        .header("Idempotency-Key", format!("{tag}-{n}"))
-        .json(&order(n))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("json");
-    created["id"].as_str().expect("id").to_string()
-}
-
 async fn whole_order(http: &reqwest::Client, url: &str, n: u64) {
     let id = create(http, url, n, "t").await;
     let auth = json!({"authorization_version": "v1", "approver": "bench"});
@@ -89,19 +63,6 @@ async fn whole_order(http: &reqwest::Client, url: &str, n: u64) {
         .send()
         .await;
     assert_eq!(r.expect("dispatch").status().as_u16(), 202);
-}
-
-async fn committed(http: &reqwest::Client, url: &str) -> u64 {
-    let summary: Value = http
-        .get(format!("{url}/v1/metrics/summary"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("summary")
-        .json()
-        .await
-        .expect("json");
-    summary["committed"].as_u64().unwrap_or(0)
 }
 
 /// Whole orders with 64 agents in parallel: orders per second until all are committed.

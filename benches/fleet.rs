@@ -15,16 +15,19 @@ use std::time::{Duration, Instant};
 use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::sandbox::{FaultSpec, SandboxState};
 use intentdesk::store::Location;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
+
+#[path = "support/orders.rs"]
+mod orders;
+use orders::{TOKEN, committed, create, percentile};
 
 #[allow(dead_code)]
 #[path = "../tests/common/backends.rs"]
 mod backends;
 
-const TOKEN: &str = "fleet-bench-token";
 const ORDERS: u64 = 6_000;
 const AGENTS: usize = 64;
 
@@ -89,29 +92,6 @@ async fn coordinators(database: &Location, sandbox: &str, n: usize) -> Running {
     running
 }
 
-fn order(n: u64) -> Value {
-    json!({
-        "tenant": "acme", "actor": "bench", "purpose": "bench", "operation": "purchase_order.create",
-        "tool": "erp.po", "consequence": "write", "args": {"item": "paper", "qty": n % 5000 + 1},
-        "deadline_secs": 600, "max_attempts": 3, "release_id": "r1", "locale": "en-US", "connector": "erp"
-    })
-}
-
-async fn create(http: &reqwest::Client, url: &str, n: u64, tag: &str) -> String {
-    let created: Value = http
-        .post(format!("{url}/v1/intents"))
-        .bearer_auth(TOKEN)
-        .header("Idempotency-Key", format!("{tag}-{n}"))
-        .json(&order(n))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("json");
-    created["id"].as_str().expect("id").to_string()
-}
-
 /// One order, its three requests each to the next coordinator.
 async fn whole_order(http: &reqwest::Client, urls: &[String], n: u64) {
     let at = |step: u64| &urls[((n + step) % urls.len() as u64) as usize];
@@ -130,19 +110,6 @@ async fn whole_order(http: &reqwest::Client, urls: &[String], n: u64) {
         .send()
         .await;
     assert_eq!(r.expect("dispatch").status().as_u16(), 202);
-}
-
-async fn committed(http: &reqwest::Client, url: &str) -> u64 {
-    let summary: Value = http
-        .get(format!("{url}/v1/metrics/summary"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .expect("summary")
-        .json()
-        .await
-        .expect("json");
-    summary["committed"].as_u64().unwrap_or(0)
 }
 
 /// Orders per second, from the first create until every order is committed.
@@ -191,11 +158,6 @@ async fn steady_creates(http: &reqwest::Client, urls: &[String]) -> Vec<f64> {
     }
     latencies.sort_by(f64::total_cmp);
     latencies
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
 }
 
 fn main() {

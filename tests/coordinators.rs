@@ -10,6 +10,7 @@ use intentdesk::clock::{Clock, Entropy, OsEntropy, SystemClock};
 use intentdesk::domain::CommandId;
 use intentdesk::sandbox::{SandboxState, WebhookTarget};
 use intentdesk::store::{Durability, Location, StoreError};
+use intentdesk::wire::metrics::{ChartMetric, GroupBy};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -395,40 +396,10 @@ async fn every_read_the_console_makes_answers_on_postgres() {
             paths.push(format!("/v1/intents?sort={direction}{sort}&limit=5"));
         }
     }
-    let groups = [
-        "none",
-        "tenant",
-        "provider",
-        "release",
-        "tool",
-        "operation",
-        "locale",
-        "tier",
-    ];
-    let series = [
-        "attempts",
-        "intents",
-        "amplification",
-        "indeterminate",
-        "committed",
-        "late_results",
-        "duplicate_effects",
-    ];
-    let charts = [
-        "attempts",
-        "amplification_mean",
-        "amplification_p99",
-        "indeterminate",
-        "indeterminate_age_oldest",
-        "indeterminate_age_p50",
-        "indeterminate_age_p95",
-        "committed",
-        "goodput_per_min",
-        "goodput_per_attempt",
-        "late_results",
-        "duplicate_effects",
-        "failover_divergence",
-    ];
+    // Every dimension and metric the API names, as the console offers them.
+    let groups = GroupBy::ALL.iter().map(|g| g.as_str());
+    let series = intentdesk::store::SERIES_METRICS;
+    let charts: Vec<&str> = ChartMetric::ALL.iter().map(|m| m.as_str()).collect();
     for group in groups {
         paths.push(format!("/v1/metrics/histogram?group_by={group}&{filters}"));
         for metric in series {
@@ -436,7 +407,7 @@ async fn every_read_the_console_makes_answers_on_postgres() {
                 "/v1/metrics/series?metric={metric}&group_by={group}&bucket_secs=60"
             ));
         }
-        for metric in charts {
+        for metric in &charts {
             paths.push(format!(
                 "/v1/metrics/chart?metric={metric}&group_by={group}&buckets=30"
             ));
