@@ -43,13 +43,7 @@ pub fn connect(url: &str) -> Result<PgConn, StoreError> {
     })?;
     let conn = PgConn::new(client);
     // Notices ("relation already exists, skipping") are not worth an operator's log line.
-    // Every statement is planned for its values and the table's size now: a plan cached
-    // while a table was small (a new database) would read the whole table for each point
-    // lookup until the next automatic analyse.
-    crate::store::sql::Conn::batch(
-        &conn,
-        "SET client_min_messages = warning; SET plan_cache_mode = force_custom_plan",
-    )?;
+    crate::store::sql::Conn::batch(&conn, "SET client_min_messages = warning")?;
     schema::migrate(&conn)?;
     Ok(conn)
 }

@@ -52,7 +52,12 @@ fn migrate_in(conn: &PgConn) -> Result<(), StoreError> {
             "INSERT INTO intentdesk_schema (version) VALUES (?1)",
             params![known],
         )?;
-        conn.batch("ANALYZE")?;
+        // A database with data gets figures for its new indexes. A new one is left never
+        // analysed: figures of empty tables would make plans that read whole tables once they
+        // fill, until the first automatic analyse.
+        if current > 0 {
+            conn.batch("ANALYZE")?;
+        }
     }
     Ok(())
 }
