@@ -48,27 +48,8 @@ pub fn availability(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::console::views::command_dialog::fixtures::{detail, who};
     use crate::domain::Locale;
-    use serde_json::json;
-
-    fn detail(state: &str) -> IntentDetail {
-        serde_json::from_value(json!({
-            "intent": {"id": "int_01kbx7q3p9d2m8v4r6t0y5zs01", "tenant": "acme", "operation": "purchase_order.create",
-                       "tool": "erp.po", "state": state, "created_at_ms": 1, "connector": "erp",
-                       "consequence": "write", "action_key": "po:acme:int_01kbx7q3p9d2m8v4r6t0y5zs01"},
-        }))
-        .expect("detail")
-    }
-
-    fn who(role: &str, tenants: Option<Vec<String>>) -> Whoami {
-        Whoami {
-            name: "sam".into(),
-            role: role.parse().expect("role"),
-            tenants,
-            connectors: Vec::new(),
-            may: Default::default(),
-        }
-    }
 
     #[test]
     fn the_role_and_the_state_decide_what_is_offered_and_say_why() {

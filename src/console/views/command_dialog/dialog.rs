@@ -333,27 +333,9 @@ pub(super) fn resume_target(pause: &Pause, intent_id: &str) -> TargetBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::console::views::command_dialog::fixtures::{detail, who};
     use crate::domain::Locale;
     use serde_json::json;
-
-    fn detail(state: &str) -> IntentDetail {
-        serde_json::from_value(json!({
-            "intent": {"id": "int_01kbx7q3p9d2m8v4r6t0y5zs01", "tenant": "acme", "operation": "purchase_order.create",
-                       "tool": "erp.po", "state": state, "created_at_ms": 1, "connector": "erp",
-                       "consequence": "write", "action_key": "po:acme:int_01kbx7q3p9d2m8v4r6t0y5zs01"},
-        }))
-        .expect("detail")
-    }
-
-    fn who(role: &str, tenants: Option<Vec<String>>) -> Whoami {
-        Whoami {
-            name: "sam".into(),
-            role: role.parse().expect("role"),
-            tenants,
-            connectors: Vec::new(),
-            may: Default::default(),
-        }
-    }
 
     #[test]
     fn a_confirmed_body_carries_a_new_command_id_and_the_evidence() {

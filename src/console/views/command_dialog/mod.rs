@@ -21,3 +21,33 @@ pub use allowed::availability;
 pub use dialog::{Closing, CommandDialog, DialogAction, DryRun, ScopeChoice, SendState, Sent};
 pub use ui::command_dialog_ui;
 pub use words::{describe_error, describe_target};
+
+/// What the tests of [`allowed`] and [`dialog`] open a dialog on.
+#[cfg(test)]
+mod fixtures {
+    use serde_json::json;
+
+    use crate::console::model::IntentDetail;
+    use crate::wire::Whoami;
+
+    /// An intent of tenant `acme` in `state`.
+    pub fn detail(state: &str) -> IntentDetail {
+        serde_json::from_value(json!({
+            "intent": {"id": "int_01kbx7q3p9d2m8v4r6t0y5zs01", "tenant": "acme", "operation": "purchase_order.create",
+                       "tool": "erp.po", "state": state, "created_at_ms": 1, "connector": "erp",
+                       "consequence": "write", "action_key": "po:acme:int_01kbx7q3p9d2m8v4r6t0y5zs01"},
+        }))
+        .expect("detail")
+    }
+
+    /// A principal named `sam` of `role` in `tenants`.
+    pub fn who(role: &str, tenants: Option<Vec<String>>) -> Whoami {
+        Whoami {
+            name: "sam".into(),
+            role: role.parse().expect("role"),
+            tenants,
+            connectors: Vec::new(),
+            may: Default::default(),
+        }
+    }
+}
