@@ -13,13 +13,12 @@ use std::time::{Duration, Instant};
 
 use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::sandbox::{FaultSpec, SandboxState};
-use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 #[path = "support/orders.rs"]
 mod orders;
-use orders::{TOKEN, committed, create, percentile};
+use orders::{TOKEN, committed, create, percentile, whole_order};
 
 async fn coordinator(db: &Path, sandbox: &str, reconcile_interval_ms: u64) -> String {
     coordinator_with(db, sandbox, reconcile_interval_ms, "power_loss").await
@@ -47,24 +46,6 @@ async fn coordinator_with(
     url
 }
 
-async fn whole_order(http: &reqwest::Client, url: &str, n: u64) {
-    let id = create(http, url, n, "t").await;
-    let auth = json!({"authorization_version": "v1", "approver": "bench"});
-    let r = http
-        .post(format!("{url}/v1/intents/{id}/authorize"))
-        .bearer_auth(TOKEN)
-        .json(&auth)
-        .send()
-        .await;
-    assert!(r.expect("authorize").status().is_success());
-    let r = http
-        .post(format!("{url}/v1/intents/{id}/dispatch"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await;
-    assert_eq!(r.expect("dispatch").status().as_u16(), 202);
-}
-
 /// Whole orders with 64 agents in parallel: orders per second until all are committed.
 async fn whole_orders(http: &reqwest::Client, url: &str, orders: u64) -> (f64, f64) {
     let permits = Arc::new(Semaphore::new(64));
@@ -74,7 +55,7 @@ async fn whole_orders(http: &reqwest::Client, url: &str, orders: u64) -> (f64, f
         let permit = permits.clone().acquire_owned().await.expect("permit");
         let (http, url) = (http.clone(), url.to_string());
         tasks.push(tokio::spawn(async move {
-            whole_order(&http, &url, n).await;
+            whole_order(&http, std::slice::from_ref(&url), n).await;
             drop(permit);
         }));
     }

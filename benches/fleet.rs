@@ -15,14 +15,13 @@ use std::time::{Duration, Instant};
 use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::sandbox::{FaultSpec, SandboxState};
 use intentdesk::store::Location;
-use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinHandle;
 
 #[path = "support/orders.rs"]
 mod orders;
-use orders::{TOKEN, committed, create, percentile};
+use orders::{TOKEN, committed, create, percentile, whole_order};
 
 #[allow(dead_code)]
 #[path = "../tests/common/backends.rs"]
@@ -90,26 +89,6 @@ async fn coordinators(database: &Location, sandbox: &str, n: usize) -> Running {
         running.urls.push(url);
     }
     running
-}
-
-/// One order, its three requests each to the next coordinator.
-async fn whole_order(http: &reqwest::Client, urls: &[String], n: u64) {
-    let at = |step: u64| &urls[((n + step) % urls.len() as u64) as usize];
-    let id = create(http, at(0), n, "order").await;
-    let auth = json!({"authorization_version": "v1", "approver": "bench"});
-    let r = http
-        .post(format!("{}/v1/intents/{id}/authorize", at(1)))
-        .bearer_auth(TOKEN)
-        .json(&auth)
-        .send()
-        .await;
-    assert!(r.expect("authorize").status().is_success());
-    let r = http
-        .post(format!("{}/v1/intents/{id}/dispatch", at(2)))
-        .bearer_auth(TOKEN)
-        .send()
-        .await;
-    assert_eq!(r.expect("dispatch").status().as_u16(), 202);
 }
 
 /// Orders per second, from the first create until every order is committed.

@@ -51,3 +51,24 @@ pub async fn committed(http: &reqwest::Client, url: &str) -> u64 {
         .expect("json");
     summary["committed"].as_u64().unwrap_or(0)
 }
+
+/// Order `n`, created, authorised and dispatched; with several coordinators (`urls`) its
+/// three requests each go to the next one, as a round-robin load balancer sends them.
+pub async fn whole_order(http: &reqwest::Client, urls: &[String], n: u64) {
+    let at = |step: u64| &urls[((n + step) % urls.len() as u64) as usize];
+    let id = create(http, at(0), n, "order").await;
+    let auth = json!({"authorization_version": "v1", "approver": "bench"});
+    let r = http
+        .post(format!("{}/v1/intents/{id}/authorize", at(1)))
+        .bearer_auth(TOKEN)
+        .json(&auth)
+        .send()
+        .await;
+    assert!(r.expect("authorize").status().is_success());
+    let r = http
+        .post(format!("{}/v1/intents/{id}/dispatch", at(2)))
+        .bearer_auth(TOKEN)
+        .send()
+        .await;
+    assert_eq!(r.expect("dispatch").status().as_u16(), 202);
+}
