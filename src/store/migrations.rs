@@ -267,6 +267,13 @@ CREATE TABLE events_pending (
     at_ms      INTEGER NOT NULL
 );
 "#,
+    // 7: the deadline sweep reads only open intents. Along the whole deadline index it
+    // walked every finished intent whose deadline had passed before the first open one:
+    // 0.9-1.4 s a sweep on a million intents, every two seconds.
+    r#"
+CREATE INDEX intents_open_deadline ON intents (deadline_at_ms)
+    WHERE state IN ('new', 'prepared', 'authorized', 'executing');
+"#,
 ];
 
 /// A migration as PostgreSQL runs it.
