@@ -561,12 +561,16 @@ fn count_intents(db: &std::path::Path) -> u64 {
 
 /// Every order, with broad and selective filters, walked page by page across the first
 /// pass's window (at its default and at sizes that put a boundary inside most pages) and
-/// compared with the same list ordered by plain SQL.
-#[test]
-fn paging_across_the_window_matches_plain_sql_order() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("paging.sqlite");
-    let mut store = Store::open(&path).expect("open");
+/// compared with the same list ordered by plain SQL, on both backends (each writes the
+/// window's bounds in its own form).
+on_both_backends! {
+    fn paging_across_the_window_matches_plain_sql_order(store) {
+        paging_matches_plain_sql(&mut store);
+    }
+}
+
+fn paging_matches_plain_sql(store: &mut Store) {
+    use intentdesk::store::sql::{ConnExt, params};
     store
         .generate_bulk(&intentdesk::store::bulk::BulkSpec {
             intents: 12_000,
@@ -576,7 +580,6 @@ fn paging_across_the_window_matches_plain_sql_order() {
             seed: 11,
         })
         .expect("generate");
-    let plain = rusqlite::Connection::open(&path).expect("plain connection");
     let filters: [(&str, IntentFilter, &str); 4] = [
         (
             "tenant",
@@ -629,16 +632,14 @@ fn paging_across_the_window_matches_plain_sql_order() {
         store.set_list_window(window);
         for (name, filter, sql) in &filters {
             for (sort, ascending, order) in sorts {
-                let mut stmt = plain
-                    .prepare(&format!(
-                        "SELECT id FROM intents WHERE {sql} ORDER BY {order}"
-                    ))
+                let expected: Vec<String> = store
+                    .conn()
+                    .rows(
+                        &format!("SELECT id FROM intents WHERE {sql} ORDER BY {order}"),
+                        params![],
+                        |r| r.get(0),
+                    )
                     .expect("plain query");
-                let expected: Vec<String> = stmt
-                    .query_map([], |r| r.get(0))
-                    .expect("rows")
-                    .collect::<Result<_, _>>()
-                    .expect("ids");
                 assert!(!expected.is_empty(), "{name}: the data set has matches");
                 let mut got = Vec::new();
                 let mut cursor = None;

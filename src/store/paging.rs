@@ -5,7 +5,7 @@
 use super::StoreError;
 use super::intents::{INTENT_COLUMNS, intent_from_row};
 use super::query::{IntentFilter, SortKey, Where};
-use super::sql::{Conn, ConnExt, Optional, params, params_of};
+use super::sql::{Conn, ConnExt, Dialect, Optional, params, params_of};
 use crate::wire::Intent;
 
 /// How many rows in sort order the first pass of a page walks before the planner takes over.
@@ -72,25 +72,32 @@ impl Order {
     }
 
     /// `(column, seq)` strictly after `at` in this order.
-    fn after(&self, w: &mut Where, at: (i64, i64)) {
+    fn after(&self, w: &mut Where, at: (i64, i64), dialect: Dialect) {
         let op = if self.ascending { ">" } else { "<" };
-        self.compare(w, at, op);
+        self.compare(w, at, op, dialect);
     }
 
     /// `(column, seq)` at or before `at` in this order.
-    fn up_to(&self, w: &mut Where, at: (i64, i64)) {
+    fn up_to(&self, w: &mut Where, at: (i64, i64), dialect: Dialect) {
         let op = if self.ascending { "<=" } else { ">=" };
-        self.compare(w, at, op);
+        self.compare(w, at, op, dialect);
     }
 
-    fn compare(&self, w: &mut Where, (value, seq): (i64, i64), op: &str) {
+    /// PostgreSQL is given a row comparison, which it reads as one range of the order's
+    /// index; spelt out as `column > v OR (column = v AND seq > s)` it combined other
+    /// indexes into a bitmap instead (57 ms against 7 ms for one page on a million
+    /// intents). SQLite keeps the spelt-out form its plans were measured with.
+    fn compare(&self, w: &mut Where, (value, seq): (i64, i64), op: &str, dialect: Dialect) {
         let column = self.expr();
-        let strict = op.trim_end_matches('=');
         let v = w.bind(value);
         let s = w.bind(seq);
-        w.push(&format!(
-            "({column} {strict} {v} OR ({column} = {v} AND i.seq {op} {s}))"
-        ));
+        w.push(&match dialect {
+            Dialect::Postgres => format!("({column}, i.seq) {op} ({v}, {s})"),
+            Dialect::Sqlite => {
+                let strict = op.trim_end_matches('=');
+                format!("({column} {strict} {v} OR ({column} = {v} AND i.seq {op} {s}))")
+            }
+        });
     }
 
     /// The last row of the window that starts after `after`, or `None` when fewer rows
@@ -119,7 +126,7 @@ impl Order {
         }
         let mut w = Where::default();
         if let Some(at) = after {
-            self.after(&mut w, at);
+            self.after(&mut w, at, conn.dialect());
         }
         let (column, dir, hint) = (
             self.column,
@@ -148,10 +155,10 @@ impl Order {
     ) -> Result<Vec<(i64, i64, Intent)>, StoreError> {
         let mut w = filter.clone();
         if let Some(at) = after {
-            self.after(&mut w, at);
+            self.after(&mut w, at, conn.dialect());
         }
         if let Some(at) = until {
-            self.up_to(&mut w, at);
+            self.up_to(&mut w, at, conn.dialect());
         }
         let (column, dir, hint) = (
             self.expr(),
