@@ -19,6 +19,10 @@ use tokio::sync::Semaphore;
 #[path = "support/orders.rs"]
 mod orders;
 use orders::{TOKEN, committed, create, percentile, whole_order};
+#[allow(dead_code)]
+#[path = "support/reads.rs"]
+mod reads;
+use reads::{list_queries, time_gets};
 
 async fn coordinator(db: &Path, sandbox: &str, reconcile_interval_ms: u64) -> String {
     coordinator_with(db, sandbox, reconcile_interval_ms, "power_loss").await
@@ -248,49 +252,18 @@ fn main() {
         if big.exists() {
             // The reconciler waits a day, so the data set is only read.
             let url = coordinator(&big, &sandbox, 86_400_000).await;
-            let queries = [
-                "limit=100",
-                "tenant=acme&provider=anthropic&state=committed&limit=100",
-                "state=indeterminate&sort=indeterminate_since&limit=100",
-                "min_attempts=6&sort=-attempts&limit=100",
-                "tenant=globex&tier=financial&limit=100",
-                "tenant=acme&sort=deadline&limit=100",
-                "tenant=initech&provider=openai&state=indeterminate&sort=indeterminate_since&limit=100",
-                "tenant=umbrella&operation=payment.initiate&sort=-attempts&limit=100",
-                // A release with no intents yet (just deployed, or mistyped).
-                "release=r9&limit=100",
-            ];
-            let mut times = Vec::new();
-            let mut per_mix: Vec<Vec<f64>> = vec![Vec::new(); queries.len()];
-            for round in 0..40 {
-                for (mix, q) in queries.iter().enumerate() {
-                    let t = Instant::now();
-                    let r = http.get(format!("{url}/v1/intents?{q}")).bearer_auth(TOKEN).send().await.expect("list");
-                    assert!(r.status().is_success());
-                    let _ = r.bytes().await.expect("body");
-                    if round > 0 {
-                        let ms = t.elapsed().as_secs_f64() * 1000.0;
-                        times.push(ms);
-                        per_mix[mix].push(ms);
-                    }
-                }
-            }
-            times.sort_by(f64::total_cmp);
+            let timed = time_gets(&http, &url, "/v1/intents", &list_queries(), 39).await;
+            let all = timed.last().expect("all");
             println!(
                 "list page on 1,000,000 intents: p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms ({} requests, {} filter mixes)",
-                percentile(&times, 50.0),
-                percentile(&times, 95.0),
-                times[times.len() - 1],
-                times.len(),
-                queries.len()
+                all.p(50.0),
+                all.p(95.0),
+                all.ms[all.ms.len() - 1],
+                all.ms.len(),
+                timed.len() - 1
             );
-            for (q, mut mix) in queries.iter().zip(per_mix) {
-                mix.sort_by(f64::total_cmp);
-                println!(
-                    "  {q}: p50 {:.1} ms, p95 {:.1} ms",
-                    percentile(&mix, 50.0),
-                    percentile(&mix, 95.0)
-                );
+            for mix in &timed[..timed.len() - 1] {
+                println!("  {}: p50 {:.1} ms, p95 {:.1} ms", mix.name, mix.p(50.0), mix.p(95.0));
             }
         } else {
             println!("list page: skipped, run `cargo bench --bench store` first to generate the data set");

@@ -11,7 +11,6 @@
 
 use std::collections::BTreeSet;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -23,8 +22,6 @@ use intentdesk::console::{ConsoleApp, ConsoleOptions};
 use intentdesk::coordinator::{Config, run, token_sha256};
 use intentdesk::domain::Locale;
 use intentdesk::i18n::Localizer;
-use intentdesk::store::Store;
-use intentdesk::store::bulk::BulkSpec;
 use intentdesk::wire::{
     ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, ChartSeries, GroupBy, HistogramGroup,
     Overview,
@@ -32,45 +29,17 @@ use intentdesk::wire::{
 use serde_json::Value;
 use tokio::net::TcpListener;
 
-const END_MS: u64 = 1_764_489_600_000;
-const INTENTS: u64 = 1_060_000;
-const TOKEN: &str = "bench-token";
-
-fn data_set() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
-    std::fs::create_dir_all(&dir).expect("bench data folder");
-    let path = dir.join("dashboard-5m.sqlite");
-    if !path.exists() {
-        let partial = dir.join("dashboard-5m.partial.sqlite");
-        let _ = std::fs::remove_file(&partial);
-        let mut store = Store::open(&partial).expect("store");
-        let started = Instant::now();
-        let stats = store
-            .generate_bulk(&BulkSpec {
-                intents: INTENTS,
-                mean_attempts: 5.0,
-                span_ms: 30 * 24 * 3_600_000,
-                end_ms: END_MS,
-                seed: 5,
-            })
-            .expect("generate");
-        drop(store);
-        eprintln!(
-            "generated {} intents, {} attempts in {:.1?}",
-            stats.intents,
-            stats.attempts,
-            started.elapsed()
-        );
-        std::fs::rename(&partial, &path).expect("rename");
-        for suffix in ["-wal", "-shm"] {
-            let _ = std::fs::remove_file(dir.join(format!("dashboard-5m.partial.sqlite{suffix}")));
-        }
-    }
-    path
-}
+#[allow(dead_code)]
+#[path = "support/orders.rs"]
+mod orders;
+#[allow(dead_code)]
+#[path = "support/reads.rs"]
+mod reads;
+use orders::TOKEN;
+use reads::{END_MS, charts, sqlite_data_set};
 
 fn coordinator(c: &mut Criterion) {
-    let db = data_set();
+    let db = sqlite_data_set();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -93,12 +62,11 @@ fn coordinator(c: &mut Criterion) {
         format!("http://{addr}")
     });
     let http = reqwest::Client::new();
-    let get = |query: &[(&str, &str)], path: &str| -> Value {
+    let get = |query: &str, path: &str| -> Value {
         runtime.block_on(async {
             let response = http
-                .get(format!("{base}{path}"))
+                .get(format!("{base}{path}?{query}"))
                 .bearer_auth(TOKEN)
-                .query(query)
                 .send()
                 .await
                 .expect("send");
@@ -106,9 +74,9 @@ fn coordinator(c: &mut Criterion) {
             response.json().await.expect("json")
         })
     };
-    let to = (END_MS + 1).to_string();
+    let at = format!("at={}", END_MS + 1);
     let started = Instant::now();
-    let first = get(&[("at", &to)], "/v1/metrics/overview");
+    let first = get(&at, "/v1/metrics/overview");
     eprintln!(
         "first answer (loads the index of {} intents, {} attempts): {:.1?}",
         first["intents"],
@@ -120,53 +88,16 @@ fn coordinator(c: &mut Criterion) {
     group
         .sample_size(20)
         .measurement_time(Duration::from_secs(10));
-    let charts: &[(&str, &str, &str)] = &[
-        ("attempts_by_provider_30d", "attempts", "provider"),
-        (
-            "amplification_p99_by_tenant_30d",
-            "amplification_p99",
-            "tenant",
-        ),
-        (
-            "indeterminate_by_operation_30d",
-            "indeterminate",
-            "operation",
-        ),
-        ("late_results_30d", "late_results", "none"),
-    ];
-    for (name, metric, group_by) in charts {
-        group.bench_function(*name, |b| {
-            b.iter(|| {
-                black_box(get(
-                    &[
-                        ("metric", metric),
-                        ("group_by", group_by),
-                        ("buckets", "300"),
-                        ("to", &to),
-                    ],
-                    "/v1/metrics/chart",
-                ))
-            })
+    for (name, query) in charts() {
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(get(&query, "/v1/metrics/chart")))
         });
     }
-    group.bench_function("attempts_by_provider_30d_acme_only", |b| {
-        b.iter(|| {
-            black_box(get(
-                &[
-                    ("metric", "attempts"),
-                    ("group_by", "provider"),
-                    ("tenant", "acme"),
-                    ("to", &to),
-                ],
-                "/v1/metrics/chart",
-            ))
-        })
-    });
     group.bench_function("histogram_by_provider", |b| {
-        b.iter(|| black_box(get(&[("group_by", "provider")], "/v1/metrics/histogram")))
+        b.iter(|| black_box(get("group_by=provider", "/v1/metrics/histogram")))
     });
     group.bench_function("overview", |b| {
-        b.iter(|| black_box(get(&[("at", &to)], "/v1/metrics/overview")))
+        b.iter(|| black_box(get(&at, "/v1/metrics/overview")))
     });
     group.finish();
 }

@@ -8,6 +8,11 @@
 //! (`-- rounds N` repeats the four set-ups N times, alternating). Prints, per set-up:
 //! orders per second until all are committed, and create latency at a steady 500 per
 //! second (p50, p99).
+//!
+//! `-- reads` instead times list pages and dashboard charts over 1,060,000 intents and
+//! about five million attempts, served by one coordinator on PostgreSQL and one on SQLite
+//! in the same run (the data sets are generated the first time, into the database
+//! `intentdesk_bench_5m` and under `target/bench-data/`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +27,8 @@ use tokio::task::JoinHandle;
 #[path = "support/orders.rs"]
 mod orders;
 use orders::{TOKEN, committed, create, percentile, whole_order};
+#[path = "support/reads.rs"]
+mod reads;
 
 #[allow(dead_code)]
 #[path = "../tests/common/backends.rs"]
@@ -47,7 +54,33 @@ impl Running {
     }
 }
 
-async fn coordinators(database: &Location, sandbox: &str, n: usize) -> Running {
+/// How each coordinator's reconciler runs.
+#[derive(Clone, Copy)]
+struct Reconcile {
+    interval_ms: u64,
+    batch: u32,
+}
+
+/// The orders' reconciler: every second, one intent a sweep.
+const ORDERING: Reconcile = Reconcile {
+    interval_ms: 1_000,
+    batch: 1,
+};
+
+/// None: the data set is only read (its open intents are long past their deadlines, and a
+/// reconciler would expire them one by one while the reads are timed).
+const READ_ONLY: Reconcile = Reconcile {
+    interval_ms: 86_400_000,
+    batch: 0,
+};
+
+async fn coordinators(
+    database: &Location,
+    sandbox: &str,
+    n: usize,
+    reconcile: Reconcile,
+) -> Running {
+    let Reconcile { interval_ms, batch } = reconcile;
     let database = match database {
         Location::Sqlite(path) => path.display().to_string(),
         Location::Postgres(url) => url.clone(),
@@ -60,7 +93,7 @@ async fn coordinators(database: &Location, sandbox: &str, n: usize) -> Running {
     for _ in 0..n {
         let config = format!(
             "listen = \"127.0.0.1:0\"\ndatabase = '{database}'\ndurability = \"power_loss\"\n\
-             reconcile_interval_ms = 1000\nreconcile_batch = 1\n\
+             reconcile_interval_ms = {interval_ms}\nreconcile_batch = {batch}\n\
              [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
              [[connectors]]\nname = \"erp\"\nbase_url = \"{sandbox}\"\nkey_retention_secs = 3600\n\
              timeout_ms = 2000\noperations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
@@ -139,25 +172,84 @@ async fn steady_creates(http: &reqwest::Client, urls: &[String]) -> Vec<f64> {
     latencies
 }
 
+/// `-- reads`: list pages and charts over the large data set, PostgreSQL beside SQLite.
+async fn reads(http: &reqwest::Client, sandbox: &str, sets: &[(&str, Location)]) {
+    for (backend, database) in sets {
+        let running = coordinators(database, sandbox, 1, READ_ONLY).await;
+        let url = &running.urls[0];
+        let started = Instant::now();
+        let overview: serde_json::Value = http
+            .get(format!(
+                "{url}/v1/metrics/overview?at={}",
+                reads::END_MS + 1
+            ))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("overview")
+            .json()
+            .await
+            .expect("json");
+        println!(
+            "{backend}: first dashboard answer (loads the metric index of {} intents, {} attempts) in {:.1?}",
+            overview["intents"],
+            overview["attempts"],
+            started.elapsed()
+        );
+        let lists = reads::time_gets(http, url, "/v1/intents", &reads::list_queries(), 39).await;
+        let charts =
+            reads::time_gets(http, url, "/v1/metrics/chart", &reads::chart_queries(), 20).await;
+        for (what, timed) in [("list page", &lists), ("chart", &charts)] {
+            let all = timed.last().expect("all");
+            println!(
+                "{backend}: {what}: p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms ({} requests)",
+                all.p(50.0),
+                all.p(95.0),
+                all.ms[all.ms.len() - 1],
+                all.ms.len()
+            );
+            for one in &timed[..timed.len() - 1] {
+                println!(
+                    "  {}: p50 {:.1} ms, p95 {:.1} ms",
+                    one.name,
+                    one.p(50.0),
+                    one.p(95.0)
+                );
+            }
+        }
+        running.stop().await;
+    }
+}
+
 fn main() {
     let rounds: usize = std::env::args()
         .skip_while(|a| a != "rounds")
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(1);
+    let Ok(admin) = std::env::var(backends::POSTGRES_ENV) else {
+        eprintln!(
+            "set {}: export {}=$(.ci/postgres start)",
+            backends::POSTGRES_ENV,
+            backends::POSTGRES_ENV
+        );
+        std::process::exit(2);
+    };
+    // Made before the runtime starts: the blocking PostgreSQL client runs on no async thread.
+    let read_sets = std::env::args().any(|a| a == "reads").then(|| {
+        [
+            (
+                "postgres",
+                Location::Postgres(reads::postgres_data_set(&admin)),
+            ),
+            ("sqlite", Location::Sqlite(reads::sqlite_data_set())),
+        ]
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
     runtime.block_on(async {
-        if std::env::var(backends::POSTGRES_ENV).is_err() {
-            eprintln!(
-                "set {}: export {}=$(.ci/postgres start)",
-                backends::POSTGRES_ENV,
-                backends::POSTGRES_ENV
-            );
-            std::process::exit(2);
-        }
         let sandbox_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let sandbox = format!("http://{}", sandbox_listener.local_addr().expect("addr"));
         let state = SandboxState::new("none".parse::<FaultSpec>().expect("spec"), None);
@@ -170,6 +262,10 @@ fn main() {
             .pool_max_idle_per_host(256)
             .build()
             .expect("client");
+        if let Some(sets) = read_sets {
+            reads(&http, &sandbox, &sets).await;
+            return;
+        }
         for round in 1..=rounds {
             for (backend, fleet) in [
                 ("sqlite", 1),
@@ -182,7 +278,7 @@ fn main() {
                     "sqlite" => Location::Sqlite(dir.path().join("fleet.sqlite")),
                     _ => Location::Postgres(backends::fresh_postgres().expect("a test server")),
                 };
-                let running = coordinators(&database, &sandbox, fleet).await;
+                let running = coordinators(&database, &sandbox, fleet, ORDERING).await;
                 let orders = whole_orders(&http, &running.urls).await;
                 let latencies = steady_creates(&http, &running.urls).await;
                 println!(
