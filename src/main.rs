@@ -156,10 +156,8 @@ fn demo(args: DemoArgs) -> anyhow::Result<()> {
     eprintln!("intentdesk: database {}", embedded.database.display());
     let result = if args.headless || !cfg!(feature = "console") {
         eprintln!("intentdesk: admin token for this run: {}", embedded.token);
-        eprintln!("intentdesk: running headless; Ctrl-C stops");
-        rt.block_on(async {
-            let _ = tokio::signal::ctrl_c().await;
-        });
+        eprintln!("intentdesk: running headless; Ctrl-C or SIGTERM stops");
+        rt.block_on(intentdesk::signals::stop_requested());
         Ok(())
     } else {
         open_console(&embedded, &data_dir, args.open, args.utc, rt.handle())
@@ -248,8 +246,5 @@ async fn coordinator(args: CoordinatorArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
-    run(listener, config, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await
+    run(listener, config, intentdesk::signals::stop_requested()).await
 }

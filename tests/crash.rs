@@ -367,3 +367,39 @@ async fn three_coordinators_on_postgres_killed_mid_load() {
     let Some(url) = fresh_postgres() else { return };
     crash_run(4, 3_000, 6, 3, Some(Location::Postgres(url))).await;
 }
+
+/// SIGTERM, what a service manager or container runtime sends to stop a service, drains as
+/// Ctrl-C does: the coordinator says it is stopping and exits 0. Without its own handler the
+/// process died of the signal, cutting off whatever was in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_coordinator_as_ctrl_c_does() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = free_port().await;
+    let database = Location::Sqlite(dir.path().join("coordinator.sqlite"));
+    let downstream = deploy::sandbox(FAULTS, None, Some(1)).await;
+    let mut coordinator = Coordinator {
+        config: write_config(dir.path(), "term", port, &database, &downstream.url),
+        log: dir.path().join("term.log"),
+        base: format!("http://127.0.0.1:{port}"),
+        child: None,
+        restarts: 0,
+    };
+    coordinator.start().await;
+    let mut child = coordinator.child.take().expect("running");
+    let pid = child.id().expect("a pid").to_string();
+    let sent = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .expect("kill runs");
+    assert!(sent.success(), "SIGTERM is delivered");
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("the coordinator stops")
+        .expect("reaped");
+    assert!(
+        status.success(),
+        "the coordinator exited with {status}: {}",
+        tail(&coordinator.log)
+    );
+}

@@ -66,12 +66,7 @@ pub async fn run_cli(args: SandboxArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let shutdown = async {
-        if let Err(err) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %err, "cannot wait for Ctrl-C; stopping");
-        }
-    };
-    server::run(listener, state, shutdown)
+    server::run(listener, state, crate::signals::stop_requested())
         .await
         .context("sandbox server failed")
 }
