@@ -559,11 +559,11 @@ fn count_intents(db: &std::path::Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Every order, with broad and selective filters, walked page by page across the first
-/// pass's window (at its default and at sizes that put a boundary inside most pages) and
-/// compared with the same list ordered by plain SQL, on both backends (each writes the
-/// window's bounds in its own form).
 on_both_backends! {
+    /// Every order, with broad and selective filters, walked page by page across the first
+    /// pass's window (at its default and at sizes that put a boundary inside most pages) and
+    /// compared with the same list ordered by plain SQL, on both backends (each writes the
+    /// window's bounds in its own form).
     fn paging_across_the_window_matches_plain_sql_order(store) {
         paging_matches_plain_sql(&mut store);
     }
@@ -696,7 +696,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     assert_eq!(figures(&plain), 1, "the generator analysed the index");
     plain
         .execute_batch(
-            "DROP TABLE events_pending; \
+            "DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
              DROP INDEX ingest_keys_principal; ALTER TABLE ingest_keys DROP COLUMN principal; \
              DROP INDEX outbox_intent; \
              ALTER TABLE attempts DROP COLUMN reported_by; \
