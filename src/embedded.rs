@@ -133,6 +133,7 @@ impl Embedded {
             dispatch_lease_ms: 30_000,
             dispatch_concurrency: 64,
             max_body_bytes: 262_144,
+            limits: Default::default(),
         };
         let rx = stopped.clone();
         let coordinator_clock = clock.clone();

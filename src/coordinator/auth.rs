@@ -58,17 +58,7 @@ impl FromRequestParts<AppState> for Principal {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .ok_or_else(ApiError::unauthorized)?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(ApiError::unauthorized)?;
+        let token = bearer(&parts.headers).ok_or_else(ApiError::unauthorized)?;
         let hash = token_sha256(token);
         let found = state
             .config
@@ -94,4 +84,15 @@ impl FromRequestParts<AppState> for Principal {
             connectors: token.connectors.clone(),
         })
     }
+}
+
+/// The bearer token of a request, if it carries one.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
 }

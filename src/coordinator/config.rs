@@ -32,6 +32,15 @@ dispatch_concurrency = 64
 # Largest request body accepted, in bytes (larger bodies get 413).
 max_body_bytes = 262144
 
+# What a slow, stuck or greedy client may hold (each shown at its default).
+[limits]
+header_read_timeout_ms = 10000   # headers not in by then: the connection is closed
+request_timeout_ms = 30000       # not answered by then: 503 + Retry-After (event streams excepted);
+                                 # a write may still have been applied: retry with the same key
+max_connections = 2048           # more: 503 + Retry-After, and the connection is closed
+max_concurrent_requests = 512    # in progress at once, all tokens: more get 503 + Retry-After
+max_concurrent_per_token = 128   # in progress at once with one token: more get 429 + Retry-After
+
 # Bearer tokens are stored only as their SHA-256 (hex). Make one with:
 #   printf %s "$TOKEN" | sha256sum
 [[tokens]]
@@ -160,6 +169,38 @@ pub struct Config {
     pub dispatch_concurrency: usize,
     #[serde(default = "default_max_body")]
     pub max_body_bytes: usize,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// What a slow, stuck or greedy client may hold of the HTTP server (`[limits]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// A request's headers must have arrived this long after its first byte, or the
+    /// connection is closed.
+    pub header_read_timeout_ms: u64,
+    /// A request (an event stream excepted) not answered by then is answered 503 with
+    /// `Retry-After`; what it wrote may have been applied, as after any timeout.
+    pub request_timeout_ms: u64,
+    /// Connections past this many are answered 503 with `Retry-After` and closed.
+    pub max_connections: usize,
+    /// Requests in progress at once, all tokens together; more are answered 503.
+    pub max_concurrent_requests: usize,
+    /// Requests in progress at once with one token; more are answered 429.
+    pub max_concurrent_per_token: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read_timeout_ms: 10_000,
+            request_timeout_ms: 30_000,
+            max_connections: 2_048,
+            max_concurrent_requests: 512,
+            max_concurrent_per_token: 128,
+        }
+    }
 }
 
 fn default_reconcile_interval_ms() -> u64 {
@@ -210,6 +251,30 @@ impl Config {
             path: origin.to_string(),
             message,
         };
+        let l = &self.limits;
+        for (key, value) in [
+            ("header_read_timeout_ms", l.header_read_timeout_ms),
+            ("request_timeout_ms", l.request_timeout_ms),
+            ("max_connections", l.max_connections as u64),
+            ("max_concurrent_requests", l.max_concurrent_requests as u64),
+            (
+                "max_concurrent_per_token",
+                l.max_concurrent_per_token as u64,
+            ),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!("limits.{key} must be at least 1")));
+            }
+        }
+        if let Some(slowest) = self.connectors.iter().max_by_key(|c| c.timeout_ms)
+            && slowest.timeout_ms >= l.request_timeout_ms
+        {
+            return Err(invalid(format!(
+                "limits.request_timeout_ms ({}) must be longer than connector `{}`'s timeout_ms ({}): \
+                 an operator's lookup waits for the connector",
+                l.request_timeout_ms, slowest.name, slowest.timeout_ms
+            )));
+        }
         let mut names = std::collections::BTreeSet::new();
         for t in &self.tokens {
             // A token's name is the principal's identity: who reported an attempt, who used

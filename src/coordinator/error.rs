@@ -18,6 +18,8 @@ pub struct ApiError {
     pub code: &'static str,
     pub message: String,
     pub fields: BTreeMap<String, String>,
+    /// Seconds for the `Retry-After` header of a 429 or 503.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -27,7 +29,14 @@ impl ApiError {
             code,
             message: message.into(),
             fields: BTreeMap::new(),
+            retry_after: None,
         }
+    }
+
+    /// The same error, telling the caller when to try again.
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -43,6 +52,7 @@ impl ApiError {
             code: "invalid_fields",
             message,
             fields,
+            retry_after: None,
         }
     }
 
@@ -92,7 +102,13 @@ impl IntoResponse for ApiError {
                 fields: self.fields,
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 
@@ -120,6 +136,7 @@ impl From<StoreError> for ApiError {
                     "unavailable",
                     "the store is unavailable; retry shortly",
                 )
+                .retry_after(1)
             }
             other => {
                 tracing::error!(error = %other, "store error");

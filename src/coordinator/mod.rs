@@ -14,9 +14,11 @@ pub mod dispatcher;
 pub mod error;
 pub mod events;
 pub mod ingest;
+mod limits;
 pub mod operator;
 pub mod ops;
 pub mod reconciler;
+mod server;
 pub mod whoami;
 
 use std::future::Future;
@@ -114,6 +116,10 @@ pub fn router(state: AppState) -> Router {
         .merge(ops::routes())
         .merge(whoami::routes())
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(
+            limits::RequestLimits::new(&state.config),
+            limits::limit,
+        ))
         .with_state(state)
 }
 
@@ -142,11 +148,8 @@ pub async fn run_with(
     charts::warm_up(&state);
     tracing::info!(addr = %listener.local_addr()?, "coordinator listening");
     let app = router(state.clone());
-    let mut stopping = state.stopping.clone();
-    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
-        let _ = stopping.wait_for(|s| *s).await;
-    });
-    let serve = tokio::spawn(async move { serve.await });
+    let (limits, stopping) = (state.config.limits.clone(), state.stopping.clone());
+    let serve = tokio::spawn(async move { server::serve(listener, app, &limits, stopping).await });
     shutdown.await;
     tracing::info!("coordinator stopping");
     let _ = stop_tx.send(true);

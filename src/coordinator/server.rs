@@ -1,0 +1,149 @@
+//! The coordinator's accept loop: at most `max_connections` connections (one more is
+//! answered 503 with `Retry-After` and closed, before a byte is read), and each request's
+//! headers must arrive within `header_read_timeout_ms` of its first byte, so sockets that
+//! send a byte a minute hold nothing for long. On shutdown it stops accepting, lets
+//! in-flight requests finish (event streams end themselves) and aborts what is left after a
+//! grace period.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use super::config::Limits;
+use crate::wire::{ErrorBody, ErrorDetail};
+
+/// How long shutdown waits for in-flight requests before aborting them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Pause after a failed accept (out of file descriptors, say) before trying again.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// How long a refused connection is given to send its request's head and take its 503.
+const REFUSAL_WRITE: Duration = Duration::from_secs(1);
+
+/// Serve `app` on `listener` until `stopping` turns true.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: &Limits,
+    mut stopping: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let header_timeout = Duration::from_millis(limits.header_read_timeout_ms);
+    let mut connections = JoinSet::new();
+    let for_connections = stopping.clone();
+    loop {
+        tokio::select! {
+            () = stopped(&mut stopping) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    match slots.clone().try_acquire_owned() {
+                        Ok(slot) => {
+                            let (app, stop) = (app.clone(), for_connections.clone());
+                            connections.spawn(async move {
+                                connection(stream, app, header_timeout, stop).await;
+                                drop(slot);
+                            });
+                        }
+                        Err(_) => {
+                            connections.spawn(refuse(stream));
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            open = connections.len(),
+            "aborting connections still open after the grace period"
+        );
+        connections.shutdown().await;
+    }
+    Ok(())
+}
+
+async fn connection(
+    stream: TcpStream,
+    app: Router,
+    header_timeout: Duration,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new());
+    builder.header_read_timeout(header_timeout);
+    let service = TowerToHyperService::new(app);
+    let mut served = pin!(builder.serve_connection(TokioIo::new(stream), service));
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            result = served.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = stopped(&mut stopping), if !draining => {
+                draining = true;
+                served.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// Resolves once the coordinator is stopping (or its state is gone).
+async fn stopped(stopping: &mut watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|s| *s).await;
+}
+
+/// Answer a connection past the limit with 503 and close it. The refused connection is
+/// not counted: an attacker opening many gets each one answered within a second.
+async fn refuse(mut stream: TcpStream) {
+    let body = serde_json::to_string(&ErrorBody {
+        error: ErrorDetail {
+            code: "overloaded".into(),
+            message: "the coordinator has as many connections open as it takes; retry shortly"
+                .into(),
+            fields: Default::default(),
+        },
+    })
+    .unwrap_or_default();
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    // The request's head is read first (a little of it, briefly): a client answered
+    // before it has sent its request takes the answer for a broken connection.
+    let _ = tokio::time::timeout(REFUSAL_WRITE, async {
+        let mut head = Vec::with_capacity(1024);
+        let mut chunk = [0u8; 1024];
+        while head.len() < 8192 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut chunk).await? {
+                0 => break,
+                n => head.extend_from_slice(&chunk[..n]),
+            }
+        }
+        stream.write_all(response.as_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}

@@ -1,0 +1,253 @@
+//! The server's edges, tried as a slow, stuck or greedy client would: headers that never
+//! finish, more connections than the cap, more requests in progress than the cap (for all
+//! tokens and for one), and a request that is never answered in time. Each limit answers
+//! as HTTP says, with `Retry-After`, and gives its place back once the client lets go.
+//!
+//! A request is held "in progress" the way a slow client holds one: its headers sent, its
+//! body never finished.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::deploy::{Coordinator, Sandbox, Setup, Token, sandbox};
+use intentdesk::coordinator::Config;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const ADMIN: &str = "limits-admin";
+const AGENT_A: &str = "limits-agent-a";
+const AGENT_B: &str = "limits-agent-b";
+
+/// Guards against a hang; never a stand-in for synchronisation.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+fn agent(name: &'static str, secret: &'static str) -> Token {
+    Token {
+        name,
+        secret,
+        role: "agent",
+        tenants: r#"["*"]"#,
+        connectors: "",
+    }
+}
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    _downstream: Sandbox,
+    coordinator: Coordinator,
+    http: reqwest::Client,
+}
+
+async fn rig(limits: &str) -> Rig {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let downstream = sandbox("none", None, Some(1)).await;
+    let tokens = vec![
+        Token::all_tenants("admin", ADMIN),
+        agent("agent-a", AGENT_A),
+        agent("agent-b", AGENT_B),
+    ];
+    let mut setup = Setup::new(dir.path(), &downstream.url, tokens);
+    setup.reconcile = false;
+    setup.timeout_ms = 100;
+    setup.tables = format!("[limits]\n{limits}\n");
+    let coordinator = Coordinator::start(&setup).await;
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("client");
+    let rig = Rig {
+        _dir: dir,
+        _downstream: downstream,
+        coordinator,
+        http,
+    };
+    rig.until_status(ADMIN, 200).await;
+    rig
+}
+
+impl Rig {
+    async fn whoami(&self, token: &str) -> reqwest::Response {
+        self.http
+            .get(format!("{}/v1/whoami", self.coordinator.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("the coordinator answers")
+    }
+
+    /// Ask until the answer has `status` (a limit takes hold, or lets go, once the
+    /// coordinator has seen what the test's other connections did).
+    async fn until_status(&self, token: &str, status: u16) -> reqwest::Response {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let response = self.whoami(token).await;
+            if response.status().as_u16() == status {
+                return response;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never answered {status}; the last answer was {}",
+                response.status()
+            );
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// A create whose body never finishes: a request in progress for as long as the
+    /// returned connection is open.
+    async fn hold_request(&self, token: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(self.coordinator.addr)
+            .await
+            .expect("connect");
+        let head = format!(
+            "POST /v1/intents HTTP/1.1\r\nhost: test\r\nauthorization: Bearer {token}\r\n\
+             content-type: application/json\r\ncontent-length: 200\r\n\r\n{{\"tenant\":"
+        );
+        stream.write_all(head.as_bytes()).await.expect("write");
+        stream
+    }
+}
+
+/// What a limit says: its status, its `Retry-After`, its error code.
+async fn refusal(response: reqwest::Response) -> (u16, Option<String>, String) {
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().expect("ASCII").to_string());
+    let body: Value = response.json().await.expect("a JSON error");
+    let code = body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (status, retry_after, code)
+}
+
+/// Everything the server writes on `stream` until it closes it.
+async fn read_until_closed(stream: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut out))
+        .await
+        .expect("the server closes the connection")
+        .expect("read");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_that_never_finish_lose_their_connection() {
+    let rig = rig("header_read_timeout_ms = 200").await;
+    let mut slow = TcpStream::connect(rig.coordinator.addr)
+        .await
+        .expect("connect");
+    slow.write_all(b"GET /v1/whoami HTTP/1.1\r\nhost: test\r\n")
+        .await
+        .expect("write");
+    let answer = read_until_closed(&mut slow).await;
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 408"),
+        "a connection whose headers never finish is closed, at most with a 408: {answer:?}"
+    );
+    // Everyone else is served as before.
+    assert_eq!(rig.whoami(ADMIN).await.status().as_u16(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_past_the_cap_is_answered_503_with_retry_after() {
+    let rig = rig("max_connections = 2").await;
+    // Two idle connections take both places (accepted in the order they were made).
+    let first = TcpStream::connect(rig.coordinator.addr)
+        .await
+        .expect("connect");
+    let second = TcpStream::connect(rig.coordinator.addr)
+        .await
+        .expect("connect");
+    let (status, retry_after, code) = refusal(rig.whoami(ADMIN).await).await;
+    assert_eq!(status, 503);
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    assert_eq!(code, "overloaded");
+    drop((first, second));
+    rig.until_status(ADMIN, 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_a_tokens_cap_get_429_and_past_the_global_cap_503() {
+    let rig = rig("max_concurrent_requests = 2\nmax_concurrent_per_token = 1").await;
+    let held_a = rig.hold_request(AGENT_A).await;
+    let (status, retry_after, code) = refusal(rig.until_status(AGENT_A, 429).await).await;
+    assert_eq!((status, code.as_str()), (429, "too_many_requests"));
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    // Another token still has its own place, and the server one more.
+    assert_eq!(rig.whoami(AGENT_B).await.status().as_u16(), 200);
+
+    let held_b = rig.hold_request(AGENT_B).await;
+    let (status, retry_after, code) = refusal(rig.until_status(ADMIN, 503).await).await;
+    assert_eq!((status, code.as_str()), (503, "overloaded"));
+    assert_eq!(retry_after.as_deref(), Some("1"));
+
+    // Letting go gives the places back.
+    drop((held_a, held_b));
+    rig.until_status(ADMIN, 200).await;
+    rig.until_status(AGENT_A, 200).await;
+    // The held creates never finished their bodies: nothing was stored.
+    let list: Value = rig
+        .http
+        .get(format!("{}/v1/intents", rig.coordinator.base))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(0), "{list}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_not_answered_in_time_gets_503_with_retry_after() {
+    let rig = rig("request_timeout_ms = 300").await;
+    let mut held = rig.hold_request(AGENT_A).await;
+    let answer = read_until_closed_or_answered(&mut held).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 503"),
+        "a request not answered in time is answered 503: {answer:?}"
+    );
+    assert!(
+        answer.to_ascii_lowercase().contains("retry-after: 1"),
+        "{answer:?}"
+    );
+    assert!(answer.contains("\"timeout\""), "{answer:?}");
+}
+
+/// The server's first answer on `stream` (the whole of it that arrives before it pauses).
+async fn read_until_closed_or_answered(stream: &mut TcpStream) -> String {
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(PATIENCE, stream.read(&mut buf))
+        .await
+        .expect("the server answers")
+        .expect("read");
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[test]
+fn limits_that_cannot_work_are_refused_at_start() {
+    let base = "listen = \"127.0.0.1:0\"\ndatabase = \"x.sqlite\"\n\
+                [[connectors]]\nname = \"erp\"\nbase_url = \"http://127.0.0.1:1\"\ntimeout_ms = 2000\n";
+    let zero = Config::parse(&format!("{base}[limits]\nmax_connections = 0\n"), "t")
+        .expect_err("no connections at all");
+    assert!(
+        zero.to_string().contains("limits.max_connections"),
+        "{zero}"
+    );
+    let short = Config::parse(&format!("{base}[limits]\nrequest_timeout_ms = 1000\n"), "t")
+        .expect_err("shorter than a connector's timeout");
+    assert!(
+        short.to_string().contains("request_timeout_ms") && short.to_string().contains("erp"),
+        "{short}"
+    );
+    let unknown = Config::parse(&format!("{base}[limits]\nmax_conections = 5\n"), "t")
+        .expect_err("a misspelt key");
+    assert!(unknown.to_string().contains("max_conections"), "{unknown}");
+}
