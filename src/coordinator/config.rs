@@ -38,8 +38,9 @@ header_read_timeout_ms = 10000   # headers not in by then: the connection is clo
 request_timeout_ms = 30000       # not answered by then: 503 + Retry-After (event streams excepted);
                                  # a write may still have been applied: retry with the same key
 max_connections = 2048           # more: 503 + Retry-After, and the connection is closed
-max_concurrent_requests = 512    # in progress at once, all tokens: more get 503 + Retry-After
-max_concurrent_per_token = 128   # in progress at once with one token: more get 429 + Retry-After
+max_concurrent_requests = 1024   # in progress at once, all tokens: more get 503 + Retry-After
+max_concurrent_per_token = 256   # in progress at once with one token: more get 429 + Retry-After
+                                 # (a fleet of agents sharing one token shares this)
 
 # Bearer tokens are stored only as their SHA-256 (hex). Make one with:
 #   printf %s "$TOKEN" | sha256sum
@@ -197,8 +198,8 @@ impl Default for Limits {
             header_read_timeout_ms: 10_000,
             request_timeout_ms: 30_000,
             max_connections: 2_048,
-            max_concurrent_requests: 512,
-            max_concurrent_per_token: 128,
+            max_concurrent_requests: 1_024,
+            max_concurrent_per_token: 256,
         }
     }
 }
