@@ -91,12 +91,13 @@ struct CoordinatorArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // A simulation's coordinators would log every step; only its report is wanted.
-    init_logging(if matches!(cli.command, Some(Command::Simulate(_))) {
-        "off"
-    } else {
-        "info"
-    });
+    match &cli.command {
+        // The demo logs to a file in its data directory (`demo` sets it up).
+        None | Some(Command::Demo(_)) => {}
+        // A simulation's coordinators would log every step; only its report is wanted.
+        Some(Command::Simulate(_)) => init_logging("off"),
+        Some(_) => init_logging("info"),
+    }
     let result = match cli.command {
         None => demo(cli.demo),
         Some(Command::Demo(args)) => demo(args),
@@ -127,13 +128,60 @@ fn main() -> ExitCode {
     }
 }
 
+/// `RUST_LOG`, or `default` without it.
+fn filter(default: &str) -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+}
+
+/// Whether standard error is a terminal, which alone gets colour codes.
+fn stderr_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
+}
+
+/// Services log to standard error (where a service manager collects it).
 fn init_logging(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(filter(default))
+        .with_ansi(stderr_is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
+}
+
+/// The demo runs in the terminal of whoever started it: warnings and errors go there, and
+/// everything from `info` up to `intentdesk.log` in the data directory (`RUST_LOG` changes
+/// both). Its path is returned, to be said once.
+fn init_demo_logging(data_dir: &std::path::Path) -> Option<PathBuf> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let terminal = tracing_subscriber::fmt::layer()
+        .with_ansi(stderr_is_terminal())
+        .with_writer(std::io::stderr)
+        .with_filter(filter("warn"));
+    let path = data_dir.join("intentdesk.log");
+    let file = std::fs::create_dir_all(data_dir)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+        })
+        .map_err(|e| eprintln!("intentdesk: cannot write {}: {e}", path.display()))
+        .ok();
+    let written = file.is_some();
+    let file = file.map(|f| {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(std::sync::Mutex::new(f))
+            .with_filter(filter("info"))
+    });
+    let _ = tracing_subscriber::registry()
+        .with(terminal)
+        .with(file)
+        .try_init();
+    written.then_some(path)
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -146,6 +194,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 fn demo(args: DemoArgs) -> anyhow::Result<()> {
     use intentdesk::embedded::{Embedded, default_data_dir};
     let data_dir = args.data_dir.unwrap_or_else(default_data_dir);
+    let log = init_demo_logging(&data_dir);
     let rt = runtime()?;
     let embedded = rt.block_on(Embedded::start(&data_dir, true))?;
     eprintln!(
@@ -154,6 +203,12 @@ fn demo(args: DemoArgs) -> anyhow::Result<()> {
     );
     eprintln!("intentdesk: sandbox downstream at {}", embedded.sandbox_url);
     eprintln!("intentdesk: database {}", embedded.database.display());
+    if let Some(log) = log {
+        eprintln!(
+            "intentdesk: log {} (warnings and errors also here)",
+            log.display()
+        );
+    }
     let result = if args.headless || !cfg!(feature = "console") {
         eprintln!("intentdesk: admin token for this run: {}", embedded.token);
         eprintln!("intentdesk: running headless; Ctrl-C or SIGTERM stops");
