@@ -18,7 +18,7 @@ pub mod embedded;
 pub mod i18n;
 pub mod metrics;
 pub mod sandbox;
-pub mod signals;
+pub mod serving;
 pub mod sim;
 pub mod store;
 pub mod wire;

@@ -212,7 +212,7 @@ fn demo(args: DemoArgs) -> anyhow::Result<()> {
     let result = if args.headless || !cfg!(feature = "console") {
         eprintln!("intentdesk: admin token for this run: {}", embedded.token);
         eprintln!("intentdesk: running headless; Ctrl-C or SIGTERM stops");
-        rt.block_on(intentdesk::signals::stop_requested());
+        rt.block_on(intentdesk::serving::stop_requested());
         Ok(())
     } else {
         open_console(&embedded, &data_dir, args.open, args.utc, rt.handle())
@@ -301,5 +301,5 @@ async fn coordinator(args: CoordinatorArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
-    run(listener, config, intentdesk::signals::stop_requested()).await
+    run(listener, config, intentdesk::serving::stop_requested()).await
 }

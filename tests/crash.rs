@@ -386,13 +386,7 @@ async fn sigterm_stops_the_coordinator_as_ctrl_c_does() {
     };
     coordinator.start().await;
     let mut child = coordinator.child.take().expect("running");
-    let pid = child.id().expect("a pid").to_string();
-    let sent = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await
-        .expect("kill runs");
-    assert!(sent.success(), "SIGTERM is delivered");
+    common::terminate(&child).await;
     let status = tokio::time::timeout(PATIENCE, child.wait())
         .await
         .expect("the coordinator stops")

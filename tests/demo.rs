@@ -2,6 +2,8 @@
 //! that must not flood. Warnings and errors go to the terminal, the rest to a log file in
 //! the data directory, and nothing written where no terminal is gets colour codes.
 
+mod common;
+
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -38,13 +40,7 @@ async fn the_demo_logs_to_its_data_directory_and_keeps_the_terminal_quiet() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let pid = child.id().expect("a pid").to_string();
-    let sent = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .await
-        .expect("kill runs");
-    assert!(sent.success());
+    common::terminate(&child).await;
     let mut stderr = child.stderr.take().expect("stderr");
     let mut terminal = String::new();
     tokio::time::timeout(PATIENCE, stderr.read_to_string(&mut terminal))

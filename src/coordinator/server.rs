@@ -67,17 +67,7 @@ pub async fn serve(
         }
     }
     drop(listener);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        tracing::warn!(
-            open = connections.len(),
-            "aborting connections still open after the grace period"
-        );
-        connections.shutdown().await;
-    }
+    crate::serving::drain(&mut connections, SHUTDOWN_GRACE).await;
     Ok(())
 }
 

@@ -66,7 +66,7 @@ pub async fn run_cli(args: SandboxArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
-    server::run(listener, state, crate::signals::stop_requested())
+    server::run(listener, state, crate::serving::stop_requested())
         .await
         .context("sandbox server failed")
 }

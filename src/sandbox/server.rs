@@ -102,17 +102,7 @@ pub async fn run(
     drop(listener);
     // Receivers see the change, or the closed channel; either means "finish up".
     let _ = stop_tx.send(true);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        tracing::warn!(
-            open = connections.len(),
-            "aborting connections still open after the grace period"
-        );
-        connections.shutdown().await;
-    }
+    crate::serving::drain(&mut connections, SHUTDOWN_GRACE).await;
     tracing::info!("sandbox stopped");
     Ok(())
 }

@@ -8,3 +8,14 @@ pub mod deploy;
 
 #[cfg(feature = "console")]
 pub mod console;
+
+/// Send SIGTERM to `child`, as a service manager stops a service.
+pub async fn terminate(child: &tokio::process::Child) {
+    let pid = child.id().expect("a running child").to_string();
+    let sent = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .expect("kill runs");
+    assert!(sent.success(), "SIGTERM is delivered");
+}
