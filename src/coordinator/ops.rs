@@ -264,3 +264,57 @@ fn render(scrape: &Scrape) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::OPENAPI_JSON;
+    use serde_json::Value;
+
+    fn refs<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(target)) = map.get("$ref") {
+                    out.push(target);
+                }
+                map.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_reference_of_the_api_description_resolves() {
+        let doc: Value = serde_json::from_str(OPENAPI_JSON).expect("JSON");
+        let mut found = Vec::new();
+        refs(&doc, &mut found);
+        assert!(!found.is_empty());
+        for target in found {
+            let pointer = target.strip_prefix('#').expect("a local reference");
+            assert!(doc.pointer(pointer).is_some(), "{target} names nothing");
+        }
+    }
+
+    /// The limits answer every authenticated route; a client generated from the document
+    /// must expect them.
+    #[test]
+    fn every_operation_describes_the_limits_answers() {
+        let doc: Value = serde_json::from_str(OPENAPI_JSON).expect("JSON");
+        for (path, operations) in doc["paths"].as_object().expect("paths") {
+            if path == "/healthz" {
+                continue;
+            }
+            for (method, operation) in operations.as_object().expect("operations") {
+                let Some(responses) = operation.get("responses") else {
+                    continue;
+                };
+                for status in ["429", "503"] {
+                    assert!(
+                        responses.get(status).is_some(),
+                        "{method} {path} does not describe {status}"
+                    );
+                }
+            }
+        }
+    }
+}
