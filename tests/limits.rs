@@ -19,15 +19,17 @@ use tokio::net::TcpStream;
 const ADMIN: &str = "limits-admin";
 const AGENT_A: &str = "limits-agent-a";
 const AGENT_B: &str = "limits-agent-b";
+const VIEWER_A: &str = "limits-viewer-a";
+const VIEWER_B: &str = "limits-viewer-b";
 
 /// Guards against a hang; never a stand-in for synchronisation.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-fn agent(name: &'static str, secret: &'static str) -> Token {
+fn token(role: &'static str, name: &'static str, secret: &'static str) -> Token {
     Token {
         name,
         secret,
-        role: "agent",
+        role,
         tenants: r#"["*"]"#,
         connectors: "",
     }
@@ -45,8 +47,10 @@ async fn rig(limits: &str) -> Rig {
     let downstream = sandbox("none", None, Some(1)).await;
     let tokens = vec![
         Token::all_tenants("admin", ADMIN),
-        agent("agent-a", AGENT_A),
-        agent("agent-b", AGENT_B),
+        token("agent", "agent-a", AGENT_A),
+        token("agent", "agent-b", AGENT_B),
+        token("viewer", "viewer-a", VIEWER_A),
+        token("viewer", "viewer-b", VIEWER_B),
     ];
     let mut setup = Setup::new(dir.path(), &downstream.url, tokens);
     setup.reconcile = false;
@@ -108,6 +112,34 @@ impl Rig {
         );
         stream.write_all(head.as_bytes()).await.expect("write");
         stream
+    }
+}
+
+impl Rig {
+    /// `GET /v1/events`, answered; an open stream while the answer is kept.
+    async fn stream(&self, token: &str) -> reqwest::Response {
+        self.http
+            .get(format!("{}/v1/events", self.coordinator.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("the coordinator answers")
+    }
+
+    async fn until_stream(&self, token: &str) -> reqwest::Response {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let response = self.stream(token).await;
+            if response.status().is_success() {
+                return response;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no stream opened: {}",
+                response.status()
+            );
+            tokio::task::yield_now().await;
+        }
     }
 }
 
@@ -229,6 +261,27 @@ async fn read_until_closed_or_answered(stream: &mut TcpStream) -> String {
         .expect("the server answers")
         .expect("read");
     String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_streams_past_a_tokens_cap_get_429_and_past_the_global_cap_503() {
+    let rig = rig("max_event_streams = 2\nmax_event_streams_per_token = 1").await;
+    let first = rig.stream(VIEWER_A).await;
+    assert_eq!(first.status().as_u16(), 200);
+    let (status, retry_after, code) = refusal(rig.stream(VIEWER_A).await).await;
+    assert_eq!((status, code.as_str()), (429, "too_many_streams"));
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    let second = rig.stream(VIEWER_B).await;
+    assert_eq!(second.status().as_u16(), 200);
+    let (status, retry_after, code) = refusal(rig.stream(ADMIN).await).await;
+    assert_eq!((status, code.as_str()), (503, "overloaded"));
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    // A stream that ends gives its places back.
+    drop(first);
+    let again = rig.until_stream(ADMIN).await;
+    assert_eq!(again.status().as_u16(), 200);
+    drop(second);
+    rig.until_stream(VIEWER_A).await;
 }
 
 #[test]

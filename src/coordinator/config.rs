@@ -41,6 +41,8 @@ max_connections = 2048           # more: 503 + Retry-After, and the connection i
 max_concurrent_requests = 1024   # in progress at once, all tokens: more get 503 + Retry-After
 max_concurrent_per_token = 256   # in progress at once with one token: more get 429 + Retry-After
                                  # (a fleet of agents sharing one token shares this)
+max_event_streams = 256          # GET /v1/events open at once, all tokens: one more gets 503
+max_event_streams_per_token = 16 # ... with one token: one more gets 429
 
 # Bearer tokens are stored only as their SHA-256 (hex). Make one with:
 #   printf %s "$TOKEN" | sha256sum
@@ -190,6 +192,10 @@ pub struct Limits {
     pub max_concurrent_requests: usize,
     /// Requests in progress at once with one token; more are answered 429.
     pub max_concurrent_per_token: usize,
+    /// Event streams open at once, all tokens together; one more is answered 503.
+    pub max_event_streams: usize,
+    /// Event streams open at once with one token; one more is answered 429.
+    pub max_event_streams_per_token: usize,
 }
 
 impl Default for Limits {
@@ -200,6 +206,8 @@ impl Default for Limits {
             max_connections: 2_048,
             max_concurrent_requests: 1_024,
             max_concurrent_per_token: 256,
+            max_event_streams: 256,
+            max_event_streams_per_token: 16,
         }
     }
 }

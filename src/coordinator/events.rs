@@ -57,6 +57,7 @@ async fn stream_events(
     query: RawQuery,
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Read, "read events")?;
+    let slot = state.streams.take(&principal.name)?;
     let mut p = Params::new(query, &[&["after"]])?;
     let after = p.number::<i64>("after", 0, i64::MAX);
     p.finish()?;
@@ -83,7 +84,12 @@ async fn stream_events(
         None => state.db.read(|s| s.last_event_seq()).await?,
     };
     let (tx, rx) = mpsc::channel(BUFFER);
-    tokio::spawn(pump(state, principal.tenants, start, tx));
+    tokio::spawn(async move {
+        pump(state, principal.tenants, start, tx).await;
+        // The stream's places are given back when it ends (the client left, or the
+        // coordinator stops).
+        drop(slot);
+    });
     let mut response = Body::new(SseBody { rx }).into_response();
     let h = response.headers_mut();
     h.insert(

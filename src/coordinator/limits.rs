@@ -2,8 +2,8 @@
 //! every route. Past `max_concurrent_requests` in progress a request is answered 503, past
 //! `max_concurrent_per_token` for its token 429, both with `Retry-After`, before anything is
 //! read or stored; a request not answered within `request_timeout_ms` is answered 503 (an
-//! event stream is exempt: it is meant to stay open). The connection-level limits are in
-//! `server`.
+//! event stream is exempt: it is meant to stay open, and has its own places, held for as
+//! long as it is open: [`StreamSlots`]). The connection-level limits are in `server`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::auth::bearer;
 use super::config::{Config, token_sha256};
@@ -47,6 +47,65 @@ impl RequestLimits {
                 })
                 .collect(),
             timeout: Duration::from_millis(l.request_timeout_ms),
+        })
+    }
+}
+
+/// The places for open event streams: `max_event_streams` in all, and
+/// `max_event_streams_per_token` for each configured token (by name).
+pub struct StreamSlots {
+    all: Arc<Semaphore>,
+    per_token: HashMap<String, Arc<Semaphore>>,
+}
+
+/// An open stream's places, given back when it is dropped (the stream ended).
+pub struct StreamSlot {
+    _all: OwnedSemaphorePermit,
+    _mine: Option<OwnedSemaphorePermit>,
+}
+
+impl StreamSlots {
+    pub fn new(config: &Config) -> Arc<StreamSlots> {
+        let l = &config.limits;
+        Arc::new(StreamSlots {
+            all: Arc::new(Semaphore::new(l.max_event_streams)),
+            per_token: config
+                .tokens
+                .iter()
+                .map(|t| {
+                    (
+                        t.name.clone(),
+                        Arc::new(Semaphore::new(l.max_event_streams_per_token)),
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// Places for one more stream of the token named `token`, or the answer that refuses it.
+    pub fn take(&self, token: &str) -> Result<StreamSlot, ApiError> {
+        let mine = match self.per_token.get(token) {
+            Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
+                ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_streams",
+                    "this token has as many event streams open as it may; close one first",
+                )
+                .retry_after(1)
+            })?),
+            None => None,
+        };
+        let all = self.all.clone().try_acquire_owned().map_err(|_| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+                "the coordinator has as many event streams open as it takes; retry shortly",
+            )
+            .retry_after(1)
+        })?;
+        Ok(StreamSlot {
+            _all: all,
+            _mine: mine,
         })
     }
 }

@@ -14,7 +14,7 @@ pub mod dispatcher;
 pub mod error;
 pub mod events;
 pub mod ingest;
-mod limits;
+pub mod limits;
 pub mod operator;
 pub mod ops;
 pub mod reconciler;
@@ -62,6 +62,8 @@ pub struct AppState {
     /// False while the index loads at start; requests wait for it before taking a read
     /// connection.
     pub metrics_ready: Arc<watch::Sender<bool>>,
+    /// The places for open event streams.
+    pub streams: Arc<limits::StreamSlots>,
 }
 
 impl AppState {
@@ -85,7 +87,6 @@ impl AppState {
             crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
         })?;
         Ok(AppState {
-            config: Arc::new(config),
             db,
             downstream: Arc::new(downstream),
             dispatch_wake: Arc::new(Notify::new()),
@@ -101,6 +102,8 @@ impl AppState {
             entropy,
             metrics: charts::Shared::default(),
             metrics_ready: Arc::new(watch::Sender::new(true)),
+            streams: limits::StreamSlots::new(&config),
+            config: Arc::new(config),
         })
     }
 }
