@@ -22,12 +22,63 @@ use super::error::ApiError;
 /// The path of the event stream, which no request timeout ends.
 const EVENTS_PATH: &str = "/v1/events";
 
-/// The permits of the request limits.
-pub struct RequestLimits {
+/// Places shared by every caller and places of each configured token: a caller takes one
+/// of its token's and one of all, and gives both back by dropping [`Taken`].
+struct Places {
     all: Arc<Semaphore>,
-    /// One semaphore per configured token, by the token's SHA-256: a token nobody
-    /// configured is refused by authentication and takes no entry here.
+    /// By a key of the token's (a token nobody configured is refused by authentication and
+    /// has no entry: it takes a place of all only).
     per_token: HashMap<String, Arc<Semaphore>>,
+}
+
+/// Which places were full.
+enum Full {
+    Token,
+    All,
+}
+
+/// Places taken, given back when dropped.
+pub struct Taken {
+    _all: OwnedSemaphorePermit,
+    _mine: Option<OwnedSemaphorePermit>,
+}
+
+impl Places {
+    fn new(all: usize, per_token: usize, tokens: impl Iterator<Item = String>) -> Places {
+        Places {
+            all: Arc::new(Semaphore::new(all)),
+            per_token: tokens
+                .map(|key| (key, Arc::new(Semaphore::new(per_token))))
+                .collect(),
+        }
+    }
+
+    fn take(&self, token: Option<&str>) -> Result<Taken, Full> {
+        let mine = match token.and_then(|key| self.per_token.get(key)) {
+            Some(places) => Some(
+                places
+                    .clone()
+                    .try_acquire_owned()
+                    .map_err(|_| Full::Token)?,
+            ),
+            None => None,
+        };
+        let all = self
+            .all
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Full::All)?;
+        Ok(Taken {
+            _all: all,
+            _mine: mine,
+        })
+    }
+}
+
+/// The request limits: places for requests in progress, by the token's SHA-256 (the
+/// layer runs before authentication), and the timeout.
+pub struct RequestLimits {
+    places: Places,
     timeout: Duration,
 }
 
@@ -35,17 +86,14 @@ impl RequestLimits {
     pub fn new(config: &Config) -> Arc<RequestLimits> {
         let l = &config.limits;
         Arc::new(RequestLimits {
-            all: Arc::new(Semaphore::new(l.max_concurrent_requests)),
-            per_token: config
-                .tokens
-                .iter()
-                .map(|t| {
-                    (
-                        t.token_sha256.to_ascii_lowercase(),
-                        Arc::new(Semaphore::new(l.max_concurrent_per_token)),
-                    )
-                })
-                .collect(),
+            places: Places::new(
+                l.max_concurrent_requests,
+                l.max_concurrent_per_token,
+                config
+                    .tokens
+                    .iter()
+                    .map(|t| t.token_sha256.to_ascii_lowercase()),
+            ),
             timeout: Duration::from_millis(l.request_timeout_ms),
         })
     }
@@ -53,59 +101,34 @@ impl RequestLimits {
 
 /// The places for open event streams: `max_event_streams` in all, and
 /// `max_event_streams_per_token` for each configured token (by name).
-pub struct StreamSlots {
-    all: Arc<Semaphore>,
-    per_token: HashMap<String, Arc<Semaphore>>,
-}
-
-/// An open stream's places, given back when it is dropped (the stream ended).
-pub struct StreamSlot {
-    _all: OwnedSemaphorePermit,
-    _mine: Option<OwnedSemaphorePermit>,
-}
+pub struct StreamSlots(Places);
 
 impl StreamSlots {
     pub fn new(config: &Config) -> Arc<StreamSlots> {
         let l = &config.limits;
-        Arc::new(StreamSlots {
-            all: Arc::new(Semaphore::new(l.max_event_streams)),
-            per_token: config
-                .tokens
-                .iter()
-                .map(|t| {
-                    (
-                        t.name.clone(),
-                        Arc::new(Semaphore::new(l.max_event_streams_per_token)),
-                    )
-                })
-                .collect(),
-        })
+        Arc::new(StreamSlots(Places::new(
+            l.max_event_streams,
+            l.max_event_streams_per_token,
+            config.tokens.iter().map(|t| t.name.clone()),
+        )))
     }
 
     /// Places for one more stream of the token named `token`, or the answer that refuses it.
-    pub fn take(&self, token: &str) -> Result<StreamSlot, ApiError> {
-        let mine = match self.per_token.get(token) {
-            Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
-                ApiError::new(
+    pub fn take(&self, token: &str) -> Result<Taken, ApiError> {
+        self.0.take(Some(token)).map_err(|full| {
+            match full {
+                Full::Token => ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "too_many_streams",
                     "this token has as many event streams open as it may; close one first",
-                )
-                .retry_after(1)
-            })?),
-            None => None,
-        };
-        let all = self.all.clone().try_acquire_owned().map_err(|_| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "overloaded",
-                "the coordinator has as many event streams open as it takes; retry shortly",
-            )
+                ),
+                Full::All => ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "overloaded",
+                    "the coordinator has as many event streams open as it takes; retry shortly",
+                ),
+            }
             .retry_after(1)
-        })?;
-        Ok(StreamSlot {
-            _all: all,
-            _mine: mine,
         })
     }
 }
@@ -116,30 +139,25 @@ pub async fn limit(
     request: Request,
     next: Next,
 ) -> Response {
-    let Ok(_all) = limits.all.clone().try_acquire_owned() else {
-        return ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded",
-            "the coordinator is working on as many requests as it takes; retry shortly",
-        )
-        .retry_after(1)
-        .into_response();
-    };
-    let mine = bearer(request.headers())
-        .map(token_sha256)
-        .and_then(|hash| limits.per_token.get(&hash));
-    let _mine = match mine.map(|s| s.clone().try_acquire_owned()) {
-        Some(Err(_)) => {
-            return ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_requests",
-                "this token has as many requests in progress as it may; retry when one is answered",
-            )
+    let hash = bearer(request.headers()).map(token_sha256);
+    let _taken = match limits.places.take(hash.as_deref()) {
+        Ok(taken) => taken,
+        Err(full) => {
+            return match full {
+                Full::Token => ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_requests",
+                    "this token has as many requests in progress as it may; retry when one is answered",
+                ),
+                Full::All => ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "overloaded",
+                    "the coordinator is working on as many requests as it takes; retry shortly",
+                ),
+            }
             .retry_after(1)
             .into_response();
         }
-        Some(Ok(permit)) => Some(permit),
-        None => None,
     };
     if request.uri().path() == EVENTS_PATH {
         // The permits are given back once the stream has begun: streams are not requests
