@@ -199,24 +199,8 @@ async fn reads(http: &reqwest::Client, sandbox: &str, sets: &[(&str, Location)])
         let lists = reads::time_gets(http, url, "/v1/intents", &reads::list_queries(), 39).await;
         let charts =
             reads::time_gets(http, url, "/v1/metrics/chart", &reads::chart_queries(), 20).await;
-        for (what, timed) in [("list page", &lists), ("chart", &charts)] {
-            let all = timed.last().expect("all");
-            println!(
-                "{backend}: {what}: p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms ({} requests)",
-                all.p(50.0),
-                all.p(95.0),
-                all.ms[all.ms.len() - 1],
-                all.ms.len()
-            );
-            for one in &timed[..timed.len() - 1] {
-                println!(
-                    "  {}: p50 {:.1} ms, p95 {:.1} ms",
-                    one.name,
-                    one.p(50.0),
-                    one.p(95.0)
-                );
-            }
-        }
+        reads::print_figures(&format!("{backend}: list page"), &lists);
+        reads::print_figures(&format!("{backend}: chart"), &charts);
         running.stop().await;
     }
 }

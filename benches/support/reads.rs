@@ -186,6 +186,27 @@ pub async fn time_gets(
     per
 }
 
+/// Print what `time_gets` measured: all of it under `label`, then each query.
+pub fn print_figures(label: &str, timed: &[Timed]) {
+    let (all, each) = timed.split_last().expect("all");
+    println!(
+        "{label}: p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms ({} requests, {} kinds)",
+        all.p(50.0),
+        all.p(95.0),
+        all.ms[all.ms.len() - 1],
+        all.ms.len(),
+        each.len()
+    );
+    for one in each {
+        println!(
+            "  {}: p50 {:.1} ms, p95 {:.1} ms",
+            one.name,
+            one.p(50.0),
+            one.p(95.0)
+        );
+    }
+}
+
 /// The list mixes as `time_gets` takes them.
 pub fn list_queries() -> Vec<(String, String)> {
     LIST_MIXES
