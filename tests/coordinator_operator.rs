@@ -606,13 +606,56 @@ async fn a_dry_run_returns_the_target_set_and_changes_nothing(backend: Backend) 
     let answer = c.command(ENGINEER, &dry).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
     assert_eq!(answer.body["status"], "dry_run");
-    let targets: BTreeSet<String> = answer.body["result"]["targets"]
-        .as_array()
-        .expect("targets")
+    // The record carries the count; the set itself is paged.
+    assert_eq!(answer.body["result"]["target_count"], 3, "{}", answer.body);
+    assert!(answer.body["result"].get("targets").is_none());
+    let command_id = answer.body["command_id"].as_str().expect("id").to_string();
+    let rig = &c;
+    let page = |query: String| {
+        let path = format!("/v1/commands/{command_id}/targets{query}");
+        async move { rig.get(VIEWER, &path).await }
+    };
+    let first = page("?limit=2".into()).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert_eq!(first.body["items"].as_array().map(Vec::len), Some(2));
+    let cursor = first.body["next_cursor"].as_str().expect("more follow");
+    let second = page(format!("?limit=2&cursor={cursor}")).await;
+    assert_eq!(second.body["items"].as_array().map(Vec::len), Some(1));
+    assert!(second.body.get("next_cursor").is_none(), "{}", second.body);
+    let targets: BTreeSet<String> = [&first.body, &second.body]
         .iter()
-        .map(|t| t.as_str().expect("an id").to_string())
+        .flat_map(|b| b["items"].as_array().expect("items").iter())
+        .map(|t| {
+            assert_eq!(t["tenant"], "acme");
+            t["intent_id"].as_str().expect("an id").to_string()
+        })
         .collect();
     assert_eq!(targets, acme);
+    for (query, named) in [
+        ("?cursor=abc", "cursor"),
+        ("?limit=0", "limit"),
+        ("?after=1", "after"),
+    ] {
+        let refused = page(query.into()).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::BAD_REQUEST,
+            "{query}: {}",
+            refused.body
+        );
+        assert!(
+            refused.body["error"]["fields"].get(named).is_some(),
+            "{query}: {}",
+            refused.body
+        );
+    }
+    let missing = c
+        .get(
+            VIEWER,
+            "/v1/commands/cmd_01kb0000000000000000000009/targets",
+        )
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert_eq!(
         c.get(VIEWER, "/v1/pauses").await.body["items"]
             .as_array()
@@ -810,7 +853,14 @@ async fn health_metrics_and_the_api_description_answer(backend: Backend) {
     c.intent("acme", "search", "en-US", json!({})).await;
     let health = c.send(c.http.get(format!("{}/healthz", c.base))).await;
     assert_eq!(health.status, StatusCode::OK);
-    assert_eq!(health.body, json!({ "status": "ok" }));
+    assert_eq!(health.body["status"], "ok", "{}", health.body);
+    for part in ["store", "writer", "dispatcher", "reconciler"] {
+        assert_eq!(
+            health.body["parts"][part]["status"], "running",
+            "{}",
+            health.body
+        );
+    }
 
     let metrics = c.get(VIEWER, "/metrics").await;
     assert_eq!(metrics.status, StatusCode::OK);

@@ -36,7 +36,7 @@ fn token(role: &'static str, name: &'static str, secret: &'static str) -> Token 
 }
 
 struct Rig {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     _downstream: Sandbox,
     coordinator: Coordinator,
     http: reqwest::Client,
@@ -63,7 +63,7 @@ async fn rig(limits: &str) -> Rig {
         .build()
         .expect("client");
     let rig = Rig {
-        _dir: dir,
+        dir,
         _downstream: downstream,
         coordinator,
         http,
@@ -80,6 +80,32 @@ impl Rig {
             .send()
             .await
             .expect("the coordinator answers")
+    }
+
+    async fn post(&self, path: &str, token: &str, key: &str, body: &Value) -> reqwest::Response {
+        self.http
+            .post(format!("{}{path}", self.coordinator.base))
+            .bearer_auth(token)
+            .header("idempotency-key", key)
+            .json(body)
+            .send()
+            .await
+            .expect("the coordinator answers")
+    }
+
+    /// One figure of `/metrics`.
+    async fn metric(&self, name: &str) -> u64 {
+        let text = self
+            .get("/metrics", ADMIN)
+            .await
+            .text()
+            .await
+            .expect("text");
+        text.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .parse()
+            .expect("a number")
     }
 
     async fn whoami(&self, token: &str) -> reqwest::Response {
@@ -303,6 +329,96 @@ async fn event_streams_past_a_tokens_cap_get_429_and_past_the_global_cap_503() {
     assert_eq!(again.status().as_u16(), 200);
     drop(second);
     rig.until("/v1/events", VIEWER_A, 200).await;
+}
+
+fn order(item: &str) -> Value {
+    serde_json::json!({
+        "tenant": "acme", "actor": "agent", "purpose": "restock",
+        "operation": "purchase_order.create", "tool": "erp.po", "consequence": "write",
+        "args": {"item": item, "qty": 5}, "deadline_secs": 600, "max_attempts": 3,
+        "release_id": "r1", "locale": "en-US", "connector": "erp"
+    })
+}
+
+/// The store held by something slower than the coordinator (here another connection holding
+/// the database's write lock, as a stalled disk would): agents' writes past
+/// `max_queued_writes` are refused at once with 503 and nothing of them is stored, reads go
+/// on, and an operator's command waits ahead of the queued ingest instead of being refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_write_queue_sheds_ingest_at_once_and_stores_nothing() {
+    let rig = rig("max_queued_writes = 2").await;
+    let lock = rusqlite::Connection::open(rig.dir.path().join("coordinator.sqlite")).expect("open");
+    lock.execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+
+    let queued: Vec<_> = ["first", "second"]
+        .into_iter()
+        .map(|key| {
+            let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
+            tokio::spawn(async move {
+                http.post(format!("{base}/v1/intents"))
+                    .bearer_auth(AGENT_A)
+                    .header("idempotency-key", key)
+                    .json(&order(key))
+                    .send()
+                    .await
+                    .expect("answered")
+                    .status()
+                    .as_u16()
+            })
+        })
+        .collect();
+    // Both wait for the writer once the coordinator counts them.
+    let deadline = Instant::now() + PATIENCE;
+    while rig.metric("intentdesk_ingest_writes_waiting").await < 2 {
+        assert!(Instant::now() < deadline, "the two creates never queued");
+        tokio::task::yield_now().await;
+    }
+
+    let shed = rig
+        .post("/v1/intents", AGENT_A, "third", &order("third"))
+        .await;
+    let (status, retry_after, code) = refusal(shed).await;
+    assert_eq!((status, code.as_str()), (503, "overloaded"));
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    assert_eq!(rig.metric("intentdesk_ingest_shed_total").await, 1);
+    // Reads do not wait for the writer.
+    assert_eq!(rig.get("/v1/intents", ADMIN).await.status().as_u16(), 200);
+    // An operator's command is queued, not shed.
+    let pause = serde_json::json!({"command_id": "cmd_01kb0000000000000000000001",
+        "kind": "pause", "target": {"scope": {"tenant": "acme"}}, "reason": "disk stall"});
+    let command = {
+        let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
+        tokio::spawn(async move {
+            http.post(format!("{base}/v1/commands"))
+                .bearer_auth(ADMIN)
+                .json(&pause)
+                .send()
+                .await
+                .expect("answered")
+                .status()
+                .as_u16()
+        })
+    };
+
+    lock.execute_batch("ROLLBACK").expect("let the writer go");
+    for create in queued {
+        assert_eq!(create.await.expect("task"), 201);
+    }
+    assert_eq!(command.await.expect("task"), 201);
+    assert_eq!(rig.metric("intentdesk_ingest_writes_waiting").await, 0);
+    // Nothing of the shed create was stored: the same key now creates its intent anew.
+    let again = rig
+        .post("/v1/intents", AGENT_A, "third", &order("third"))
+        .await;
+    assert_eq!(again.status().as_u16(), 201, "the shed create left a trace");
+    let list: Value = rig
+        .get("/v1/intents", ADMIN)
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(3), "{list}");
 }
 
 #[test]

@@ -22,11 +22,12 @@ use axum::{Json, Router};
 use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
+use super::health::Liveness;
 use super::operator::params::{FILTER_PARAMS, Params, RawQuery};
 use crate::domain::Permission;
 use crate::metrics::{self, ChartQuery, MetricIndex};
 use crate::store::{Store, StoreError};
-use crate::wire::{AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview};
+use crate::wire::{AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview, PartStatus};
 
 /// The most buckets one chart may have.
 const MAX_BUCKETS: u64 = 100_000;
@@ -55,21 +56,26 @@ pub fn warm_up(state: &AppState) {
     let index = state.metrics.clone();
     state.metrics_ready.send_replace(false);
     // Loaded, failed or panicked: requests go on, and load what is missing themselves.
-    let ready = ReadyWhenDropped(state.metrics_ready.clone());
+    let ready = ReadyWhenDropped {
+        ready: state.metrics_ready.clone(),
+        health: state.health.clone(),
+        loaded: false,
+    };
+    state.health.set(INDEX_PART, PartStatus::Loading);
     tokio::task::spawn_blocking(move || {
-        let _ready = ready;
+        let mut ready = ready;
         let started = std::time::Instant::now();
-        let loaded = db.open_reader().and_then(|mut store| {
-            let mut index = index.lock().map_err(|_| {
-                StoreError::Unavailable("the metric index lock was poisoned".into())
-            })?;
-            metrics::refresh(&mut index, &mut store)
-        });
+        let loaded = db
+            .open_reader()
+            .and_then(|mut store| metrics::refresh(&mut lock(&index), &mut store));
         match loaded {
-            Ok(()) => tracing::info!(
-                ms = started.elapsed().as_millis() as u64,
-                "metric index loaded"
-            ),
+            Ok(()) => {
+                ready.loaded = true;
+                tracing::info!(
+                    ms = started.elapsed().as_millis() as u64,
+                    "metric index loaded"
+                )
+            }
             Err(e) => tracing::warn!(error = %e, "the metric index was not loaded ahead"),
         }
     });
@@ -85,13 +91,40 @@ pub fn bucket_for(span_ms: u64, buckets: u64) -> u64 {
         .unwrap_or_else(|| wanted.div_ceil(86_400) * 86_400)
 }
 
-/// Marks the metric index ready when the warm-up ends, however it ends.
-struct ReadyWhenDropped(Arc<tokio::sync::watch::Sender<bool>>);
+/// The metric index's part in `/healthz`.
+const INDEX_PART: &str = "metric_index";
+
+/// Marks the metric index ready when the warm-up ends, however it ends (loaded, failed or
+/// panicked: requests go on and load what is missing themselves), and says which in
+/// `/healthz`.
+struct ReadyWhenDropped {
+    ready: Arc<tokio::sync::watch::Sender<bool>>,
+    health: Arc<Liveness>,
+    loaded: bool,
+}
 
 impl Drop for ReadyWhenDropped {
     fn drop(&mut self) {
-        self.0.send_replace(true);
+        let status = if self.loaded {
+            PartStatus::Ready
+        } else {
+            PartStatus::Failed
+        };
+        self.health.set(INDEX_PART, status);
+        self.ready.send_replace(true);
     }
+}
+
+/// The metric index, also after a panic while it was held: the index it left may be half
+/// brought up to date, so it is dropped and loaded anew from the store.
+fn lock(index: &Shared) -> std::sync::MutexGuard<'_, MetricIndex> {
+    index.lock().unwrap_or_else(|poisoned| {
+        tracing::warn!("the metric index was poisoned by a panic; loading it anew");
+        let mut fresh = poisoned.into_inner();
+        *fresh = MetricIndex::default();
+        index.clear_poison();
+        fresh
+    })
 }
 
 /// Run `f` with the index brought up to date on a read connection.
@@ -108,9 +141,7 @@ async fn with_index<T: Send + 'static>(
     Ok(state
         .db
         .read(move |store| {
-            let mut index = index.lock().map_err(|_| {
-                StoreError::Unavailable("the metric index lock was poisoned".into())
-            })?;
+            let mut index = lock(&index);
             metrics::refresh(&mut index, store)?;
             f(store, &index)
         })

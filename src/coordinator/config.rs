@@ -43,6 +43,9 @@ max_concurrent_per_token = 256   # in progress at once with one token: more get 
                                  # (a fleet of agents sharing one token shares this)
 max_event_streams = 256          # GET /v1/events open at once, all tokens: one more gets 503
 max_event_streams_per_token = 16 # ... with one token: one more gets 429
+max_queued_writes = 512          # agents' writes waiting for the store at once: more get 503 +
+                                 # Retry-After at once, nothing stored (the coordinator's own
+                                 # writes and operator commands wait ahead and are never shed)
 
 # Bearer tokens are stored only as their SHA-256 (hex). Make one with:
 #   printf %s "$TOKEN" | sha256sum
@@ -196,6 +199,9 @@ pub struct Limits {
     pub max_event_streams: usize,
     /// Event streams open at once with one token; one more is answered 429.
     pub max_event_streams_per_token: usize,
+    /// Agents' writes (create, authorize, report) waiting for or in the store at once;
+    /// one more is answered 503 with `Retry-After` before anything is queued.
+    pub max_queued_writes: usize,
 }
 
 impl Default for Limits {
@@ -208,6 +214,7 @@ impl Default for Limits {
             max_concurrent_per_token: 256,
             max_event_streams: 256,
             max_event_streams_per_token: 16,
+            max_queued_writes: 512,
         }
     }
 }
@@ -270,6 +277,12 @@ impl Config {
                 "max_concurrent_per_token",
                 l.max_concurrent_per_token as u64,
             ),
+            ("max_event_streams", l.max_event_streams as u64),
+            (
+                "max_event_streams_per_token",
+                l.max_event_streams_per_token as u64,
+            ),
+            ("max_queued_writes", l.max_queued_writes as u64),
         ] {
             if value == 0 {
                 return Err(invalid(format!("limits.{key} must be at least 1")));

@@ -138,6 +138,15 @@ impl From<StoreError> for ApiError {
                 )
                 .retry_after(1)
             }
+            StoreError::Overloaded { waiting } => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "overloaded",
+                format!(
+                    "the coordinator is overloaded: {waiting} writes are waiting for the store \
+                     (limits.max_queued_writes); nothing was stored, retry after 1 s"
+                ),
+            )
+            .retry_after(1),
             other => {
                 tracing::error!(error = %other, "store error");
                 ApiError::internal()

@@ -227,7 +227,7 @@ async fn create_intent(
         deadline_at_ms: now + req.deadline_secs * 1000,
         key_retention_secs: connector.map(|c| c.key_retention_secs),
     };
-    let outcome = state.db.write(move |s| s.create_or_replay(&new)).await;
+    let outcome = state.db.ingest(move |s| s.create_or_replay(&new)).await;
     state.events_wake.notify_waiters();
     match outcome? {
         CreateOutcome::Created(intent) => {
@@ -315,7 +315,7 @@ async fn authorize(
     };
     let applied = state
         .db
-        .write(move |s| s.apply(&id, &Event::Authorized, &ctx))
+        .ingest(move |s| s.apply(&id, &Event::Authorized, &ctx))
         .await?;
     state.events_wake.notify_waiters();
     Ok(Json(applied.intent).into_response())
@@ -433,7 +433,7 @@ async fn report_attempt(
     let reporter = principal.name.clone();
     let attempt = state
         .db
-        .write(move |s| s.record_attempt(&id, &attempt_id, &req, Some(&reporter), now))
+        .ingest(move |s| s.record_attempt(&id, &attempt_id, &req, Some(&reporter), now))
         .await?;
     state.events_wake.notify_waiters();
     Ok((StatusCode::CREATED, Json(attempt)).into_response())
@@ -456,7 +456,7 @@ async fn finish_attempt(
     let reporter = principal.name.clone();
     let result = state
         .db
-        .write(move |s| {
+        .ingest(move |s| {
             let finish = AttemptFinish::from(req);
             let attempt =
                 match s.finish_reported_attempt(&id, &attempt_id, &finish, &reporter, now)? {
@@ -518,7 +518,7 @@ async fn dispatch(
     let now = state.clock.now_ms();
     let result = state
         .db
-        .write(move |s| {
+        .ingest(move |s| {
             let intent = s.intent_for_update(&id)?;
             if !intent.consequence.is_mutating() {
                 return Err(crate::store::StoreError::Conflict(format!(

@@ -13,6 +13,7 @@ pub mod core;
 pub mod dispatcher;
 pub mod error;
 pub mod events;
+pub mod health;
 pub mod ingest;
 pub mod limits;
 pub mod operator;
@@ -64,6 +65,8 @@ pub struct AppState {
     pub metrics_ready: Arc<watch::Sender<bool>>,
     /// The places for open event streams.
     pub streams: Arc<limits::StreamSlots>,
+    /// The background parts' states, for `/healthz`.
+    pub health: Arc<health::Liveness>,
 }
 
 impl AppState {
@@ -83,6 +86,7 @@ impl AppState {
         entropy: SharedEntropy,
     ) -> Result<AppState, crate::store::StoreError> {
         let db = crate::store::open_db(&config.database, config.durability)?;
+        db.limit_ingest(config.limits.max_queued_writes);
         let downstream = HttpDownstream::new().map_err(|e| {
             crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
         })?;
@@ -103,6 +107,7 @@ impl AppState {
             metrics: charts::Shared::default(),
             metrics_ready: Arc::new(watch::Sender::new(true)),
             streams: limits::StreamSlots::new(&config),
+            health: Arc::default(),
             config: Arc::new(config),
         })
     }
@@ -146,8 +151,25 @@ pub async fn run_with(
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let state = AppState::with_sources(config, stop_rx, clock, entropy)?;
-    let dispatcher = tokio::spawn(dispatcher::run(state.clone()));
-    let reconciler = tokio::spawn(reconciler::run(state.clone()));
+    // Each runs supervised: restarted when it panics, reported by `/healthz`.
+    let dispatcher = {
+        let (s, health, stopping) = (state.clone(), state.health.clone(), state.stopping.clone());
+        tokio::spawn(health::supervised(
+            health,
+            "dispatcher",
+            stopping,
+            move || dispatcher::run(s.clone()),
+        ))
+    };
+    let reconciler = {
+        let (s, health, stopping) = (state.clone(), state.health.clone(), state.stopping.clone());
+        tokio::spawn(health::supervised(
+            health,
+            "reconciler",
+            stopping,
+            move || reconciler::run(s.clone()),
+        ))
+    };
     charts::warm_up(&state);
     tracing::info!(addr = %listener.local_addr()?, "coordinator listening");
     let app = router(state.clone());

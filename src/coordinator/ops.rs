@@ -1,4 +1,5 @@
-//! Operational routes: `GET /healthz` (no token; answers once the store answers),
+//! Operational routes: `GET /healthz` (no token; the store, its writer and each background
+//! part, 503 when one of them does not serve),
 //! `GET /metrics` (Prometheus text, `Permission::Read`, limited to the caller's tenants) and
 //! `GET /v1/openapi.json` (the API description, for any valid token).
 //!
@@ -10,8 +11,10 @@
 //!   their `_by_tenant{tenant}` forms
 //! - `intentdesk_duplicate_effects_total`, `intentdesk_late_results_total`,
 //!   `intentdesk_goodput_committed_total`
-//! - `intentdesk_dispatcher_queue_depth`, only for unrestricted tokens: the outbox is shared
-//!   by every tenant.
+//! - only for unrestricted tokens, as they describe the coordinator every tenant shares:
+//!   `intentdesk_dispatcher_queue_depth` (the outbox), `intentdesk_ingest_writes_waiting`,
+//!   `intentdesk_ingest_writes_limit` and `intentdesk_ingest_shed_total` (agents' writes
+//!   refused with 503 because the write queue was full).
 //!
 //! The per-tenant families use their own names so that summing a family never counts an
 //! intent twice.
@@ -23,16 +26,16 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::json;
 
 use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
 use crate::domain::{IntentState, Permission};
-use crate::store::IntentFilter;
+use crate::store::db::IngestLoad;
 use crate::store::operator_queries::TenantCounts;
 use crate::store::ops::*;
-use crate::wire::Summary;
+use crate::store::{IntentFilter, StoreError};
+use crate::wire::{Health, HealthPart, HealthStatus, PartStatus, Summary};
 
 /// The OpenAPI 3.1 description of every coordinator route.
 pub const OPENAPI_JSON: &str = include_str!("../../docs/openapi.json");
@@ -44,18 +47,42 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/openapi.json", get(openapi))
 }
 
+/// How long `/healthz` waits for the store's read and write probes.
+const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 async fn healthz(State(state): State<AppState>) -> Response {
-    match state.db.read(|s| s.last_event_seq()).await {
-        Ok(_) => Json(json!({ "status": "ok" })).into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "health check: the store does not answer");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({ "status": "unavailable" })),
-            )
-                .into_response()
-        }
-    }
+    let probe =
+        |answered: Result<Result<(), StoreError>, tokio::time::error::Elapsed>| match answered {
+            Ok(Ok(())) => PartStatus::Running,
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "health check: the store does not answer");
+                PartStatus::Unreachable
+            }
+            Err(_) => PartStatus::Stalled,
+        };
+    let read = tokio::time::timeout(PROBE_WAIT, state.db.read(|s| s.last_event_seq().map(drop)));
+    // An empty write ahead of every agent's: it proves the writer takes and commits.
+    let write = tokio::time::timeout(PROBE_WAIT, state.db.write(|_| Ok(())));
+    let (read, write) = tokio::join!(read, write);
+    let mut parts = state.health.snapshot();
+    let part = |status| HealthPart {
+        status,
+        restarts: 0,
+    };
+    parts.insert("store".into(), part(probe(read)));
+    let writer = if state.db.writer_alive() {
+        probe(write)
+    } else {
+        PartStatus::Dead
+    };
+    parts.insert("writer".into(), part(writer));
+    let healthy = parts.values().all(|p| !p.status.is_unhealthy());
+    let (code, status) = if healthy {
+        (StatusCode::OK, HealthStatus::Ok)
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, HealthStatus::Unavailable)
+    };
+    (code, Json(Health { status, parts })).into_response()
 }
 
 async fn openapi(_principal: Principal) -> Response {
@@ -71,7 +98,14 @@ async fn openapi(_principal: Principal) -> Response {
 struct Scrape {
     summary: Summary,
     tenants: Vec<TenantCounts>,
-    queue_depth: Option<u64>,
+    /// What only an unrestricted token sees.
+    process: Option<Process>,
+}
+
+/// The coordinator's own figures, shared by every tenant.
+struct Process {
+    outbox_depth: u64,
+    ingest: IngestLoad,
 }
 
 async fn prometheus(
@@ -85,14 +119,18 @@ async fn prometheus(
     };
     let unrestricted = principal.tenants.is_none();
     let now = state.clock.now_ms();
+    let ingest = state.db.ingest_load();
     let scrape = state
         .db
         .read(move |s| {
             Ok(Scrape {
                 summary: s.summary(&filter, now)?,
                 tenants: s.tenant_counts(&filter, now)?,
-                queue_depth: if unrestricted {
-                    Some(s.outbox_depth()?)
+                process: if unrestricted {
+                    Some(Process {
+                        outbox_depth: s.outbox_depth()?,
+                        ingest,
+                    })
                 } else {
                     None
                 },
@@ -253,16 +291,43 @@ fn render(scrape: &Scrape) -> String {
     );
     let _ = writeln!(out, "intentdesk_goodput_committed_total {}", s.committed);
 
-    if let Some(depth) = scrape.queue_depth {
-        family(
-            &mut out,
+    if let Some(process) = &scrape.process {
+        render_process(&mut out, process);
+    }
+    out
+}
+
+fn render_process(out: &mut String, p: &Process) {
+    let figures = [
+        (
             "intentdesk_dispatcher_queue_depth",
             "gauge",
             "Dispatches waiting or in flight.",
-        );
-        let _ = writeln!(out, "intentdesk_dispatcher_queue_depth {depth}");
+            p.outbox_depth,
+        ),
+        (
+            "intentdesk_ingest_writes_waiting",
+            "gauge",
+            "Agents' writes waiting for or in the store.",
+            p.ingest.in_flight as u64,
+        ),
+        (
+            "intentdesk_ingest_writes_limit",
+            "gauge",
+            "Agents' writes allowed to wait at once (limits.max_queued_writes).",
+            p.ingest.cap as u64,
+        ),
+        (
+            "intentdesk_ingest_shed_total",
+            "counter",
+            "Agents' writes refused with 503 because the write queue was full.",
+            p.ingest.shed_total,
+        ),
+    ];
+    for (name, kind, help, value) in figures {
+        family(out, name, kind, help);
+        let _ = writeln!(out, "{name} {value}");
     }
-    out
 }
 
 #[cfg(test)]

@@ -8,9 +8,11 @@
 //! an answer always describes durable state.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use tokio::sync::oneshot;
 
+use super::queue::Lane;
 use super::{Store, StoreError};
 
 /// Called after the write's commit with the commit's error, if any.
@@ -22,8 +24,11 @@ pub type ReadJob = Box<dyn FnOnce(&mut Store) + Send>;
 
 /// How a backend runs writes and reads.
 pub trait Backend: Send + Sync {
-    /// Queue a write; its finish is called once its transaction committed (or failed).
-    fn write(&self, job: WriteJob) -> Result<(), StoreError>;
+    /// Queue a write in `lane`; its finish is called once its transaction committed (or
+    /// failed).
+    fn write(&self, job: WriteJob, lane: Lane) -> Result<(), StoreError>;
+    /// Whether a writer still takes writes (false once every writer thread has ended).
+    fn writer_alive(&self) -> bool;
     /// Run a read on a connection of the backend's, off the async threads.
     fn read(&self, job: ReadJob) -> Result<(), StoreError>;
     /// A connection of its own, for a long read that must not hold a shared one.
@@ -34,15 +39,97 @@ pub trait Backend: Send + Sync {
 #[derive(Clone)]
 pub struct Db {
     backend: Arc<dyn Backend>,
+    ingest: Arc<Admission>,
+}
+
+/// How many ingest writes may wait or run at once, and how many were shed.
+struct Admission {
+    cap: AtomicUsize,
+    in_flight: AtomicUsize,
+    shed: AtomicU64,
+}
+
+/// One admitted ingest write; its place is given back when the write is answered or
+/// dropped unanswered.
+struct Admitted(Arc<Admission>);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What the ingest lane holds now, for `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngestLoad {
+    pub in_flight: usize,
+    pub cap: usize,
+    pub shed_total: u64,
 }
 
 impl Db {
     pub fn new(backend: Arc<dyn Backend>) -> Db {
-        Db { backend }
+        Db {
+            backend,
+            ingest: Arc::new(Admission {
+                cap: AtomicUsize::new(usize::MAX),
+                in_flight: AtomicUsize::new(0),
+                shed: AtomicU64::new(0),
+            }),
+        }
     }
 
-    /// Run `f` as one write, all or nothing, and answer once it is committed.
+    /// Bound the ingest writes waiting or running at once to `cap`; past it
+    /// [`Db::ingest`] answers [`StoreError::Overloaded`] at once.
+    pub fn limit_ingest(&self, cap: usize) {
+        self.ingest.cap.store(cap.max(1), Ordering::Relaxed);
+    }
+
+    /// The ingest lane's load and how many writes it shed since start.
+    pub fn ingest_load(&self) -> IngestLoad {
+        IngestLoad {
+            in_flight: self.ingest.in_flight.load(Ordering::Acquire),
+            cap: self.ingest.cap.load(Ordering::Relaxed),
+            shed_total: self.ingest.shed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Whether a writer still takes writes.
+    pub fn writer_alive(&self) -> bool {
+        self.backend.writer_alive()
+    }
+
+    /// Run `f` as one write of the coordinator's own, all or nothing, and answer once it
+    /// is committed. It waits ahead of every ingest write and is never shed.
     pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.queue(f, Lane::Priority, None).await
+    }
+
+    /// Run `f` as one agent's ingest write: like [`Db::write`], but behind the
+    /// coordinator's own writes, and refused at once with [`StoreError::Overloaded`] (nothing
+    /// queued, nothing stored) when the ingest lane is full.
+    pub async fn ingest<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let admission = &self.ingest;
+        let cap = admission.cap.load(Ordering::Relaxed);
+        let before = admission.in_flight.fetch_add(1, Ordering::AcqRel);
+        let place = Admitted(admission.clone());
+        if before >= cap {
+            drop(place);
+            admission.shed.fetch_add(1, Ordering::Relaxed);
+            return Err(StoreError::Overloaded { waiting: before });
+        }
+        self.queue(f, Lane::Ingest, Some(place)).await
+    }
+
+    async fn queue<T, F>(&self, f: F, lane: Lane, place: Option<Admitted>) -> Result<T, StoreError>
     where
         F: FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
@@ -51,6 +138,7 @@ impl Db {
         let job: WriteJob = Box::new(move |store| {
             let outcome = store.atomically(f);
             Box::new(move |commit_error: Option<&StoreError>| {
+                drop(place);
                 let outcome = match commit_error {
                     None => outcome,
                     Some(e) => Err(StoreError::Unavailable(format!(
@@ -60,7 +148,7 @@ impl Db {
                 let _ = done.send(outcome);
             })
         });
-        self.backend.write(job)?;
+        self.backend.write(job, lane)?;
         result
             .await
             .map_err(|_| StoreError::Unavailable("the store stopped before answering".into()))?
@@ -74,7 +162,13 @@ impl Db {
     {
         let (done, result) = oneshot::channel();
         self.backend.read(Box::new(move |store| {
-            let _ = done.send(f(store));
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *store)))
+                .unwrap_or_else(|panic| {
+                    // Whatever the read had open is given up, so the connection serves on.
+                    let _ = store.conn().batch("ROLLBACK");
+                    Err(StoreError::Panicked(super::panic_message(&*panic)))
+                });
+            let _ = done.send(outcome);
         }))?;
         result
             .await

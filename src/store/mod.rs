@@ -28,6 +28,7 @@ mod paging;
 mod pauses;
 pub mod postgres;
 mod query;
+pub mod queue;
 mod receipts;
 pub mod sql;
 pub mod sqlite;
@@ -92,7 +93,7 @@ impl<T> StoreOps for T where
 {
 }
 pub use attempts::{AttemptFinish, ReportedFinish};
-pub use commands::{CommandAction, NewCommand, RecordedCommand};
+pub use commands::{CommandAction, NewCommand, RecordedCommand, TargetPage};
 pub use db::Db;
 pub use location::Location;
 
@@ -134,6 +135,12 @@ pub enum StoreError {
     /// The store cannot serve now (writer stopped, commit failed); not the client's fault.
     #[error("the store is unavailable: {0}")]
     Unavailable(String),
+    /// The ingest lane is full: the write was refused before it was queued.
+    #[error("the write queue is full ({waiting} ingest writes waiting)")]
+    Overloaded { waiting: usize },
+    /// The operation panicked; its transaction was rolled back and the connection kept.
+    #[error("the operation panicked: {0}")]
+    Panicked(String),
     /// The caller may not change this record (another's attempt, the coordinator's own).
     #[error("{0}")]
     Forbidden(String),
@@ -250,7 +257,11 @@ impl Store {
         f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         self.conn.batch("SAVEPOINT atomically")?;
-        match f(self) {
+        // A panic inside `f` is rolled back like an error, so the writer thread and its
+        // transaction (other callers' writes) survive it.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)))
+            .unwrap_or_else(|panic| Err(StoreError::Panicked(panic_message(&*panic))));
+        match outcome {
             Ok(out) => {
                 self.conn.batch("RELEASE atomically")?;
                 Ok(out)
@@ -268,6 +279,15 @@ impl Store {
     pub fn conn(&self) -> &dyn Conn {
         self.conn.as_conn()
     }
+}
+
+/// The text a panic was raised with, when it has one.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Conversions between the store's integer columns and the domain's unsigned values.

@@ -15,6 +15,7 @@ pub mod command;
 pub mod detail;
 pub mod error;
 pub mod filter;
+pub mod health;
 pub mod intent;
 pub mod metrics;
 pub mod pause;
@@ -22,10 +23,13 @@ pub mod receipt;
 pub mod whoami;
 
 pub use attempt::{Attempt, AttemptReport, NewAttempt};
-pub use command::{CommandBody, CommandRecord, EvidenceBody, ScopeBody, TargetBody};
+pub use command::{
+    CommandBody, CommandRecord, CommandTarget, CommandTargets, EvidenceBody, ScopeBody, TargetBody,
+};
 pub use detail::{IntentDetail, IntentPage, KeyLedger, Transition};
 pub use error::{ErrorBody, ErrorDetail};
 pub use filter::{FilterParam, FilterQuery};
+pub use health::{Health, HealthPart, HealthStatus, PartStatus};
 pub use intent::{Authorize, CreateIntent, Dispatched, Intent, StateName};
 pub use metrics::{
     ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, ChartSeries, GroupBy, HistogramGroup,

@@ -9,12 +9,13 @@
 mod conn;
 pub mod schema;
 
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
 use postgres::{Client, NoTls};
 
 use super::db::{Backend, Db, ReadJob, WriteJob};
+use super::queue::{Lane, WriteQueue};
 use super::{Store, StoreError};
 pub use conn::PgConn;
 
@@ -79,7 +80,7 @@ fn open_for_reads(url: &str) -> Result<Store, StoreError> {
 
 /// The store threads of one PostgreSQL database.
 pub struct PgBackend {
-    writes: Mutex<mpsc::Sender<WriteJob>>,
+    writes: Arc<WriteQueue>,
     reads: Mutex<mpsc::Sender<ReadJob>>,
     url: String,
 }
@@ -90,45 +91,66 @@ impl PgBackend {
     /// blocking client runs its own small runtime, which may not be started or dropped on
     /// an async runtime's thread, so it never leaves the thread that made it.
     pub fn open(url: &str) -> Result<PgBackend, StoreError> {
-        let (writes, write_queue) = mpsc::channel::<WriteJob>();
+        let writes = WriteQueue::new();
         let (reads, read_queue) = mpsc::channel::<ReadJob>();
-        let write_queue = Arc::new(Mutex::new(write_queue));
         let read_queue = Arc::new(Mutex::new(read_queue));
-        for n in 0..WRITERS {
-            let queue = write_queue.clone();
-            start(
-                &format!("store-writer-{n}"),
-                url,
-                open,
-                move |store, url| {
-                    serve(store, url, open, &queue, |store, job: WriteJob| {
-                        let mut finish = None;
-                        let committed = store.batch(|s| finish = Some(job(s)));
-                        if let Some(finish) = finish {
-                            finish(committed.err().as_ref());
-                        }
-                    })
-                },
-            )?;
-        }
-        for n in 0..READERS {
-            let queue = read_queue.clone();
-            start(
-                &format!("store-reader-{n}"),
-                url,
-                open_for_reads,
-                move |store, url| {
-                    serve(store, url, open_for_reads, &queue, |store, job: ReadJob| {
-                        job(store)
-                    })
-                },
-            )?;
+        let started = (|| {
+            for n in 0..WRITERS {
+                let writer = writes.writer();
+                start(
+                    &format!("store-writer-{n}"),
+                    url,
+                    open,
+                    move |store, url| {
+                        let next = || writer.queue().take(1).pop();
+                        serve(store, url, open, next, |store, job: WriteJob| {
+                            let mut finish = None;
+                            let committed = store.batch(|s| finish = Some(job(s)));
+                            if let Some(finish) = finish {
+                                finish(committed.err().as_ref());
+                            }
+                        })
+                    },
+                )?;
+            }
+            for n in 0..READERS {
+                let queue = read_queue.clone();
+                start(
+                    &format!("store-reader-{n}"),
+                    url,
+                    open_for_reads,
+                    move |store, url| {
+                        let next = || {
+                            queue
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .recv()
+                                .ok()
+                        };
+                        serve(store, url, open_for_reads, next, |store, job: ReadJob| {
+                            job(store)
+                        })
+                    },
+                )?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = started {
+            // The writers already started end with their queue.
+            writes.close();
+            return Err(e);
         }
         Ok(PgBackend {
-            writes: Mutex::new(writes),
+            writes,
             reads: Mutex::new(reads),
             url: url.to_string(),
         })
+    }
+}
+
+impl Drop for PgBackend {
+    fn drop(&mut self) {
+        self.writes.close();
     }
 }
 
@@ -162,23 +184,16 @@ fn start(
 /// How a store thread connects: [`open`] or [`open_for_reads`].
 type Opener = fn(&str) -> Result<Store, StoreError>;
 
-/// Take jobs from `queue` until it closes, reconnecting (with `open`) when the server was
+/// Take jobs from `next` until it has none, reconnecting (with `open`) when the server was
 /// lost.
 fn serve<J>(
     mut store: Store,
     url: &str,
     open: Opener,
-    queue: &Mutex<mpsc::Receiver<J>>,
+    mut next: impl FnMut() -> Option<J>,
     run: impl Fn(&mut Store, J),
 ) {
-    loop {
-        let job = {
-            let Ok(queue) = queue.lock() else { return };
-            match queue.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            }
-        };
+    while let Some(job) = next() {
         if store.conn().is_broken() {
             match open(url) {
                 Ok(fresh) => store = fresh,
@@ -190,18 +205,20 @@ fn serve<J>(
 }
 
 impl Backend for PgBackend {
-    fn write(&self, job: WriteJob) -> Result<(), StoreError> {
-        self.writes
-            .lock()
-            .map_err(|_| StoreError::Unavailable("the store's write queue was poisoned".into()))?
-            .send(job)
-            .map_err(|_| StoreError::Unavailable("the store's writers have stopped".into()))
+    fn write(&self, job: WriteJob, lane: Lane) -> Result<(), StoreError> {
+        self.writes.push(job, lane)
+    }
+
+    fn writer_alive(&self) -> bool {
+        self.writes.is_open()
     }
 
     fn read(&self, job: ReadJob) -> Result<(), StoreError> {
+        // Nothing panics while holding the queue (a send or a receive), so a poisoned lock
+        // still holds a sound queue.
         self.reads
             .lock()
-            .map_err(|_| StoreError::Unavailable("the store's read queue was poisoned".into()))?
+            .unwrap_or_else(PoisonError::into_inner)
             .send(job)
             .map_err(|_| StoreError::Unavailable("the store's readers have stopped".into()))
     }

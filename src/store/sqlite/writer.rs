@@ -4,13 +4,15 @@
 //! Group commit: the writer takes every write waiting in its queue (up to [`MAX_BATCH`]),
 //! runs each in its own savepoint — a failing write is rolled back alone — and commits them
 //! in one transaction. With [`Durability::PowerLoss`] that commit is synced before any of its
-//! writes is answered: one sync per batch, however many writes it holds.
+//! writes is answered: one sync per batch, however many writes it holds. The coordinator's
+//! own writes are taken ahead of agents' ingest ([`WriteQueue`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 
 use crate::store::db::{Backend, Db, ReadJob, WriteJob};
+use crate::store::queue::{Lane, WriteQueue, Writer};
 use crate::store::{Durability, Store, StoreError};
 
 /// How many read connections to keep.
@@ -20,7 +22,7 @@ pub const MAX_BATCH: usize = 256;
 
 /// The writer's queue and the read connections of one database file.
 pub struct SqliteBackend {
-    jobs: Mutex<mpsc::Sender<WriteJob>>,
+    writes: Arc<WriteQueue>,
     readers: Arc<Vec<Mutex<Store>>>,
     next: AtomicUsize,
     path: PathBuf,
@@ -34,13 +36,14 @@ impl SqliteBackend {
         let readers = (0..READERS)
             .map(|_| super::open(path, durability).map(Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
-        let (jobs, queue) = mpsc::channel::<WriteJob>();
+        let writes = WriteQueue::new();
+        let queue = writes.writer();
         std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || write_loop(writer, queue))
             .map_err(|e| StoreError::Unavailable(format!("cannot start the store writer: {e}")))?;
         Ok(SqliteBackend {
-            jobs: Mutex::new(jobs),
+            writes,
             readers: Arc::new(readers),
             next: AtomicUsize::new(0),
             path: path.to_path_buf(),
@@ -50,14 +53,12 @@ impl SqliteBackend {
 }
 
 impl Backend for SqliteBackend {
-    fn write(&self, job: WriteJob) -> Result<(), StoreError> {
-        self.jobs
-            .lock()
-            .map_err(|_| {
-                StoreError::Unavailable("the store writer's queue lock was poisoned".into())
-            })?
-            .send(job)
-            .map_err(|_| StoreError::Unavailable("the store writer has stopped".into()))
+    fn write(&self, job: WriteJob, lane: Lane) -> Result<(), StoreError> {
+        self.writes.push(job, lane)
+    }
+
+    fn writer_alive(&self) -> bool {
+        self.writes.is_open()
     }
 
     fn read(&self, job: ReadJob) -> Result<(), StoreError> {
@@ -81,19 +82,22 @@ impl Backend for SqliteBackend {
     }
 }
 
+impl Drop for SqliteBackend {
+    fn drop(&mut self) {
+        self.writes.close();
+    }
+}
+
 /// A database file as a [`Db`].
 pub fn db(path: &Path, durability: Durability) -> Result<Db, StoreError> {
     Ok(Db::new(Arc::new(SqliteBackend::open(path, durability)?)))
 }
 
-fn write_loop(mut store: Store, queue: mpsc::Receiver<WriteJob>) {
-    while let Ok(first) = queue.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
+fn write_loop(mut store: Store, writer: Writer) {
+    loop {
+        let batch = writer.queue().take(MAX_BATCH);
+        if batch.is_empty() {
+            return;
         }
         let mut finishes = Vec::with_capacity(batch.len());
         let committed = store.batch(|s| {
