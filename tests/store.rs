@@ -8,16 +8,17 @@ use std::time::{Duration, Instant};
 
 use intentdesk::domain::canonical::canonicalize;
 use intentdesk::domain::{
-    AttemptId, AttemptOutcome, ConsequenceTier, Disposition, Event, Evidence, IntentId,
-    IntentState, KeyContract, Locale, ReceiptId,
+    AttemptId, AttemptOutcome, CommandId, CommandKind, ConsequenceTier, Disposition, Event,
+    Evidence, IntentId, IntentState, KeyContract, Locale, ReceiptId, Role,
 };
 use intentdesk::store::ops::*;
 use intentdesk::store::sql::{ConnExt, params};
 use intentdesk::store::{
-    ApplyContext, CreateOutcome, DispatchPlan, Durability, IntentFilter, NewIntent,
-    ReceiptObservation, ReceiptSource, SortKey, Store, StoreError, search_form,
+    ApplyContext, CommandAction, CreateOutcome, DispatchPlan, Durability, IntentFilter, NewCommand,
+    NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand, SortKey, Store, StoreError,
+    search_form,
 };
-use intentdesk::wire::WebhookOutcome;
+use intentdesk::wire::{PauseScope, WebhookOutcome};
 use serde_json::json;
 
 mod common;
@@ -94,6 +95,67 @@ fn dispatched(store: &mut Store, n: u64) -> IntentId {
         .apply(&intent.id, &Event::Dispatch, &ctx)
         .expect("dispatch");
     intent.id
+}
+
+on_both_backends! {
+    fn a_scope_dry_run_over_many_intents_keeps_a_small_record_and_pages_its_targets(store) {
+        const OPEN: u64 = 1_500;
+        for n in 0..OPEN {
+            store
+                .create_or_replay(&new_intent(n, "acme", &format!("k{n}"), json!({"qty": n})))
+                .expect("create");
+        }
+        store
+            .create_or_replay(&new_intent(OPEN, "globex", "other", json!({})))
+            .expect("create");
+        let id: CommandId = "cmd_01kb0000000000000000000001".parse().expect("id");
+        let new = NewCommand {
+            id: id.clone(),
+            kind: CommandKind::Pause,
+            actor: "eve".into(),
+            role: Role::Engineer,
+            body_hash: "h".into(),
+            body_json: "{}".into(),
+            reason: Some("what would this touch?".into()),
+            dry_run: true,
+            now_ms: T0,
+        };
+        let scope = PauseScope { tenant: Some("acme".into()), ..PauseScope::default() };
+        let recorded = store
+            .run_command(&new, &CommandAction::Pause { scope }, None)
+            .expect("dry run");
+        let RecordedCommand::Fresh(record) = recorded else { panic!("{recorded:?}") };
+        assert_eq!(record.result["target_count"], OPEN);
+        let size = serde_json::to_string(&record).expect("json").len();
+        assert!(size < 1_000, "the record grows with its targets: {size} bytes");
+        let event = store.events_after(0, 10_000).expect("events");
+        let last = event.last().expect("the command's event");
+        let event_size = last.payload.to_string().len();
+        assert!(event_size < 1_000, "the event grows with the targets: {event_size} bytes");
+
+        let mut seen = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = store.command_targets(&id, None, after, 400).expect("page");
+            assert!(page.items.len() <= 400);
+            seen.extend(page.items.into_iter().map(|(intent, tenant)| {
+                assert_eq!(tenant, "acme");
+                intent
+            }));
+            match page.next {
+                Some(next) => after = next,
+                None => break,
+            }
+        }
+        assert_eq!(seen.len() as u64, OPEN);
+        let distinct: std::collections::BTreeSet<&String> = seen.iter().collect();
+        assert_eq!(distinct.len(), seen.len(), "a target was listed twice");
+        // A principal of another tenant sees none of them.
+        let other = store
+            .command_targets(&id, Some(&["globex".to_string()]), 0, 400)
+            .expect("page");
+        assert!(other.items.is_empty());
+    }
 }
 
 on_both_backends! {

@@ -15,7 +15,9 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::wire::{ErrorBody, IntentDetail, IntentPage, KeyLedger, StateName, Whoami};
+use crate::wire::{
+    CommandTargets, ErrorBody, IntentDetail, IntentPage, KeyLedger, StateName, Whoami,
+};
 
 /// The largest answer the console reads; a larger one is refused, not buffered.
 pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
@@ -193,6 +195,19 @@ impl Client {
             .await
             .map_err(|e| self.unreachable(&e))?;
         self.read(response).await
+    }
+
+    /// The first `limit` intents a command covered when it was recorded.
+    pub async fn command_targets(
+        &self,
+        command_id: &str,
+        limit: u32,
+    ) -> Result<CommandTargets, ClientError> {
+        self.get(
+            &format!("/v1/commands/{}/targets", urlencode(command_id)),
+            &[("limit".to_string(), limit.to_string())],
+        )
+        .await
     }
 
     /// Open the event stream after `last_event_id`.

@@ -127,6 +127,39 @@ fn targets(
     tx.rows(&sql, &params_of(&values), |r| Ok((r.get(0)?, r.get(1)?)))
 }
 
+/// Record a command's frozen targets, many rows to a statement.
+fn insert_targets(
+    tx: &dyn Conn,
+    command_seq: i64,
+    covered: &[(i64, String)],
+) -> Result<(), StoreError> {
+    const ROWS: usize = 400;
+    for chunk in covered.chunks(ROWS) {
+        let marks: Vec<String> = (0..chunk.len())
+            .map(|k| format!("(?1, ?{})", k + 2))
+            .collect();
+        let mut values = vec![super::sql::Value::Int(command_seq)];
+        values.extend(chunk.iter().map(|(seq, _)| super::sql::Value::Int(*seq)));
+        tx.run(
+            &format!(
+                "INSERT INTO command_targets (command_seq, intent_seq) VALUES {} ON CONFLICT DO NOTHING",
+                marks.join(", ")
+            ),
+            &params_of(&values),
+        )?;
+    }
+    Ok(())
+}
+
+/// One page of a command's frozen targets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetPage {
+    /// Intent id and tenant, in the order the intents were created.
+    pub items: Vec<(String, String)>,
+    /// The position after the last item, when more follow.
+    pub next: Option<i64>,
+}
+
 /// Operator commands, applied once, and the audit trail.
 pub trait Commands {
     /// Record and execute a command in one transaction, or answer a replay or mismatch.
@@ -148,6 +181,16 @@ pub trait Commands {
 
     /// One recorded command.
     fn command(&mut self, id: &CommandId) -> Result<CommandRecord, StoreError>;
+
+    /// A page of command `id`'s frozen targets after position `after`, within `tenants`
+    /// (`None` = all).
+    fn command_targets(
+        &mut self,
+        id: &CommandId,
+        tenants: Option<&[String]>,
+        after: i64,
+        limit: u32,
+    ) -> Result<TargetPage, StoreError>;
 
     /// The audit trail, newest first: all commands, or those touching one intent.
     fn audit(
@@ -202,19 +245,19 @@ impl Commands for Store {
             return self.run_command(new, action, tenants);
         };
         let covered = targets(&tx, &action.scope(), tenants)?;
-        let target_ids: Vec<&str> = covered.iter().map(|(_, id)| id.as_str()).collect();
-
+        // The record carries the count; the frozen set itself is in `command_targets`,
+        // paged, so a command over a million intents keeps a small record and event.
         let (status, result) = if new.dry_run {
             (
                 "dry_run",
-                serde_json::json!({ "targets": target_ids, "count": target_ids.len() }),
+                serde_json::json!({ "target_count": covered.len() }),
             )
         } else {
             tx.batch("SAVEPOINT act")?;
             match execute(&tx, command_seq, new, action, covered.len()) {
                 Ok(mut result) => {
                     tx.batch("RELEASE act")?;
-                    result["targets"] = serde_json::json!(target_ids);
+                    result["target_count"] = serde_json::json!(covered.len());
                     let status = if matches!(action, CommandAction::Reconcile { .. }) {
                         "accepted"
                     } else {
@@ -233,12 +276,7 @@ impl Commands for Store {
             }
         };
         if status != "refused" {
-            for (seq, _) in &covered {
-                tx.run(
-                    "INSERT INTO command_targets (command_seq, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-                    params![command_seq, seq],
-                )?;
-            }
+            insert_targets(&tx, command_seq, &covered)?;
         }
         tx.run(
             "UPDATE commands SET status = ?2, result_json = ?3 WHERE seq = ?1",
@@ -274,6 +312,53 @@ impl Commands for Store {
         })
     }
 
+    fn command_targets(
+        &mut self,
+        id: &CommandId,
+        tenants: Option<&[String]>,
+        after: i64,
+        limit: u32,
+    ) -> Result<TargetPage, StoreError> {
+        let mut values = vec![
+            super::sql::Value::Text(id.to_string()),
+            super::sql::Value::Int(after),
+            super::sql::Value::Int(i64::from(limit) + 1),
+        ];
+        let mut sql = "SELECT i.seq, i.id, i.tenant FROM command_targets t JOIN commands c ON c.seq = t.command_seq \
+                       JOIN intents i ON i.seq = t.intent_seq WHERE c.id = ?1 AND t.intent_seq > ?2"
+            .to_string();
+        if let Some(list) = tenants {
+            let marks: Vec<String> = (0..list.len()).map(|k| format!("?{}", k + 4)).collect();
+            sql.push_str(&format!(
+                " AND i.tenant IN ({})",
+                if marks.is_empty() {
+                    "NULL".into()
+                } else {
+                    marks.join(", ")
+                }
+            ));
+            values.extend(list.iter().cloned().map(super::sql::Value::Text));
+        }
+        sql.push_str(" ORDER BY t.intent_seq LIMIT ?3");
+        let mut rows: Vec<(i64, String, String)> =
+            self.conn.rows(&sql, &params_of(&values), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+        let next = if rows.len() > limit as usize {
+            rows.truncate(limit as usize);
+            rows.last().map(|(seq, _, _)| *seq)
+        } else {
+            None
+        };
+        Ok(TargetPage {
+            items: rows
+                .into_iter()
+                .map(|(_, id, tenant)| (id, tenant))
+                .collect(),
+            next,
+        })
+    }
+
     fn audit(
         &mut self,
         intent: Option<&IntentId>,
@@ -282,8 +367,8 @@ impl Commands for Store {
         let rows: Vec<CommandRecord> = match intent {
             Some(id) => {
                 let sql = format!(
-                    "SELECT {RECORD_COLUMNS} FROM commands c WHERE c.seq IN (SELECT t.command_seq FROM command_targets t \
-                     JOIN intents i ON i.seq = t.intent_seq WHERE i.id = ?1) OR c.body_json LIKE ?2 \
+                    "SELECT {RECORD_COLUMNS} FROM commands c WHERE (c.seq IN (SELECT t.command_seq FROM command_targets t \
+                     JOIN intents i ON i.seq = t.intent_seq WHERE i.id = ?1) AND NOT c.dry_run) OR c.body_json LIKE ?2 \
                      ORDER BY c.seq DESC LIMIT ?3"
                 );
                 let pattern = format!("%\"{}\"%", id.as_str());

@@ -39,6 +39,14 @@ pub trait OperatorQueries {
         limit: u32,
     ) -> Result<Vec<CommandRecord>, StoreError>;
 
+    /// Whether a principal limited to `tenants` may see command `id` (as [`Self::audit_within`]
+    /// would list it).
+    fn command_visible_within(
+        &mut self,
+        id: &CommandId,
+        tenants: &[String],
+    ) -> Result<bool, StoreError>;
+
     /// Intent counts per tenant and state, and each tenant's indeterminate count and oldest
     /// age, over the intents `filter` selects (its `allowed_tenants` included).
     fn tenant_counts(
@@ -57,6 +65,17 @@ pub trait OperatorQueries {
         id: &CommandId,
         now_ms: u64,
     ) -> Result<CommandRecord, StoreError>;
+}
+
+/// The condition under which a principal limited to the tenants bound at `marks` sees a
+/// command `c`: it was scoped to one of them, or it named an intent of one of them.
+fn visible_within(dialect: super::sql::Dialect, marks: &str) -> String {
+    let scope_tenant = dialect.json_text("c.body_json", &["target", "scope", "tenant"]);
+    let target_intent = dialect.json_text("c.body_json", &["target", "intent_id"]);
+    format!(
+        "({scope_tenant} IN ({marks}) OR EXISTS (SELECT 1 FROM intents i WHERE i.id = {target_intent} \
+         AND i.tenant IN ({marks})))"
+    )
 }
 
 impl OperatorQueries for Store {
@@ -80,12 +99,10 @@ impl OperatorQueries for Store {
             .collect();
         let marks = marks.join(", ");
         let dialect = self.conn.dialect();
-        let scope_tenant = dialect.json_text("c.body_json", &["target", "scope", "tenant"]);
         let target_intent = dialect.json_text("c.body_json", &["target", "intent_id"]);
         let mut sql = format!(
-            "SELECT c.id FROM commands c WHERE ({scope_tenant} IN ({marks}) \
-             OR EXISTS (SELECT 1 FROM intents i WHERE i.id = {target_intent} \
-             AND i.tenant IN ({marks})))"
+            "SELECT c.id FROM commands c WHERE {}",
+            visible_within(dialect, &marks)
         );
         if let Some(id) = intent {
             let m = bind(Value::Text(id.to_string()));
@@ -100,6 +117,25 @@ impl OperatorQueries for Store {
         ids.iter()
             .map(|id| self.command(&id.parse::<CommandId>()?))
             .collect()
+    }
+
+    fn command_visible_within(
+        &mut self,
+        id: &CommandId,
+        tenants: &[String],
+    ) -> Result<bool, StoreError> {
+        if tenants.is_empty() {
+            return Ok(false);
+        }
+        let marks: Vec<String> = (0..tenants.len()).map(|k| format!("?{}", k + 2)).collect();
+        let sql = format!(
+            "SELECT count(*) FROM commands c WHERE c.id = ?1 AND {}",
+            visible_within(self.conn.dialect(), &marks.join(", "))
+        );
+        let mut values = vec![Value::Text(id.to_string())];
+        values.extend(tenants.iter().cloned().map(Value::Text));
+        let n: i64 = self.conn.one(&sql, &params_of(&values), |r| r.get(0))?;
+        Ok(n > 0)
     }
 
     fn tenant_counts(

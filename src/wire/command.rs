@@ -59,6 +59,22 @@ pub struct EvidenceBody {
     pub note: Option<String>,
 }
 
+/// A page of a scope command's frozen targets (`GET /v1/commands/{id}/targets`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandTargets {
+    pub items: Vec<CommandTarget>,
+    /// Pass as `cursor` for the next page; absent on the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// One intent a command covered when it was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandTarget {
+    pub intent_id: String,
+    pub tenant: String,
+}
+
 /// One command as the audit trail shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandRecord {

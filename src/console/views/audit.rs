@@ -27,7 +27,12 @@ pub fn result_summary(
         return i18n.tr_args("audit-result-refused", &[("reason", why.into())]);
     }
     if status == "dry_run" {
-        return i18n.tr_args("audit-result-dry-run", &[("count", count("count").into())]);
+        // Records before the targets were paged said `count`.
+        let n = result
+            .get("target_count")
+            .and_then(Value::as_u64)
+            .unwrap_or_else(|| count("count"));
+        return i18n.tr_args("audit-result-dry-run", &[("count", n.into())]);
     }
     match kind {
         "pause" => i18n.tr_args(

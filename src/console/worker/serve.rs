@@ -123,9 +123,39 @@ pub(super) async fn serve(
                 Some(c) => send_command(c, &body).await,
                 None => Err(offline()),
             };
+            let result = match (client, result) {
+                (Some(c), Ok(record)) if body.dry_run => Ok(with_first_targets(c, record).await),
+                (_, other) => other,
+            };
             vec![Reply::Command { body, result }]
         }
     }
+}
+
+/// How many of a dry run's targets the command dialog lists.
+const FIRST_TARGETS: u32 = 50;
+
+/// A dry run's record with the first of its frozen targets beside its count, as
+/// `result.targets` (the record itself carries only `result.target_count`). Without them
+/// the dialog still shows the count.
+async fn with_first_targets(client: &Client, mut record: Value) -> Value {
+    let Some(id) = record.get("command_id").and_then(Value::as_str) else {
+        return record;
+    };
+    match client.command_targets(id, FIRST_TARGETS).await {
+        Ok(page) => {
+            let ids: Vec<Value> = page
+                .items
+                .into_iter()
+                .map(|t| Value::String(t.intent_id))
+                .collect();
+            if let Some(result) = record.get_mut("result").and_then(Value::as_object_mut) {
+                result.insert("targets".into(), Value::Array(ids));
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "a dry run's targets could not be read"),
+    }
+    record
 }
 
 /// Send a command, retrying transport failures with the same body (and so the same command

@@ -1,4 +1,6 @@
-//! Operator commands (`POST /v1/commands`) and the audit trail (`GET /v1/commands`).
+//! Operator commands (`POST /v1/commands`), the audit trail (`GET /v1/commands`) and a
+//! scope command's frozen targets, paged (`GET /v1/commands/{id}/targets`): a record and its
+//! event carry only `target_count`, so a command over a million open intents stays small.
 //!
 //! A command is recorded under its client-generated `command_id` together with the SHA-256
 //! of the body's canonical JSON form, and executed in the same transaction. Sending the same
@@ -19,10 +21,11 @@
 
 use std::collections::BTreeMap;
 
+use axum::extract::Path;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Map, Value, json};
 use tokio::task::JoinSet;
@@ -37,7 +40,9 @@ use crate::domain::canonical::canonicalize;
 use crate::domain::{CommandId, CommandKind, Evidence, IntentId, Permission, Role, Tenant};
 use crate::store::ops::*;
 use crate::store::{CommandAction, MAX_PAGE, NewCommand, RecordedCommand, StoreError};
-use crate::wire::{CommandBody, CommandRecord, PauseScope, ScopeBody};
+use crate::wire::{
+    CommandBody, CommandRecord, CommandTarget, CommandTargets, PauseScope, ScopeBody,
+};
 
 /// A reconcile command looks up at most this many intents; the rest are left to the
 /// reconciler's own sweep and counted in the result as `not_looked_up`.
@@ -50,7 +55,9 @@ const MAX_TEXT_CHARS: usize = 2000;
 const MAX_SCOPE_CHARS: usize = 100;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/v1/commands", post(run_command).get(audit))
+    Router::new()
+        .route("/v1/commands", post(run_command).get(audit))
+        .route("/v1/commands/{id}/targets", get(command_targets))
 }
 
 /// What a command is aimed at, once its body is checked.
@@ -353,25 +360,30 @@ async fn finish_reconcile(
         tracing::error!(error = %e, "a stored command id does not parse");
         ApiError::internal()
     })?;
-    let targets: Vec<IntentId> = record
+    let count = record
         .result
-        .get("targets")
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(|v| v.as_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
+        .get("target_count")
+        .and_then(Value::as_u64)
+        .unwrap_or(0) as usize;
+    let listed = id.clone();
+    // The command's tenant limit was applied when its targets were frozen.
+    let page = state
+        .db
+        .read(move |s| s.command_targets(&listed, None, 0, MAX_LOOKUPS as u32))
+        .await?;
+    let targets: Vec<IntentId> = page
+        .items
+        .iter()
+        .filter_map(|(id, _)| id.parse().ok())
+        .collect();
     let mut result = match record.result {
         Value::Object(map) => map,
         _ => Map::new(),
     };
     let task_state = state.clone();
     let task = tokio::spawn(async move {
-        let skipped = targets.len().saturating_sub(MAX_LOOKUPS);
-        let lookups =
-            look_up_all(&task_state, targets.into_iter().take(MAX_LOOKUPS).collect()).await;
+        let skipped = count.saturating_sub(targets.len());
+        let lookups = look_up_all(&task_state, targets).await;
         result.insert("lookups".into(), Value::Array(lookups));
         result.insert("not_looked_up".into(), json!(skipped));
         let result = Value::Object(result);
@@ -469,4 +481,58 @@ async fn audit(
         })
         .await?;
     Ok(Json(json!({ "items": items })))
+}
+
+/// `GET /v1/commands/{id}/targets?limit&cursor`: the intents a command covered when it was
+/// recorded, oldest first, within the caller's tenants.
+async fn command_targets(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(raw_id): Path<String>,
+    query: RawQuery,
+) -> Result<Json<CommandTargets>, ApiError> {
+    principal.require(Permission::Read, "read the audit trail")?;
+    let mut p = Params::new(query, &[&["limit", "cursor"]])?;
+    let limit = p.number("limit", 1, MAX_PAGE).unwrap_or(100);
+    let after = p.text("cursor").map_or(0, |raw| match raw.parse::<i64>() {
+        Ok(n) if n > 0 => n,
+        _ => {
+            p.fail(
+                "cursor",
+                "not a cursor this endpoint gave; pass next_cursor as it came",
+            );
+            0
+        }
+    });
+    p.finish()?;
+    let id: CommandId = raw_id
+        .parse()
+        .map_err(|_| ApiError::not_found("command", &raw_id))?;
+    let tenants = principal.tenants.clone();
+    let page = state
+        .db
+        .read(move |s| {
+            // A command the caller may not see is as absent as one never recorded.
+            let visible = match &tenants {
+                None => true,
+                Some(list) => s.command_visible_within(&id, list)?,
+            };
+            if !visible {
+                return Err(StoreError::NotFound {
+                    what: "command",
+                    id: id.to_string(),
+                });
+            }
+            s.command(&id)?;
+            s.command_targets(&id, tenants.as_deref(), after, limit)
+        })
+        .await?;
+    Ok(Json(CommandTargets {
+        items: page
+            .items
+            .into_iter()
+            .map(|(intent_id, tenant)| CommandTarget { intent_id, tenant })
+            .collect(),
+        next_cursor: page.next.map(|n| n.to_string()),
+    }))
 }

@@ -40,7 +40,14 @@ pub struct DryRun {
     /// `None` while no scope is chosen.
     pub target: Option<TargetBody>,
     /// The frozen target set, or why there is none.
-    pub result: Option<Result<Vec<String>, ClientError>>,
+    pub result: Option<Result<DryRunTargets, ClientError>>,
+}
+
+/// What a dry run found: how many intents it covers and the first of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DryRunTargets {
+    pub count: usize,
+    pub first: Vec<String>,
 }
 
 /// Where a confirmed command stands.
@@ -266,15 +273,23 @@ impl CommandDialog {
         let id = body.command_id.as_str();
         if let Some(d) = self.dry_runs.iter_mut().find(|d| d.command_id == id) {
             d.result = Some(match result {
-                Ok(record) => Ok(record
-                    .pointer("/result/targets")
-                    .and_then(Value::as_array)
-                    .map(|l| {
-                        l.iter()
-                            .filter_map(|v| v.as_str().map(String::from))
-                            .collect()
-                    })
-                    .unwrap_or_default()),
+                Ok(record) => {
+                    let first: Vec<String> = record
+                        .pointer("/result/targets")
+                        .and_then(Value::as_array)
+                        .map(|l| {
+                            l.iter()
+                                .filter_map(|v| v.as_str().map(String::from))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    // An older coordinator sent the whole set and no count.
+                    let count = record
+                        .pointer("/result/target_count")
+                        .and_then(Value::as_u64)
+                        .map_or(first.len(), |n| n as usize);
+                    Ok(DryRunTargets { count, first })
+                }
                 Err(e) => Err(e.clone()),
             });
             return true;

@@ -325,22 +325,23 @@ fn dry_run_ui(
             say_strong(
                 ui,
                 i18n,
-                &i18n.tr_args("dialog-dry-run-result", &[("count", targets.len().into())]),
+                &i18n.tr_args("dialog-dry-run-result", &[("count", targets.count.into())]),
             );
             egui::ScrollArea::vertical()
                 .id_salt("dry_run_targets")
                 .max_height(120.0)
                 .show(ui, |ui| {
-                    for id in targets.iter().take(LISTED_TARGETS) {
+                    let listed = targets.first.len().min(LISTED_TARGETS);
+                    for id in &targets.first[..listed] {
                         ui.label(egui::RichText::new(id).monospace());
                     }
-                    if targets.len() > LISTED_TARGETS {
+                    if targets.count > listed {
                         say(
                             ui,
                             i18n,
                             &i18n.tr_args(
                                 "dialog-dry-run-more",
-                                &[("count", (targets.len() - LISTED_TARGETS).into())],
+                                &[("count", (targets.count - listed).into())],
                             ),
                         );
                     }
