@@ -421,6 +421,91 @@ async fn a_full_write_queue_sheds_ingest_at_once_and_stores_nothing() {
     assert_eq!(list["items"].as_array().map(Vec::len), Some(3), "{list}");
 }
 
+/// The first event frame of a stream opened with `Last-Event-ID: last` (the opening
+/// comment skipped).
+async fn first_event(rig: &Rig, last: &str) -> String {
+    let mut response = rig
+        .http
+        .get(format!("{}/v1/events", rig.coordinator.base))
+        .bearer_auth(ADMIN)
+        .header("last-event-id", last)
+        .send()
+        .await
+        .expect("a stream");
+    assert_eq!(response.status().as_u16(), 200);
+    let mut text = String::new();
+    loop {
+        let chunk = tokio::time::timeout(PATIENCE, response.chunk())
+            .await
+            .expect("an event in time")
+            .expect("read")
+            .expect("the stream stays open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(frame) = text
+            .split("\n\n")
+            .find(|f| f.lines().any(|l| l.starts_with("event: ")))
+        {
+            return frame.to_string();
+        }
+    }
+}
+
+/// A stream resumed from an event the feed no longer holds is told to read everything
+/// again, and goes on from the newest event; one resumed inside the feed is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_older_than_the_kept_events_gets_the_reset_signal() {
+    let rig = rig("").await;
+    for n in 0..4 {
+        let key = format!("feed-{n}");
+        let created = rig.post("/v1/intents", AGENT_A, &key, &order(&key)).await;
+        assert_eq!(created.status().as_u16(), 201);
+    }
+    // Cut the feed back as the coordinator's own pruning does, to its newest event.
+    let mut store = intentdesk::store::sqlite::open(
+        &rig.dir.path().join("coordinator.sqlite"),
+        Default::default(),
+    )
+    .expect("open");
+    use intentdesk::store::ops::*;
+    let newest = store.last_event_seq().expect("newest");
+    assert!(newest >= 4, "{newest}");
+    while store.prune_events(u64::MAX, 1, 100).expect("prune") > 0 {}
+    assert_eq!(store.oldest_event_seq().expect("oldest"), Some(newest));
+
+    let reset = first_event(&rig, "1").await;
+    assert!(reset.contains("event: reset"), "{reset}");
+    assert!(reset.contains(&format!("id: {newest}")), "{reset}");
+    let data: Value = serde_json::from_str(
+        reset
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .expect("data"),
+    )
+    .expect("JSON");
+    assert_eq!(data["code"], "events_pruned");
+    assert_eq!(data["resume_from"], newest);
+
+    let unknown = first_event(&rig, &(newest + 1000).to_string()).await;
+    assert!(unknown.contains("\"unknown_event_id\""), "{unknown}");
+
+    // From the newest kept event on, the stream simply goes on: the next event is news.
+    let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
+    let later = tokio::spawn(async move {
+        http.post(format!("{base}/v1/intents"))
+            .bearer_auth(AGENT_A)
+            .header("idempotency-key", "feed-late")
+            .json(&order("feed-late"))
+            .send()
+            .await
+            .expect("answered")
+            .status()
+            .as_u16()
+    });
+    let next = first_event(&rig, &newest.to_string()).await;
+    assert!(next.contains("event: intent"), "{next}");
+    assert_eq!(later.await.expect("task"), 201);
+}
+
 #[test]
 fn limits_that_cannot_work_are_refused_at_start() {
     let base = "listen = \"127.0.0.1:0\"\ndatabase = \"x.sqlite\"\n\

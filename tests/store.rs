@@ -98,6 +98,41 @@ fn dispatched(store: &mut Store, n: u64) -> IntentId {
 }
 
 on_both_backends! {
+    fn the_change_feed_is_cut_back_by_age_and_count_and_keeps_its_newest(store) {
+        for n in 0..10 {
+            store
+                .create_or_replay(&new_intent(n, "acme", &format!("k{n}"), json!({"n": n})))
+                .expect("create");
+        }
+        let seqs = |store: &mut Store| -> Vec<u64> {
+            store
+                .events_after(0, 100)
+                .expect("events")
+                .iter()
+                .map(|e| e.at_ms - T0)
+                .collect()
+        };
+        assert_eq!(seqs(&mut store), (0..10).collect::<Vec<_>>());
+        // By age: the events before T0 + 4 go.
+        assert_eq!(store.prune_events(T0 + 4, u64::MAX, 100).expect("prune"), 4);
+        assert_eq!(seqs(&mut store), (4..10).collect::<Vec<_>>());
+        // By count, a batch at a time: the newest three stay.
+        assert_eq!(store.prune_events(0, 3, 2).expect("prune"), 2);
+        assert_eq!(store.prune_events(0, 3, 2).expect("prune"), 1);
+        assert_eq!(store.prune_events(0, 3, 2).expect("prune"), 0);
+        assert_eq!(seqs(&mut store), vec![7, 8, 9]);
+        // Everything old and nothing kept: the newest stays, so numbering goes on from it.
+        let newest = store.last_event_seq().expect("newest");
+        assert_eq!(store.prune_events(u64::MAX, 0, 100).expect("prune"), 2);
+        assert_eq!(store.oldest_event_seq().expect("oldest"), Some(newest));
+        store
+            .create_or_replay(&new_intent(10, "acme", "k10", json!({})))
+            .expect("create");
+        assert!(store.last_event_seq().expect("newest") > newest);
+    }
+}
+
+on_both_backends! {
     fn a_scope_dry_run_over_many_intents_keeps_a_small_record_and_pages_its_targets(store) {
         const OPEN: u64 = 1_500;
         for n in 0..OPEN {

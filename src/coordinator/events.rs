@@ -2,9 +2,17 @@
 //! `id: <seq>`, `event: intent|attempt|command`, `data: <json payload>`.
 //!
 //! Resuming: the stream starts after the `Last-Event-ID` header (or `?after=<seq>`); without
-//! either it starts from now. It wakes on `AppState::events_wake`, polls every second in
-//! case a wake was missed, sends a keep-alive comment when idle, and ends when the
-//! coordinator stops so a graceful shutdown is not held up by open streams.
+//! either it starts from now. Every stream of a coordinator is fed by one follower of the
+//! store (`super::feed`); a stream catches up from its resume point by itself first. It
+//! sends a keep-alive comment when idle, and ends when the coordinator stops so a graceful
+//! shutdown is not held up by open streams.
+//!
+//! The feed keeps `limits.events_kept_hours` and `limits.events_kept_max`. A resume point
+//! the feed no longer holds (older than its oldest event, or newer than its newest: another
+//! database) cannot be served without a gap, so the stream says so first: an event
+//! `reset` whose data is `{"code": "events_pruned" | "unknown_event_id", "oldest": <seq>,
+//! "resume_from": <seq>}` and whose id is where the stream goes on from. A client drops what
+//! it holds and reads everything again; the console does.
 //!
 //! Tenant scope: an event is sent only when the caller may see its tenant; `command` events
 //! carry no tenant and are sent only to unrestricted tokens. The ids of skipped events are
@@ -26,21 +34,18 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use hyper::body::Frame;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
 use super::AppState;
 use super::auth::Principal;
 use super::error::ApiError;
+use super::feed::BATCH;
 use super::operator::params::{Params, RawQuery};
 use crate::domain::Permission;
 use crate::store::StoredEvent;
 use crate::store::ops::*;
 
-/// Events read from the store per pass.
-const BATCH: u32 = 500;
-/// The fallback poll, in case a wake was missed.
-const POLL: Duration = Duration::from_secs(1);
 /// An idle stream sends a comment this often, so proxies and clients see it is alive.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Frames buffered towards a slow client before the producer waits.
@@ -150,6 +155,8 @@ async fn pump(
     tx: mpsc::Sender<Bytes>,
 ) {
     let mut stopping = state.stopping.clone();
+    // Taken before catching up, so nothing committed meanwhile is missed.
+    let mut batches = state.feed.subscribe(&state);
     // The opening comment tells the client the stream is established from `after` on.
     if tx
         .send(Bytes::from_static(b"retry: 2000\n: connected\n\n"))
@@ -158,51 +165,124 @@ async fn pump(
     {
         return;
     }
-    let mut last_sent = Instant::now();
-    loop {
-        if *stopping.borrow() {
-            return;
-        }
-        // Registered before reading, so a write between the read and the wait still wakes us.
-        let woken = state.events_wake.notified();
-        tokio::pin!(woken);
-        woken.as_mut().enable();
-
-        let batch = match state.db.read(move |s| s.events_after(after, BATCH)).await {
-            Ok(batch) => batch,
-            Err(e) => {
-                tracing::error!(error = %e, "the event stream cannot read the store");
+    let stream = Stream {
+        state: &state,
+        tenants: &tenants,
+        tx: &tx,
+    };
+    match stream.resume_point(after).await {
+        Ok(Some((reset, from))) => {
+            if tx.send(reset).await.is_err() {
                 return;
             }
-        };
-        let full = batch.len() == BATCH as usize;
-        for event in batch {
-            after = event.seq;
-            if visible(&tenants, &event) {
-                if tx.send(frame(&event)).await.is_err() {
+            after = from;
+        }
+        Ok(None) => {}
+        Err(()) => return,
+    }
+    if stream.catch_up(&mut after).await.is_err() {
+        return;
+    }
+    let mut last_sent = Instant::now();
+    loop {
+        tokio::select! {
+            received = batches.recv() => match received {
+                Ok(batch) => {
+                    let seen = after;
+                    for event in batch.iter().filter(|e| e.seq > seen) {
+                        after = event.seq;
+                        if visible(&tenants, event) {
+                            if tx.send(frame(event)).await.is_err() {
+                                return;
+                            }
+                            last_sent = Instant::now();
+                        }
+                    }
+                }
+                // Behind the shared follower: read the store from here.
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    if stream.catch_up(&mut after).await.is_err() {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = tokio::time::sleep_until(last_sent + KEEP_ALIVE) => {
+                if tx.send(Bytes::from_static(b": keep-alive\n\n")).await.is_err() {
                     return;
                 }
                 last_sent = Instant::now();
             }
-        }
-        if full {
-            continue;
-        }
-        tokio::select! {
-            _ = &mut woken => {}
-            _ = tokio::time::sleep(POLL) => {}
-            changed = stopping.changed() => if changed.is_err() { return },
+            changed = stopping.changed() => if changed.is_err() || *stopping.borrow() { return },
             _ = tx.closed() => return,
         }
-        if last_sent.elapsed() >= KEEP_ALIVE {
-            if tx
-                .send(Bytes::from_static(b": keep-alive\n\n"))
-                .await
-                .is_err()
-            {
-                return;
+    }
+}
+
+/// What one stream reads and sends by itself.
+struct Stream<'a> {
+    state: &'a AppState,
+    tenants: &'a Option<Vec<String>>,
+    tx: &'a mpsc::Sender<Bytes>,
+}
+
+impl Stream<'_> {
+    /// Whether the feed still holds everything after `after`; if not, the `reset` frame to
+    /// send and where to go on from. `Err` when the store cannot answer (the stream ends,
+    /// and the client resumes later).
+    async fn resume_point(&self, after: i64) -> Result<Option<(Bytes, i64)>, ()> {
+        let bounds = self
+            .state
+            .db
+            .read(|s| Ok((s.oldest_event_seq()?, s.last_event_seq()?)))
+            .await;
+        let (oldest, newest) = match bounds {
+            Ok(bounds) => bounds,
+            Err(e) => {
+                tracing::error!(error = %e, "the event stream cannot read the store");
+                return Err(());
             }
-            last_sent = Instant::now();
+        };
+        let code = match oldest {
+            Some(oldest) if after + 1 < oldest => "events_pruned",
+            _ if after > newest => "unknown_event_id",
+            _ => return Ok(None),
+        };
+        let data = serde_json::json!({
+            "code": code,
+            "oldest": oldest.unwrap_or(0),
+            "resume_from": newest,
+        });
+        let reset = Bytes::from(format!("id: {newest}\nevent: reset\ndata: {data}\n\n"));
+        Ok(Some((reset, newest)))
+    }
+
+    /// Send every visible event after `after` the store holds now, moving `after` on.
+    async fn catch_up(&self, after: &mut i64) -> Result<(), ()> {
+        loop {
+            let from = *after;
+            let batch = match self
+                .state
+                .db
+                .read(move |s| s.events_after(from, BATCH))
+                .await
+            {
+                Ok(batch) => batch,
+                Err(e) => {
+                    tracing::error!(error = %e, "the event stream cannot read the store");
+                    return Err(());
+                }
+            };
+            let full = batch.len() == BATCH as usize;
+            for event in &batch {
+                *after = event.seq;
+                if visible(self.tenants, event) && self.tx.send(frame(event)).await.is_err() {
+                    return Err(());
+                }
+            }
+            if !full {
+                return Ok(());
+            }
         }
     }
 }

@@ -17,18 +17,51 @@ pub use super::core::reconcile::LookupResult;
 
 /// The least time between two automatic lookups of one intent.
 const LOOKUP_SPACING_MS: u64 = 1_000;
+/// How often the change feed is cut back to `limits.events_kept_*`.
+const PRUNE_EVERY_MS: u64 = 30_000;
+/// Events dropped per write, and writes per pruning pass at most: a pass never holds the
+/// writer long, and a feed far past its bounds is cut back over a few passes.
+const PRUNE_BATCH: u32 = 5_000;
+const PRUNE_WRITES: usize = 20;
+
+/// Drop the change feed's events past what `limits` keeps.
+async fn prune_events(state: &AppState) -> Result<(), StoreError> {
+    let limits = &state.config.limits;
+    let before_ms = state
+        .clock
+        .now_ms()
+        .saturating_sub(limits.events_kept_hours.saturating_mul(3_600_000));
+    let keep = limits.events_kept_max;
+    for _ in 0..PRUNE_WRITES {
+        let dropped = state
+            .db
+            .write(move |s| s.prune_events(before_ms, keep, PRUNE_BATCH))
+            .await?;
+        if dropped < PRUNE_BATCH as usize {
+            break;
+        }
+    }
+    Ok(())
+}
 
 /// Run until the coordinator stops.
 pub async fn run(state: AppState) {
     let interval = Duration::from_millis(state.config.reconcile_interval_ms.max(50));
     let mut last_lookup: HashMap<IntentId, u64> = HashMap::new();
     let mut stopping = state.stopping.clone();
+    let mut next_prune_ms = 0;
     loop {
         if *stopping.borrow() {
             break;
         }
         if let Err(e) = sweep(&state, &mut last_lookup).await {
             tracing::error!(error = %e, "reconciler sweep failed");
+        }
+        if state.clock.now_ms() >= next_prune_ms {
+            next_prune_ms = state.clock.now_ms() + PRUNE_EVERY_MS;
+            if let Err(e) = prune_events(&state).await {
+                tracing::warn!(error = %e, "pruning the change feed failed");
+            }
         }
         tokio::select! {
             _ = state.reconcile_wake.notified() => {}

@@ -108,8 +108,13 @@ pub trait ChangeFeed {
     /// The newest event's sequence number (0 when there is none).
     fn last_event_seq(&mut self) -> Result<i64, StoreError>;
 
-    /// Drop events older than `before_ms`, keeping the feed bounded.
-    fn prune_events(&mut self, before_ms: u64) -> Result<usize, StoreError>;
+    /// The oldest event still kept (`None` when there is none).
+    fn oldest_event_seq(&mut self) -> Result<Option<i64>, StoreError>;
+
+    /// Drop the oldest events that are older than `before_ms` or beyond the newest `keep`,
+    /// at most `batch` of them; the newest event is always kept, so numbering goes on from
+    /// it. Returns how many were dropped. Reads at most `batch` rows, however long the feed.
+    fn prune_events(&mut self, before_ms: u64, keep: u64, batch: u32) -> Result<usize, StoreError>;
 }
 
 impl ChangeFeed for Store {
@@ -139,11 +144,39 @@ impl ChangeFeed for Store {
             })
     }
 
-    fn prune_events(&mut self, before_ms: u64) -> Result<usize, StoreError> {
+    fn oldest_event_seq(&mut self) -> Result<Option<i64>, StoreError> {
         sequence_pending(self.conn.as_conn())?;
-        self.conn.run(
-            "DELETE FROM events WHERE at_ms < ?1",
-            params![to_i64(before_ms)],
-        )
+        self.conn
+            .one("SELECT min(seq) FROM events", params![], |r| r.get(0))
+    }
+
+    fn prune_events(&mut self, before_ms: u64, keep: u64, batch: u32) -> Result<usize, StoreError> {
+        // A write, inside the writer's transaction: PostgreSQL's pending events are left for
+        // the next reader to number (they are newer than anything dropped here).
+        let newest: i64 =
+            self.conn
+                .one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
+                    r.get(0)
+                })?;
+        let beyond_kept = newest.saturating_sub(to_i64(keep));
+        let oldest: Vec<(i64, i64)> = self.conn.rows(
+            "SELECT seq, at_ms FROM events ORDER BY seq LIMIT ?1",
+            params![batch],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        // Up to the first event that is both young enough and among the newest `keep`.
+        let cutoff = oldest
+            .iter()
+            .take_while(|(seq, at)| {
+                *seq < newest && (*at < to_i64(before_ms) || *seq <= beyond_kept)
+            })
+            .last()
+            .map(|(seq, _)| *seq);
+        match cutoff {
+            None => Ok(0),
+            Some(cutoff) => self
+                .conn
+                .run("DELETE FROM events WHERE seq <= ?1", params![cutoff]),
+        }
     }
 }

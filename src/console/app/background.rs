@@ -156,6 +156,13 @@ impl ConsoleApp {
                         self.request_detail();
                     }
                 }
+                Reply::Resync => {
+                    self.last_query = None;
+                    self.dashboard.on_changed();
+                    if self.open.is_some() {
+                        self.request_detail();
+                    }
+                }
                 Reply::Live { connected, error } => {
                     if connected != self.live.connected
                         || error.is_some() != self.live.error.is_some()

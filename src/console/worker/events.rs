@@ -107,6 +107,16 @@ async fn follow(
             if let Some(id) = frame.id {
                 *last_event_id = Some(id);
             }
+            if frame.event == "reset" {
+                // What is pending is older than the gap; the whole view is read again.
+                pending.clear();
+                other_events = 0;
+                if outbox.send(Reply::Resync).await.is_err() {
+                    return "the console closed".into();
+                }
+                repaint();
+                continue;
+            }
             match (
                 frame.event.as_str(),
                 serde_json::from_str::<IntentRow>(&frame.data),

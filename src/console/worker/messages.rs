@@ -117,6 +117,9 @@ pub enum Reply {
         rows: Vec<IntentRow>,
         other_events: usize,
     },
+    /// The event stream could not go on from where the console was (the coordinator no
+    /// longer holds those events): everything shown is read again.
+    Resync,
     /// The event stream connected or lost its connection.
     Live {
         connected: bool,
