@@ -115,6 +115,11 @@ impl Drop for ReadyWhenDropped {
     }
 }
 
+/// Roughly the bytes the metric index holds (waits for a chart being computed).
+pub fn index_bytes(index: &Shared) -> usize {
+    lock(index).memory_bytes()
+}
+
 /// The metric index, also after a panic while it was held: the index it left may be half
 /// brought up to date, so it is dropped and loaded anew from the store.
 fn lock(index: &Shared) -> std::sync::MutexGuard<'_, MetricIndex> {

@@ -14,7 +14,7 @@
 //! - only for unrestricted tokens, as they describe the coordinator every tenant shares:
 //!   `intentdesk_dispatcher_queue_depth` (the outbox), `intentdesk_ingest_writes_waiting`,
 //!   `intentdesk_ingest_writes_limit` and `intentdesk_ingest_shed_total` (agents' writes
-//!   refused with 503 because the write queue was full).
+//!   refused with 503 because the write queue was full), `intentdesk_metric_index_bytes`.
 //!
 //! The per-tenant families use their own names so that summing a family never counts an
 //! intent twice.
@@ -106,6 +106,7 @@ struct Scrape {
 struct Process {
     outbox_depth: u64,
     ingest: IngestLoad,
+    index_bytes: usize,
 }
 
 async fn prometheus(
@@ -120,6 +121,7 @@ async fn prometheus(
     let unrestricted = principal.tenants.is_none();
     let now = state.clock.now_ms();
     let ingest = state.db.ingest_load();
+    let index = state.metrics.clone();
     let scrape = state
         .db
         .read(move |s| {
@@ -130,6 +132,7 @@ async fn prometheus(
                     Some(Process {
                         outbox_depth: s.outbox_depth()?,
                         ingest,
+                        index_bytes: super::charts::index_bytes(&index),
                     })
                 } else {
                     None
@@ -322,6 +325,12 @@ fn render_process(out: &mut String, p: &Process) {
             "counter",
             "Agents' writes refused with 503 because the write queue was full.",
             p.ingest.shed_total,
+        ),
+        (
+            "intentdesk_metric_index_bytes",
+            "gauge",
+            "Memory the dashboard's metric index holds, roughly.",
+            p.index_bytes as u64,
         ),
     ];
     for (name, kind, help, value) in figures {

@@ -86,12 +86,68 @@ pub(super) fn cell(grid: &mut Grid, g: u16, n: usize) -> &mut Vec<f64> {
     grid.entry(g).or_insert_with(|| vec![0.0; n])
 }
 
-/// The chart itself, a pure function of the index and the compiled filter.
-pub(super) fn chart_over(index: &MetricIndex, q: &ChartQuery, f: &Compiled) -> Chart {
+/// The most values one chart holds, buckets times groups (a few megabytes of JSON).
+pub const MAX_POINTS: u64 = 250_000;
+/// The most steps an indeterminate chart takes: buckets times the indeterminate spans it
+/// looks at (each bucket counts the spans open at its end).
+pub const MAX_LEVEL_STEPS: u64 = 200_000_000;
+
+/// How many groups the chart would have at most: one pass over the selected intents, so
+/// a chart that would be too large is refused before anything is allocated for it.
+fn groups_in(index: &MetricIndex, q: &ChartQuery, f: &Compiled) -> u64 {
+    let by = q.group_by;
+    if by == GroupBy::None {
+        return 1;
+    }
+    let mut seen = vec![false; usize::from(u16::MAX) + 1];
+    let mut groups = Vec::new();
+    let mut count = 0u64;
+    let mut see = |g: u16| {
+        if !std::mem::replace(&mut seen[usize::from(g)], true) {
+            count += 1;
+        }
+    };
+    for (_, r) in index.live() {
+        if !f.matches(r) {
+            continue;
+        }
+        intent_groups(index, by, r, &mut groups);
+        groups.iter().for_each(|&g| see(g));
+        if by == GroupBy::Release {
+            // Attempt metrics group by each attempt's own release.
+            index.attempts_of(r).iter().for_each(|a| see(a.release()));
+        }
+    }
+    count
+}
+
+/// Why a chart is refused: what it would cost, against which bound.
+fn too_costly(what: String) -> String {
+    format!(
+        "{what}; ask for larger buckets (bucket_secs or fewer buckets), a shorter window \
+         (from, to), a narrower filter or no group_by"
+    )
+}
+
+/// The chart itself, a pure function of the index and the compiled filter; refused (with
+/// the reason) when it would hold more than [`MAX_POINTS`] values or an indeterminate
+/// chart would take more than [`MAX_LEVEL_STEPS`] steps.
+pub(super) fn chart_over(
+    index: &MetricIndex,
+    q: &ChartQuery,
+    f: &Compiled,
+) -> Result<Chart, String> {
     use ChartMetric as M;
     let b = Buckets::new(q);
     let n = b.n;
     let by = q.group_by;
+    let groups = groups_in(index, q, f);
+    if (n as u64).saturating_mul(groups) > MAX_POINTS {
+        return Err(too_costly(format!(
+            "the chart would hold {n} buckets for each of {groups} groups, more than \
+             {MAX_POINTS} values"
+        )));
+    }
     let mut groups = Vec::new();
     let mut values: Grid = BTreeMap::new();
     let mut counts: Grid = BTreeMap::new();
@@ -129,7 +185,7 @@ pub(super) fn chart_over(index: &MetricIndex, q: &ChartQuery, f: &Compiled) -> C
                         continue;
                     }
                     if let Some(k) = b.of(r.committed_ms) {
-                        intent_groups(by, r, &mut groups);
+                        intent_groups(index, by, r, &mut groups);
                         for &g in &groups {
                             cell(&mut committed, g, n)[k] += 1.0;
                         }
@@ -161,7 +217,7 @@ pub(super) fn chart_over(index: &MetricIndex, q: &ChartQuery, f: &Compiled) -> C
                 if !f.matches(r) {
                     continue;
                 }
-                intent_groups(by, r, &mut groups);
+                intent_groups(index, by, r, &mut groups);
                 let times: &[u64] = if q.metric == M::DuplicateEffects {
                     index.duplicates.get(&pos).map_or(&[], Vec::as_slice)
                 } else if r.committed_ms != 0 {
@@ -200,7 +256,7 @@ pub(super) fn chart_over(index: &MetricIndex, q: &ChartQuery, f: &Compiled) -> C
                 } else {
                     r.attempts
                 };
-                intent_groups(by, r, &mut groups);
+                intent_groups(index, by, r, &mut groups);
                 for &g in &groups {
                     cohorts.entry(g).or_insert_with(|| vec![Vec::new(); n])[k].push(v);
                 }
@@ -226,7 +282,7 @@ pub(super) fn chart_over(index: &MetricIndex, q: &ChartQuery, f: &Compiled) -> C
         | M::IndeterminateAgeOldest
         | M::IndeterminateAgeP50
         | M::IndeterminateAgeP95 => {
-            levels(index, q, f, &b, &mut values, &mut counts);
+            levels(index, q, f, &b, &mut values, &mut counts)?;
         }
     }
     let level = matches!(
@@ -257,14 +313,14 @@ pub(super) fn chart_over(index: &MetricIndex, q: &ChartQuery, f: &Compiled) -> C
         })
         .collect();
     series.sort_by(|a, b| a.group.cmp(&b.group));
-    Chart {
+    Ok(Chart {
         metric: q.metric,
         group_by: by,
         bucket_ms: b.bucket_ms,
         from_ms: q.from_ms,
         to_ms: q.to_ms,
         series,
-    }
+    })
 }
 
 /// Intents indeterminate at each bucket's end, and their ages then.
@@ -275,7 +331,7 @@ pub(super) fn levels(
     b: &Buckets,
     values: &mut Grid,
     counts: &mut Grid,
-) {
+) -> Result<(), String> {
     use ChartMetric as M;
     let mut spans: Vec<(u64, u64, u16)> = Vec::new();
     let mut groups = Vec::new();
@@ -284,12 +340,21 @@ pub(super) fn levels(
         if !r.live || !f.matches(r) {
             continue;
         }
-        intent_groups(q.group_by, r, &mut groups);
+        intent_groups(index, q.group_by, r, &mut groups);
         for s in list {
             for &g in &groups {
                 spans.push((s.entered_ms, s.left_ms, g));
             }
         }
+    }
+    let steps = (b.n as u64).saturating_mul(spans.len() as u64);
+    if steps > MAX_LEVEL_STEPS {
+        return Err(too_costly(format!(
+            "the chart would look at {} indeterminate spans in each of {} buckets, more than \
+             {MAX_LEVEL_STEPS} steps",
+            spans.len(),
+            b.n
+        )));
     }
     spans.sort_unstable();
     let mut ages: BTreeMap<u16, Vec<u64>> = BTreeMap::new();
@@ -327,4 +392,5 @@ pub(super) fn levels(
             }
         }
     }
+    Ok(())
 }

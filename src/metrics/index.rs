@@ -107,7 +107,8 @@ impl MetricIndex {
                 .proposal_hash
                 .as_deref()
                 .map(|h| u32::from(hashes.id(h)));
-            let rec = self.attempt_rec(&row);
+            let tenant = self.intents[pos as usize].tenant;
+            let rec = self.attempt_rec(&row, tenant);
             pending.push((pos, rec, hash));
             Ok(())
         })?;
@@ -221,7 +222,7 @@ impl MetricIndex {
         let mut attempts = Vec::new();
         let mut hashes: Vec<String> = Vec::new();
         for row in source.attempts_at(seq)? {
-            let a = self.attempt_rec(&row);
+            let a = self.attempt_rec(&row, rec.tenant);
             rec.providers |= provider_bit(a.provider);
             rec.late += u32::from(a.late());
             if let Some(h) = row.proposal_hash {
@@ -256,16 +257,17 @@ impl MetricIndex {
 
     fn intent_rec(&mut self, row: &IndexIntent) -> IntentRec {
         let d = &mut self.dicts;
+        let tenant = d.tenant.id(&row.tenant);
         IntentRec {
             seq: row.seq,
             created_ms: row.created_at_ms,
             committed_ms: row.committed_at_ms.unwrap_or(0),
             attempts: row.attempts,
             max_attempts: row.max_attempts,
-            tenant: d.tenant.id(&row.tenant),
-            operation: d.operation.id(&row.operation),
-            tool: d.tool.id(&row.tool),
-            release: d.release.id(&row.release_id),
+            tenant,
+            operation: d.operation.id_for(Some(tenant), &row.operation),
+            tool: d.tool.id_for(Some(tenant), &row.tool),
+            release: d.release.id_for(Some(tenant), &row.release_id),
             locale: d.locale.id(&row.locale),
             tier: d.tier.id(&row.tier),
             state: d.state.id(&row.state),
@@ -274,13 +276,13 @@ impl MetricIndex {
         }
     }
 
-    fn attempt_rec(&mut self, row: &IndexAttempt) -> AttemptRec {
+    fn attempt_rec(&mut self, row: &IndexAttempt, tenant: u16) -> AttemptRec {
         let started_ms = row.started_at_ms;
         let ended_after_ms = row.ended_at_ms.map_or(u32::MAX, |e| {
             u32::try_from(e.saturating_sub(started_ms)).unwrap_or(u32::MAX - 1)
         });
-        let release = self.dicts.release.id(&row.release_id);
-        let provider = self.dicts.provider.id(&row.provider);
+        let release = self.dicts.release.id_for(Some(tenant), &row.release_id);
+        let provider = self.dicts.provider.id_for(Some(tenant), &row.provider);
         AttemptRec::new(started_ms, ended_after_ms, provider, release, row.late)
     }
 
@@ -340,6 +342,27 @@ impl MetricIndex {
             .enumerate()
             .filter(|(_, r)| r.live)
             .map(|(i, r)| (i as u32, r))
+    }
+
+    /// Roughly the bytes the index holds, for `/metrics`.
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let spans: usize = self
+            .indeterminate
+            .values()
+            .map(|v| v.capacity() * size_of::<Interval>() + size_of::<Vec<Interval>>() + 8)
+            .sum();
+        let duplicates: usize = self
+            .duplicates
+            .values()
+            .map(|v| v.capacity() * 8 + size_of::<Vec<u64>>() + 8)
+            .sum();
+        self.intents.capacity() * size_of::<IntentRec>()
+            + self.attempts.capacity() * size_of::<AttemptRec>()
+            + self.by_seq.capacity() * size_of::<u32>()
+            + spans
+            + duplicates
+            + self.dicts.bytes()
     }
 
     pub(crate) fn attempts_of(&self, rec: &IntentRec) -> &[AttemptRec] {

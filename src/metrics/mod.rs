@@ -63,7 +63,7 @@ pub fn chart(
     filter: &IntentFilter,
 ) -> Result<Chart, StoreError> {
     let compiled = Compiled::new(index, filter, source.selection(filter)?);
-    Ok(chart_over(index, query, &compiled))
+    chart_over(index, query, &compiled).map_err(StoreError::Conflict)
 }
 
 /// The attempts-per-intent histogram of the intents created in `[from_ms, to_ms)`.
@@ -85,7 +85,7 @@ pub fn attempts_histogram(
             continue;
         }
         *budgets.entry(r.max_attempts).or_default() += 1;
-        intent_groups(group_by, r, &mut groups);
+        intent_groups(index, group_by, r, &mut groups);
         for &g in &groups {
             let (g_at, a) = (usize::from(g), r.attempts as usize);
             if dense.len() <= g_at {

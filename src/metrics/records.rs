@@ -4,22 +4,61 @@
 use std::collections::HashMap;
 
 /// Text values of one dimension, interned to small ids.
-#[derive(Debug, Default, Clone)]
+///
+/// A dictionary has room for `limit` values; past it, and past [`PER_TENANT`] values first
+/// brought by one tenant, a new value gets the id `limit`, labelled [`OTHER`]: it is never
+/// shown under another value's name, and one tenant's thousands of names cannot use up the
+/// room of the others.
+#[derive(Debug, Clone)]
 pub(crate) struct Dict {
     names: Vec<String>,
     ids: HashMap<String, u16>,
+    limit: u16,
+    /// New values each tenant brought, for the dimensions counted per tenant.
+    brought: HashMap<u16, u32>,
+}
+
+/// The label of every value a dictionary had no room for.
+pub(crate) const OTHER: &str = "(other)";
+/// The most values one tenant may add to a dimension counted per tenant.
+pub(crate) const PER_TENANT: u32 = 1_024;
+
+impl Default for Dict {
+    fn default() -> Self {
+        Dict::with_limit(u16::MAX)
+    }
 }
 
 impl Dict {
-    /// The id of `name`, adding it when new (ids beyond `u16` share the last one).
+    pub(crate) fn with_limit(limit: u16) -> Dict {
+        Dict {
+            names: Vec::new(),
+            ids: HashMap::new(),
+            limit,
+            brought: HashMap::new(),
+        }
+    }
+
+    /// The id of `name`, adding it when new and there is room.
     pub(crate) fn id(&mut self, name: &str) -> u16 {
+        self.id_for(None, name)
+    }
+
+    /// [`Dict::id`], counting a new value against `tenant`'s share.
+    pub(crate) fn id_for(&mut self, tenant: Option<u16>, name: &str) -> u16 {
         if let Some(&id) = self.ids.get(name) {
             return id;
         }
-        let id = u16::try_from(self.names.len()).unwrap_or(u16::MAX);
-        if id < u16::MAX {
-            self.names.push(name.to_string());
-            self.ids.insert(name.to_string(), id);
+        let room = self.names.len() < usize::from(self.limit);
+        let share = tenant.is_none_or(|t| self.brought.get(&t).copied().unwrap_or(0) < PER_TENANT);
+        if !room || !share {
+            return self.limit;
+        }
+        let id = self.names.len() as u16;
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        if let Some(t) = tenant {
+            *self.brought.entry(t).or_default() += 1;
         }
         id
     }
@@ -29,16 +68,28 @@ impl Dict {
     }
 
     pub(crate) fn name(&self, id: u16) -> &str {
+        if id == self.limit {
+            return OTHER;
+        }
         self.names.get(usize::from(id)).map_or("", String::as_str)
     }
 
     pub(crate) fn len(&self) -> usize {
         self.names.len()
     }
+
+    /// Roughly the bytes the dictionary holds.
+    pub(crate) fn bytes(&self) -> usize {
+        self.names
+            .iter()
+            .map(|n| 2 * n.len() + 2 * std::mem::size_of::<String>() + 8)
+            .sum()
+    }
 }
 
-/// The dictionaries of every dimension.
-#[derive(Debug, Default, Clone)]
+/// The dictionaries of every dimension. Providers, releases, tools and operations come
+/// from agents and are counted per tenant; tenants, locales, tiers and states are few.
+#[derive(Debug, Clone)]
 pub(crate) struct Dicts {
     pub tenant: Dict,
     pub provider: Dict,
@@ -50,8 +101,45 @@ pub(crate) struct Dicts {
     pub state: Dict,
 }
 
-/// The most providers told apart in the provider mask; later ones share the last bit.
+impl Default for Dicts {
+    fn default() -> Self {
+        Dicts {
+            tenant: Dict::default(),
+            provider: Dict::default(),
+            // An attempt keeps its release in 15 bits, beside the late flag.
+            release: Dict::with_limit(LATE_BIT - 1),
+            tool: Dict::default(),
+            operation: Dict::default(),
+            locale: Dict::default(),
+            tier: Dict::default(),
+            state: Dict::default(),
+        }
+    }
+}
+
+impl Dicts {
+    /// Roughly the bytes all dictionaries hold.
+    pub(crate) fn bytes(&self) -> usize {
+        [
+            &self.tenant,
+            &self.provider,
+            &self.release,
+            &self.tool,
+            &self.operation,
+            &self.locale,
+            &self.tier,
+            &self.state,
+        ]
+        .iter()
+        .map(|d| d.bytes())
+        .sum()
+    }
+}
+
+/// The most providers told apart in the provider mask; later ones share the last bit
+/// ([`OVERFLOW_BIT`]), and whoever reads it looks at the attempts for which they were.
 pub(crate) const MASK_BITS: u16 = 64;
+pub(crate) const OVERFLOW_BIT: u64 = 1 << (MASK_BITS - 1);
 
 pub(crate) fn provider_bit(id: u16) -> u64 {
     1u64 << id.min(MASK_BITS - 1)

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use super::index::{Dict, IntentRec, MetricIndex, provider_bit};
+use super::records::{MASK_BITS, OVERFLOW_BIT};
 use crate::store::IntentFilter;
 use crate::wire::{ALL_GROUP, GroupBy};
 
@@ -31,6 +32,23 @@ pub(super) fn rank_of_counts(counts: &[u64], p: u64) -> u64 {
     0
 }
 
+/// A provider filter: the mask bits of the named providers, and the intents that used a
+/// named provider past the mask's bits (which share its last bit).
+struct ProviderFilter {
+    mask: u64,
+    by_attempts: Option<HashSet<i64>>,
+}
+
+impl ProviderFilter {
+    fn matches(&self, r: &IntentRec) -> bool {
+        r.providers & self.mask != 0
+            || self
+                .by_attempts
+                .as_ref()
+                .is_some_and(|s| s.contains(&r.seq))
+    }
+}
+
 /// A filter turned into lookups over interned ids.
 pub(super) struct Compiled {
     tenants: Option<Vec<bool>>,
@@ -41,7 +59,7 @@ pub(super) struct Compiled {
     releases: Option<Vec<bool>>,
     locales: Option<Vec<bool>>,
     tiers: Option<Vec<bool>>,
-    providers: Option<u64>,
+    providers: Option<ProviderFilter>,
     since_ms: Option<u64>,
     until_ms: Option<u64>,
     min_attempts: Option<u32>,
@@ -108,11 +126,27 @@ impl Compiled {
                     .collect::<Vec<_>>(),
             ),
             providers: (!filter.providers.is_empty()).then(|| {
-                filter
+                let ids: Vec<u16> = filter
                     .providers
                     .iter()
                     .filter_map(|p| d.provider.find(p))
-                    .fold(0u64, |m, id| m | provider_bit(id))
+                    .collect();
+                let mask = ids
+                    .iter()
+                    .filter(|&&id| id < MASK_BITS - 1)
+                    .fold(0u64, |m, &id| m | provider_bit(id));
+                let past_mask: Vec<u16> =
+                    ids.into_iter().filter(|&id| id >= MASK_BITS - 1).collect();
+                // Intents that used a named provider past the mask, found in their attempts.
+                let by_attempts = (!past_mask.is_empty()).then(|| {
+                    index
+                        .live()
+                        .filter(|(_, r)| r.providers & OVERFLOW_BIT != 0)
+                        .filter(|(_, r)| used_any(index, r, &past_mask))
+                        .map(|(_, r)| r.seq)
+                        .collect()
+                });
+                ProviderFilter { mask, by_attempts }
             }),
             since_ms: filter.since_ms,
             until_ms: filter.until_ms,
@@ -130,7 +164,7 @@ impl Compiled {
             && allows(&self.releases, r.release)
             && allows(&self.locales, r.locale)
             && allows(&self.tiers, r.tier)
-            && self.providers.is_none_or(|m| r.providers & m != 0)
+            && self.providers.as_ref().is_none_or(|p| p.matches(r))
             && self.since_ms.is_none_or(|s| r.created_ms >= s)
             && self.until_ms.is_none_or(|u| r.created_ms < u)
             && self.min_attempts.is_none_or(|m| r.attempts >= m)
@@ -139,18 +173,35 @@ impl Compiled {
 }
 
 /// Group ids of one intent under `by` (several for providers).
-pub(super) fn intent_groups(by: GroupBy, r: &IntentRec, out: &mut Vec<u16>) {
+pub(super) fn intent_groups(index: &MetricIndex, by: GroupBy, r: &IntentRec, out: &mut Vec<u16>) {
     out.clear();
     match by {
         GroupBy::Provider => {
-            let mut mask = r.providers;
+            let mut mask = r.providers & !OVERFLOW_BIT;
             while mask != 0 {
                 out.push(mask.trailing_zeros() as u16);
                 mask &= mask - 1;
             }
+            if r.providers & OVERFLOW_BIT != 0 {
+                // Providers past the mask's bits share its last one: their own ids are in
+                // the attempts.
+                for a in index.attempts_of(r) {
+                    if a.provider >= MASK_BITS - 1 && !out.contains(&a.provider) {
+                        out.push(a.provider);
+                    }
+                }
+            }
         }
         other => out.push(single_group(other, r)),
     }
+}
+
+/// Whether one of `r`'s attempts used one of `providers`.
+fn used_any(index: &MetricIndex, r: &IntentRec, providers: &[u16]) -> bool {
+    index
+        .attempts_of(r)
+        .iter()
+        .any(|a| providers.contains(&a.provider))
 }
 
 /// The group of an intent under a dimension it has exactly one value of.

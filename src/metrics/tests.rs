@@ -279,9 +279,13 @@ fn a_pruned_change_feed_makes_the_index_read_everything_again() {
             .intents,
         101
     );
-    // Every event is dropped; the next ones are numbered from 1 again.
-    store.prune_events(u64::MAX).expect("prune");
+    // The event the index saw last is dropped with all but the newest.
     store.create_or_replay(&new_intent(2)).expect("create");
+    while store.prune_events(u64::MAX, 1, 1_000).expect("prune") > 0 {}
+    assert_eq!(
+        store.oldest_event_seq().expect("oldest"),
+        Some(store.last_event_seq().expect("newest"))
+    );
     refresh(&mut index, &mut store).expect("refresh");
     assert_eq!(
         overview(&mut store, &index, &filter, END)
@@ -289,4 +293,139 @@ fn a_pruned_change_feed_makes_the_index_read_everything_again() {
             .intents,
         102
     );
+}
+
+/// One read intent of `tenant` with one reported attempt on `provider`.
+fn attempt_on(store: &mut Store, n: u64, tenant: &str, provider: &str) {
+    let mut new = new_intent(n);
+    new.tenant = tenant.parse().expect("tenant");
+    new.tier = ConsequenceTier::Read;
+    let created = match store.create_or_replay(&new).expect("create") {
+        CreateOutcome::Created(intent) => intent,
+        other => panic!("{other:?}"),
+    };
+    let ctx = ApplyContext {
+        now_ms: END + n,
+        authorization: Some(("v1".into(), "ann".into(), None)),
+        ..ApplyContext::default()
+    };
+    store
+        .apply(&created.id, &Event::Authorized, &ctx)
+        .expect("authorize");
+    let attempt = crate::wire::NewAttempt {
+        provider: provider.to_string(),
+        ..Default::default()
+    };
+    store
+        .record_attempt(
+            &created.id,
+            &AttemptId::generate(END + n, u128::from(n)),
+            &attempt,
+            Some("agent"),
+            END + n,
+        )
+        .expect("attempt");
+}
+
+fn provider_labels(store: &mut Store, index: &MetricIndex, filter: &IntentFilter) -> Vec<String> {
+    let mut q = query(ChartMetric::Attempts, GroupBy::Provider);
+    q.to_ms = END + 2 * HOUR;
+    super::chart(store, index, &q, filter)
+        .expect("chart")
+        .series
+        .into_iter()
+        .map(|s| s.group)
+        .collect()
+}
+
+/// One tenant brings more provider names than the mask's bits and than its share of the
+/// dictionary; the other's names, added after, still label only its own series, and no
+/// series of the first is shown under another's name.
+#[test]
+fn two_tenants_with_many_providers_never_share_a_label() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut store = Store::open(&dir.path().join("m.sqlite")).expect("open");
+    let many = u64::from(records::PER_TENANT) + 20;
+    for p in 0..many {
+        attempt_on(&mut store, p, "acme", &format!("acme-model-{p:04}"));
+    }
+    for p in 0..3 {
+        attempt_on(&mut store, many + p, "globex", &format!("globex-model-{p}"));
+    }
+    let mut index = MetricIndex::default();
+    refresh(&mut index, &mut store).expect("refresh");
+
+    let globex = IntentFilter {
+        tenants: vec!["globex".into()],
+        ..IntentFilter::default()
+    };
+    assert_eq!(
+        provider_labels(&mut store, &index, &globex),
+        ["globex-model-0", "globex-model-1", "globex-model-2"]
+    );
+    // Limited to globex by the token rather than a filter: the same.
+    let limited = IntentFilter {
+        allowed_tenants: Some(vec!["globex".into()]),
+        ..IntentFilter::default()
+    };
+    assert_eq!(provider_labels(&mut store, &index, &limited).len(), 3);
+
+    let acme = IntentFilter {
+        tenants: vec!["acme".into()],
+        ..IntentFilter::default()
+    };
+    let labels = provider_labels(&mut store, &index, &acme);
+    let kept = records::PER_TENANT as usize;
+    assert_eq!(
+        labels.len(),
+        kept + 1,
+        "each name its own series, and one for the rest"
+    );
+    let expected: Vec<String> = [records::OTHER.to_string()]
+        .into_iter()
+        .chain((0..kept as u64).map(|p| format!("acme-model-{p:04}")))
+        .collect();
+    assert!(
+        labels == expected,
+        "labels differ: first {:?}, last {:?}",
+        labels.first(),
+        labels.last()
+    );
+
+    // A provider past the mask's 64 bits selects its own intents only.
+    let one = IntentFilter {
+        providers: vec!["acme-model-0080".into()],
+        ..IntentFilter::default()
+    };
+    let mut q = query(ChartMetric::Attempts, GroupBy::Provider);
+    q.to_ms = END + 2 * HOUR;
+    let chart = super::chart(&mut store, &index, &q, &one).expect("chart");
+    let totals: Vec<(String, f64)> = chart
+        .series
+        .into_iter()
+        .map(|s| (s.group, s.total))
+        .collect();
+    assert_eq!(totals, [("acme-model-0080".to_string(), 1.0)]);
+}
+
+/// A chart with more values than the bound is refused, naming it; the same with larger
+/// buckets is answered.
+#[test]
+fn a_chart_past_the_cost_bound_is_refused() {
+    let (_dir, mut store) = bulk(500);
+    let mut index = MetricIndex::default();
+    refresh(&mut index, &mut store).expect("refresh");
+    let filter = IntentFilter::default();
+    let mut q = query(ChartMetric::Attempts, GroupBy::Provider);
+    q.bucket_ms = 1_000;
+    q.from_ms = END - 30 * HOUR;
+    let refused = super::chart(&mut store, &index, &q, &filter).expect_err("too large");
+    let message = refused.to_string();
+    assert!(
+        message.contains(&chart::MAX_POINTS.to_string()),
+        "{message}"
+    );
+    assert!(message.contains("larger buckets"), "{message}");
+    q.bucket_ms = 60_000;
+    assert!(super::chart(&mut store, &index, &q, &filter).is_ok());
 }
