@@ -45,6 +45,7 @@ fn options(url: &str) -> ConsoleOptions {
         cache_path: None,
         fixed_now_ms: None,
         utc: false,
+        ca_file: None,
     }
 }
 
@@ -319,6 +320,7 @@ fn main() {
         cache_path: None,
         fixed_now_ms: None,
         utc: false,
+        ca_file: None,
     };
     let handle = runtime.handle().clone();
     let mut h = Harness::builder()

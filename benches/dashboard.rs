@@ -201,6 +201,7 @@ fn whole_dashboard(c: &mut Criterion) {
         cache_path: None,
         fixed_now_ms: Some(END_MS),
         utc: false,
+        ca_file: None,
     };
     let mut app = ConsoleApp::new(&ctx, None, options, runtime.handle());
     let size = egui::vec2(1400.0, 1500.0);

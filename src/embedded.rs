@@ -134,6 +134,7 @@ impl Embedded {
             dispatch_concurrency: 64,
             max_body_bytes: 262_144,
             limits: Default::default(),
+            tls: Default::default(),
         };
         let rx = stopped.clone();
         let coordinator_clock = clock.clone();

@@ -21,6 +21,7 @@ pub mod sandbox;
 pub mod serving;
 pub mod sim;
 pub mod store;
+pub mod tls;
 pub mod wire;
 pub mod workload;
 

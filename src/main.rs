@@ -77,6 +77,10 @@ struct ConsoleArgs {
     /// Show every time in UTC rather than this machine's zone.
     #[arg(long)]
     utc: bool,
+    /// CA certificates (PEM) to trust beside the system's, for an https:// coordinator
+    /// whose certificate a private CA signed.
+    #[arg(long, env = "INTENTDESK_CA_FILE")]
+    ca_file: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -238,6 +242,7 @@ fn open_console(
         cache_path: Some(data_dir.join("console-cache.sqlite")),
         fixed_now_ms: None,
         utc,
+        ca_file: None,
     };
     intentdesk::console::run_native(options, runtime.clone())
         .context("no window could be opened (is there a display?); `intentdesk demo --headless` runs without one")
@@ -281,6 +286,7 @@ fn console(args: ConsoleArgs) -> anyhow::Result<()> {
         cache_path: Some(data_dir.join("console-cache.sqlite")),
         fixed_now_ms: None,
         utc: args.utc,
+        ca_file: args.ca_file,
     };
     intentdesk::console::run_native(options, rt.handle().clone())
 }

@@ -161,6 +161,7 @@ fn harness(dir: &std::path::Path) -> (tokio::runtime::Runtime, Harness<'static, 
         cache_path: Some(cache_path),
         fixed_now_ms: Some(NOW_MS),
         utc: true,
+        ca_file: None,
     };
     let handle = runtime.handle().clone();
     let mut harness = Harness::builder()

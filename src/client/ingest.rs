@@ -74,7 +74,8 @@ impl IngestClient {
         patience: Duration,
         seed: u64,
     ) -> Result<Self, CallError> {
-        let http = reqwest::Client::builder()
+        let http = crate::tls::client(None)
+            .map_err(|e| CallError::Invalid(e.to_string()))?
             .timeout(request_timeout)
             .no_proxy()
             .pool_max_idle_per_host(64)

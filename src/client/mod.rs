@@ -55,7 +55,21 @@ pub struct Client {
 
 impl Client {
     pub fn new(base: &str, token: &str) -> Result<Client, ClientError> {
-        let http = reqwest::Client::builder()
+        Client::with_ca(base, token, None)
+    }
+
+    /// [`Client::new`] trusting `ca_file`'s certificates (PEM) beside the system's roots,
+    /// for a coordinator whose certificate a private CA signed.
+    pub fn with_ca(
+        base: &str,
+        token: &str,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<Client, ClientError> {
+        let builder = crate::tls::client(ca_file).map_err(|e| ClientError::Unreachable {
+            url: base.to_string(),
+            detail: e.to_string(),
+        })?;
+        let http = builder
             .connect_timeout(Duration::from_secs(3))
             .timeout(Duration::from_secs(15))
             .build()
@@ -121,13 +135,7 @@ impl Client {
     }
 
     fn unreachable(&self, e: &reqwest::Error) -> ClientError {
-        let detail = if e.is_connect() {
-            "connection refused or no route".to_string()
-        } else if e.is_timeout() {
-            "no answer in time".to_string()
-        } else {
-            "the connection broke".to_string()
-        };
+        let detail = crate::tls::describe(e);
         ClientError::Unreachable {
             url: self.base.clone(),
             detail,

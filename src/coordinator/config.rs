@@ -46,6 +46,16 @@ max_event_streams_per_token = 16 # ... with one token: one more gets 429
 max_queued_writes = 512          # agents' writes waiting for the store at once: more get 503 +
                                  # Retry-After at once, nothing stored (the coordinator's own
                                  # writes and operator commands wait ahead and are never shed)
+events_kept_hours = 24           # the change feed behind GET /v1/events keeps this much ...
+events_kept_max = 2000000        # ... and at most this many events; a client resuming from
+                                 # an older one is told to read everything again
+
+# HTTPS (optional): the certificate chain and key this coordinator serves with, and CA
+# certificates to trust beside the system's when calling connectors over https://.
+# [tls]
+# cert_file = "coordinator.crt"
+# key_file = "coordinator.key"
+# ca_file = "company-ca.pem"
 
 # Bearer tokens are stored only as their SHA-256 (hex). Make one with:
 #   printf %s "$TOKEN" | sha256sum
@@ -177,6 +187,22 @@ pub struct Config {
     pub max_body_bytes: usize,
     #[serde(default)]
     pub limits: Limits,
+    #[serde(default)]
+    pub tls: TlsConfig,
+}
+
+/// TLS (`[tls]`): the coordinator serves HTTPS when given a certificate and its key, and
+/// trusts `ca_file` (beside the system's roots) when it calls connectors over HTTPS.
+/// Relative paths are taken relative to the configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// The certificate chain this coordinator presents, PEM, leaf first.
+    pub cert_file: Option<std::path::PathBuf>,
+    /// The private key of that certificate, PEM.
+    pub key_file: Option<std::path::PathBuf>,
+    /// More CA certificates (PEM) to trust for connectors' HTTPS.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// What a slow, stuck or greedy client may hold of the HTTP server (`[limits]`).
@@ -202,6 +228,10 @@ pub struct Limits {
     /// Agents' writes (create, authorize, report) waiting for or in the store at once;
     /// one more is answered 503 with `Retry-After` before anything is queued.
     pub max_queued_writes: usize,
+    /// Events of the change feed older than this are dropped.
+    pub events_kept_hours: u64,
+    /// At most this many events are kept, the newest.
+    pub events_kept_max: u64,
 }
 
 impl Default for Limits {
@@ -215,6 +245,8 @@ impl Default for Limits {
             max_event_streams: 256,
             max_event_streams_per_token: 16,
             max_queued_writes: 512,
+            events_kept_hours: 24,
+            events_kept_max: 2_000_000,
         }
     }
 }
@@ -248,6 +280,17 @@ impl Config {
             && file.is_relative()
         {
             config.database = crate::store::Location::Sqlite(dir.join(file));
+        }
+        if let Some(dir) = path.parent() {
+            let tls = &mut config.tls;
+            for file in [&mut tls.cert_file, &mut tls.key_file, &mut tls.ca_file]
+                .into_iter()
+                .flatten()
+            {
+                if file.is_relative() {
+                    *file = dir.join(&*file);
+                }
+            }
         }
         Ok(config)
     }
@@ -283,6 +326,8 @@ impl Config {
                 l.max_event_streams_per_token as u64,
             ),
             ("max_queued_writes", l.max_queued_writes as u64),
+            ("events_kept_hours", l.events_kept_hours),
+            ("events_kept_max", l.events_kept_max),
         ] {
             if value == 0 {
                 return Err(invalid(format!("limits.{key} must be at least 1")));
@@ -296,6 +341,12 @@ impl Config {
                  an operator's lookup waits for the connector",
                 l.request_timeout_ms, slowest.name, slowest.timeout_ms
             )));
+        }
+        if self.tls.cert_file.is_some() != self.tls.key_file.is_some() {
+            return Err(invalid(
+                "tls.cert_file and tls.key_file go together: give both to serve HTTPS, or neither"
+                    .into(),
+            ));
         }
         let mut names = std::collections::BTreeSet::new();
         for t in &self.tokens {

@@ -107,10 +107,13 @@ pub struct HttpDownstream {
 }
 
 impl HttpDownstream {
-    pub fn new() -> Result<HttpDownstream, reqwest::Error> {
-        let http = reqwest::Client::builder()
+    /// A client for every connector, trusting the system's roots and `ca_file`'s.
+    pub fn new(ca_file: Option<&std::path::Path>) -> Result<HttpDownstream, String> {
+        let http = crate::tls::client(ca_file)
+            .map_err(|e| e.to_string())?
             .pool_max_idle_per_host(64)
-            .build()?;
+            .build()
+            .map_err(|e| e.to_string())?;
         Ok(HttpDownstream { http })
     }
 }

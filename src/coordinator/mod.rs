@@ -13,6 +13,7 @@ pub mod core;
 pub mod dispatcher;
 pub mod error;
 pub mod events;
+pub mod feed;
 pub mod health;
 pub mod ingest;
 pub mod limits;
@@ -67,6 +68,8 @@ pub struct AppState {
     pub streams: Arc<limits::StreamSlots>,
     /// The background parts' states, for `/healthz`.
     pub health: Arc<health::Liveness>,
+    /// The change feed's one follower, shared by every event stream.
+    pub feed: Arc<feed::Feed>,
 }
 
 impl AppState {
@@ -87,7 +90,7 @@ impl AppState {
     ) -> Result<AppState, crate::store::StoreError> {
         let db = crate::store::open_db(&config.database, config.durability)?;
         db.limit_ingest(config.limits.max_queued_writes);
-        let downstream = HttpDownstream::new().map_err(|e| {
+        let downstream = HttpDownstream::new(config.tls.ca_file.as_deref()).map_err(|e| {
             crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
         })?;
         Ok(AppState {
@@ -108,6 +111,7 @@ impl AppState {
             metrics_ready: Arc::new(watch::Sender::new(true)),
             streams: limits::StreamSlots::new(&config),
             health: Arc::default(),
+            feed: Arc::default(),
             config: Arc::new(config),
         })
     }
@@ -150,6 +154,11 @@ pub async fn run_with(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
+    // A certificate that cannot be used stops the start, before anything else runs.
+    let tls = match (&config.tls.cert_file, &config.tls.key_file) {
+        (Some(cert), Some(key)) => Some(crate::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let state = AppState::with_sources(config, stop_rx, clock, entropy)?;
     // Each runs supervised: restarted when it panics, reported by `/healthz`.
     let dispatcher = {
@@ -171,10 +180,12 @@ pub async fn run_with(
         ))
     };
     charts::warm_up(&state);
-    tracing::info!(addr = %listener.local_addr()?, "coordinator listening");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(addr = %listener.local_addr()?, scheme, "coordinator listening");
     let app = router(state.clone());
     let (limits, stopping) = (state.config.limits.clone(), state.stopping.clone());
-    let serve = tokio::spawn(async move { server::serve(listener, app, &limits, stopping).await });
+    let serve =
+        tokio::spawn(async move { server::serve(listener, app, &limits, tls, stopping).await });
     shutdown.await;
     tracing::info!("coordinator stopping");
     let _ = stop_tx.send(true);

@@ -3,7 +3,8 @@
 //! headers must arrive within `header_read_timeout_ms` of its first byte, so sockets that
 //! send a byte a minute hold nothing for long. On shutdown it stops accepting, lets
 //! in-flight requests finish (event streams end themselves) and aborts what is left after a
-//! grace period.
+//! grace period. With a TLS acceptor every connection is HTTPS: its handshake must finish
+//! within the header timeout too.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -13,10 +14,11 @@ use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use super::config::Limits;
 use crate::wire::{ErrorBody, ErrorDetail};
@@ -33,6 +35,7 @@ pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: &Limits,
+    tls: Option<TlsAcceptor>,
     mut stopping: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
@@ -45,18 +48,29 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    match slots.clone().try_acquire_owned() {
-                        Ok(slot) => {
-                            let (app, stop) = (app.clone(), for_connections.clone());
-                            connections.spawn(async move {
+                    let slot = slots.clone().try_acquire_owned().ok();
+                    let (app, stop, tls) = (app.clone(), for_connections.clone(), tls.clone());
+                    connections.spawn(async move {
+                        match (slot, tls) {
+                            (Some(slot), None) => {
                                 connection(stream, app, header_timeout, stop).await;
                                 drop(slot);
-                            });
+                            }
+                            (Some(slot), Some(tls)) => {
+                                if let Some(stream) = handshake(&tls, stream, header_timeout).await {
+                                    connection(stream, app, header_timeout, stop).await;
+                                }
+                                drop(slot);
+                            }
+                            (None, None) => refuse(stream).await,
+                            // A refused HTTPS client is given its 503 inside TLS, briefly.
+                            (None, Some(tls)) => {
+                                if let Some(stream) = handshake(&tls, stream, REFUSAL_WRITE).await {
+                                    refuse(stream).await;
+                                }
+                            }
                         }
-                        Err(_) => {
-                            connections.spawn(refuse(stream));
-                        }
-                    }
+                    });
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -71,12 +85,30 @@ pub async fn serve(
     Ok(())
 }
 
-async fn connection(
+/// The TLS handshake of one connection, given `within` to finish.
+async fn handshake(
+    tls: &TlsAcceptor,
     stream: TcpStream,
+    within: Duration,
+) -> Option<tokio_rustls::server::TlsStream<TcpStream>> {
+    match tokio::time::timeout(within, tls.accept(stream)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "a TLS handshake failed");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+async fn connection<S>(
+    stream: S,
     app: Router,
     header_timeout: Duration,
     mut stopping: watch::Receiver<bool>,
-) {
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let mut builder = http1::Builder::new();
     builder.timer(TokioTimer::new());
     builder.header_read_timeout(header_timeout);
@@ -106,7 +138,7 @@ async fn stopped(stopping: &mut watch::Receiver<bool>) {
 
 /// Answer a connection past the limit with 503 and close it. The refused connection is
 /// not counted: an attacker opening many gets each one answered within a second.
-async fn refuse(mut stream: TcpStream) {
+async fn refuse<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S) {
     let body = serde_json::to_string(&ErrorBody {
         error: ErrorDetail {
             code: "overloaded".into(),

@@ -136,11 +136,15 @@ impl WebhookQueue {
 }
 
 async fn deliver_all(mut rx: mpsc::Receiver<Delivery>, target: WebhookTarget) {
-    let client = match reqwest::Client::builder()
-        .timeout(REQUEST_TIMEOUT)
-        .no_proxy()
-        .build()
-    {
+    let built = crate::tls::client(None)
+        .map_err(|e| e.to_string())
+        .and_then(|b| {
+            b.timeout(REQUEST_TIMEOUT)
+                .no_proxy()
+                .build()
+                .map_err(|e| e.to_string())
+        });
+    let client = match built {
         Ok(client) => client,
         Err(err) => {
             tracing::error!(error = %err, "cannot build the webhook client; webhooks disabled");

@@ -368,7 +368,7 @@ impl Commands for Store {
             Some(id) => {
                 let sql = format!(
                     "SELECT {RECORD_COLUMNS} FROM commands c WHERE (c.seq IN (SELECT t.command_seq FROM command_targets t \
-                     JOIN intents i ON i.seq = t.intent_seq WHERE i.id = ?1) AND NOT c.dry_run) OR c.body_json LIKE ?2 \
+                     JOIN intents i ON i.seq = t.intent_seq WHERE i.id = ?1) AND c.dry_run = 0) OR c.body_json LIKE ?2 \
                      ORDER BY c.seq DESC LIMIT ?3"
                 );
                 let pattern = format!("%\"{}\"%", id.as_str());

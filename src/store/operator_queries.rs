@@ -107,8 +107,8 @@ impl OperatorQueries for Store {
         if let Some(id) = intent {
             let m = bind(Value::Text(id.to_string()));
             sql.push_str(&format!(
-                " AND (c.seq IN (SELECT t.command_seq FROM command_targets t JOIN intents i ON i.seq = t.intent_seq \
-                 WHERE i.id = {m}) OR {target_intent} = {m})"
+                " AND ((c.seq IN (SELECT t.command_seq FROM command_targets t JOIN intents i ON i.seq = t.intent_seq \
+                 WHERE i.id = {m}) AND c.dry_run = 0) OR {target_intent} = {m})"
             ));
         }
         let l = bind(Value::Int(i64::from(limit)));

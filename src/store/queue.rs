@@ -151,10 +151,18 @@ mod tests {
     fn priority_writes_are_taken_before_ingest_and_in_order() {
         let queue = WriteQueue::new();
         let seen = Arc::new(Mutex::new(Vec::new()));
-        queue.push(job("i1", seen.clone()), Lane::Ingest).expect("queued");
-        queue.push(job("p1", seen.clone()), Lane::Priority).expect("queued");
-        queue.push(job("i2", seen.clone()), Lane::Ingest).expect("queued");
-        queue.push(job("p2", seen.clone()), Lane::Priority).expect("queued");
+        queue
+            .push(job("i1", seen.clone()), Lane::Ingest)
+            .expect("queued");
+        queue
+            .push(job("p1", seen.clone()), Lane::Priority)
+            .expect("queued");
+        queue
+            .push(job("i2", seen.clone()), Lane::Ingest)
+            .expect("queued");
+        queue
+            .push(job("p2", seen.clone()), Lane::Priority)
+            .expect("queued");
         let mut store =
             crate::store::sqlite::open(std::path::Path::new(":memory:"), Default::default())
                 .expect("a store");

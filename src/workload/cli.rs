@@ -185,7 +185,7 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
 }
 
 fn client() -> anyhow::Result<reqwest::Client> {
-    reqwest::Client::builder()
+    crate::tls::client(None)?
         .timeout(Duration::from_secs(10))
         .no_proxy()
         .build()

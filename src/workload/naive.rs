@@ -74,7 +74,8 @@ pub async fn run_naive(config: &NaiveConfig, faults: &str) -> Result<Report, Wor
             "the rate and the concurrency must be positive".into(),
         ));
     }
-    let http = reqwest::Client::builder()
+    let http = crate::tls::client(None)
+        .map_err(|e| WorkloadError::Invalid(e.to_string()))?
         .timeout(config.call_timeout)
         .no_proxy()
         .pool_max_idle_per_host(64)

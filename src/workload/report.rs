@@ -128,7 +128,8 @@ impl ReportSource {
         sandbox: Url,
         clock: SharedClock,
     ) -> Result<ReportSource, WorkloadError> {
-        let http = reqwest::Client::builder()
+        let http = crate::tls::client(None)
+            .map_err(|e| WorkloadError::Invalid(e.to_string()))?
             .timeout(Duration::from_secs(30))
             .no_proxy()
             .build()

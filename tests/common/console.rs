@@ -266,6 +266,7 @@ impl Rig {
             cache_path: None,
             fixed_now_ms,
             utc: true,
+            ca_file: None,
         };
         let handle = self.runtime.handle().clone();
         let mut harness = Harness::builder()

@@ -106,7 +106,12 @@ impl ConsoleApp {
         let client = if options.offline {
             None
         } else {
-            Client::new(&options.coordinator_url, &options.token).ok()
+            Client::with_ca(
+                &options.coordinator_url,
+                &options.token,
+                options.ca_file.as_deref(),
+            )
+            .ok()
         };
         let cache = options
             .cache_path

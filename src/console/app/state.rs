@@ -30,6 +30,8 @@ pub struct ConsoleOptions {
     pub fixed_now_ms: Option<u64>,
     /// Show every time in UTC rather than the machine's zone (`--utc`).
     pub utc: bool,
+    /// CA certificates (PEM) to trust beside the system's for an `https://` coordinator.
+    pub ca_file: Option<PathBuf>,
 }
 
 /// What the console remembers between runs (never a token).
