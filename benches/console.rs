@@ -121,7 +121,10 @@ fn coordinator_process(data: &std::path::Path, runtime: &tokio::runtime::Runtime
         // core at a million intents); measure the console against a settled coordinator, as
         // it meets one that has been running. An overview answers once the load is done.
         let started = Instant::now();
-        let overview = reqwest::Client::new()
+        let overview = intentdesk::tls::client(None)
+            .expect("a TLS client")
+            .build()
+            .expect("an HTTP client")
             .get(format!("{}/v1/metrics/overview", child.url))
             .bearer_auth(TOKEN)
             .send()

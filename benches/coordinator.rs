@@ -217,7 +217,7 @@ fn main() {
         let state = SandboxState::new("none".parse::<FaultSpec>().expect("spec"), None);
         tokio::spawn(intentdesk::sandbox::run(sandbox_listener, state, std::future::pending()));
         let url = coordinator(&dir.path().join("bench.sqlite"), &sandbox, 1_000).await;
-        let http = reqwest::Client::builder().pool_max_idle_per_host(256).build().expect("client");
+        let http = intentdesk::tls::client(None).expect("a TLS client").pool_max_idle_per_host(256).build().expect("client");
 
         // `cargo bench --bench coordinator -- list` measures only the list pages;
         // `-- durability` only the cost of syncing every commit.

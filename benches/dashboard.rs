@@ -61,7 +61,10 @@ fn coordinator(c: &mut Criterion) {
         tokio::spawn(run(listener, config, std::future::pending()));
         format!("http://{addr}")
     });
-    let http = reqwest::Client::new();
+    let http = intentdesk::tls::client(None)
+        .expect("a TLS client")
+        .build()
+        .expect("an HTTP client");
     let get = |query: &str, path: &str| -> Value {
         runtime.block_on(async {
             let response = http

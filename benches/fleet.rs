@@ -110,7 +110,10 @@ async fn coordinators(
             })));
         running.stops.push(stop);
         // Serving once the store is open (a coordinator connects before it serves).
-        let http = reqwest::Client::new();
+        let http = intentdesk::tls::client(None)
+            .expect("a TLS client")
+            .build()
+            .expect("an HTTP client");
         while !http
             .get(format!("{url}/healthz"))
             .send()
@@ -242,7 +245,8 @@ fn main() {
             state,
             std::future::pending(),
         ));
-        let http = reqwest::Client::builder()
+        let http = intentdesk::tls::client(None)
+            .expect("a TLS client")
             .pool_max_idle_per_host(256)
             .build()
             .expect("client");

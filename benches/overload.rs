@@ -27,9 +27,21 @@ use tokio::sync::{Mutex, Semaphore};
 mod orders;
 use orders::{TOKEN, committed, order, percentile, whole_order};
 
-/// Requests the load keeps outstanding at most; more offered at once are counted as not
-/// sent (the load's own limit, not the coordinator's answer).
-const MAX_OUTSTANDING: usize = 8_192;
+/// Requests the load keeps outstanding at most (`INTENTDESK_OVERLOAD_OUTSTANDING`, default
+/// 2,000: under the coordinator's 2,048 connections, so every request gets an HTTP answer);
+/// more offered at once are counted as not sent (the load's own limit, not the answer).
+fn max_outstanding() -> usize {
+    std::env::var("INTENTDESK_OVERLOAD_OUTSTANDING")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000)
+}
+
+/// Whether to pin the coordinator to CPU 0 and the load to the rest
+/// (`INTENTDESK_OVERLOAD_PIN=0` to share both cores).
+fn pin() -> bool {
+    std::env::var("INTENTDESK_OVERLOAD_PIN").map_or(true, |v| v != "0")
+}
 
 struct Child {
     process: std::process::Child,
@@ -72,10 +84,11 @@ fn start_coordinator(dir: &Path, sandbox: &str, tls: Option<(&Path, &Path)>) -> 
     let path = dir.join(format!("coordinator-{port}.toml"));
     std::fs::write(&path, config).expect("config");
     let binary = env!("CARGO_BIN_EXE_intentdesk");
-    let pinned = std::process::Command::new("taskset")
-        .arg("-V")
-        .output()
-        .is_ok();
+    let pinned = pin()
+        && std::process::Command::new("taskset")
+            .arg("-V")
+            .output()
+            .is_ok();
     let mut command = if pinned {
         let mut c = std::process::Command::new("taskset");
         c.args(["-c", "0", binary]);
@@ -180,7 +193,7 @@ async fn overload(
     pid: u32,
 ) -> (Answers, Vec<f64>, f64, f64) {
     let answers = Arc::new(Mutex::new(Answers::default()));
-    let outstanding = Arc::new(Semaphore::new(MAX_OUTSTANDING));
+    let outstanding = Arc::new(Semaphore::new(max_outstanding()));
     let started = Instant::now();
     let reader = {
         let (http, url) = (http.clone(), url.to_string());
@@ -300,7 +313,7 @@ fn main() {
         let http = intentdesk::tls::client(Some(&ca))
             .expect("client")
             .no_proxy()
-            .pool_max_idle_per_host(MAX_OUTSTANDING)
+            .pool_max_idle_per_host(max_outstanding())
             .timeout(Duration::from_secs(60))
             .build()
             .expect("client");
@@ -319,7 +332,8 @@ fn main() {
         let answered: u64 = answers.by_status.values().sum();
         println!(
             "overload: offered {rate:.0}/s for {offered_for:.1} s; answered {answered}, \
-             not sent by the load (over {MAX_OUTSTANDING} outstanding) {}",
+             not sent by the load (over {} outstanding) {}",
+            max_outstanding(),
             answers.not_sent
         );
         let accepted_rate = accepted as f64 / offered_for;

@@ -189,7 +189,7 @@ fn coordinator_with(
     };
     let (url, stop, served) = start();
     let id = runtime.block_on(async {
-        let http = reqwest::Client::new();
+        let http = intentdesk::tls::client(None).expect("a TLS client").build().expect("an HTTP client");
         let body = json!({"tenant": "acme", "actor": "agent", "purpose": "compare", "operation": "quote.compare",
             "tool": "llm", "consequence": "compute", "args": {"q": 1}, "deadline_secs": 600, "max_attempts": 50,
             "release_id": "r7", "locale": "en-US"});

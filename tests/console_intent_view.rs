@@ -297,7 +297,10 @@ fn a_supervisor_sees_pause_disabled_and_why() {
     );
 
     let who: Value = rig.runtime.block_on(async {
-        reqwest::Client::new()
+        intentdesk::tls::client(None)
+            .expect("a TLS client")
+            .build()
+            .expect("an HTTP client")
             .get(format!("{}/v1/whoami", rig.base))
             .bearer_auth(SUPERVISOR)
             .send()

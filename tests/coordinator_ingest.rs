@@ -43,7 +43,10 @@ async fn start(backend: &Backend) -> Running {
     let coordinator = deploy::Coordinator::start(&setup).await;
     Running {
         base: coordinator.base.clone(),
-        http: reqwest::Client::new(),
+        http: intentdesk::tls::client(None)
+            .expect("a TLS client")
+            .build()
+            .expect("an HTTP client"),
         _coordinator: coordinator,
         _sandbox: sandbox,
         _dir: dir,

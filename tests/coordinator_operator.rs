@@ -78,7 +78,8 @@ async fn start(backend: &Backend) -> Coordinator {
     setup.supports_lookup = false;
     setup.timeout_ms = 200;
     let running = deploy::Coordinator::start(&setup).await;
-    let http = reqwest::Client::builder()
+    let http = intentdesk::tls::client(None)
+        .expect("a TLS client")
         .no_proxy()
         .build()
         .expect("client builds");

@@ -43,7 +43,10 @@ async fn start(backend: &Backend, faults: &str) -> Rig {
     Rig {
         base: coordinator.base.clone(),
         sandbox: downstream.state.clone(),
-        http: reqwest::Client::new(),
+        http: intentdesk::tls::client(None)
+            .expect("a TLS client")
+            .build()
+            .expect("an HTTP client"),
         _coordinator: coordinator,
         _sandbox: downstream,
         _dir: dir,

@@ -63,7 +63,8 @@ async fn fleet(url: String) -> Fleet {
         deploy::Coordinator::start(&Setup::on(&backend, dir.path(), &downstream.url, tokens()))
             .await;
     // Both have opened the database (a coordinator connects before it serves).
-    let http = reqwest::Client::builder()
+    let http = intentdesk::tls::client(None)
+        .expect("a TLS client")
         .no_proxy()
         .timeout(PATIENCE)
         .build()

@@ -67,7 +67,8 @@ impl Coordinator {
             .spawn()
             .expect("the coordinator starts");
         self.child = Some(child);
-        let http = reqwest::Client::builder()
+        let http = intentdesk::tls::client(None)
+            .expect("a TLS client")
             .no_proxy()
             .timeout(Duration::from_secs(2))
             .build()
@@ -294,7 +295,8 @@ async fn crash_run(seed: u64, intents: u64, kills: u32, fleet: usize, database: 
     );
 
     // Every intent in a state its evidence supports.
-    let http = reqwest::Client::builder()
+    let http = intentdesk::tls::client(None)
+        .expect("a TLS client")
         .no_proxy()
         .build()
         .expect("client");

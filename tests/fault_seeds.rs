@@ -97,7 +97,8 @@ async fn start(backend: &Backend, setup: Setup) -> Rig {
     config.key_retention_secs = setup.key_retention_secs;
     config.dispatch_lease_ms = Some(setup.dispatch_lease_ms);
     let coordinator = deploy::Coordinator::serve(listener, &config);
-    let http = reqwest::Client::builder()
+    let http = intentdesk::tls::client(None)
+        .expect("a TLS client")
         .no_proxy()
         .timeout(PATIENCE)
         .build()

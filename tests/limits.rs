@@ -57,7 +57,8 @@ async fn rig(limits: &str) -> Rig {
     setup.timeout_ms = 100;
     setup.tables = format!("[limits]\n{limits}\n");
     let coordinator = Coordinator::start(&setup).await;
-    let http = reqwest::Client::builder()
+    let http = intentdesk::tls::client(None)
+        .expect("a TLS client")
         .no_proxy()
         .pool_max_idle_per_host(0)
         .build()
@@ -194,6 +195,44 @@ async fn headers_that_never_finish_lose_their_connection() {
         "a connection whose headers never finish is closed, at most with a 408: {answer:?}"
     );
     // Everyone else is served as before.
+    assert_eq!(rig.whoami(ADMIN).await.status().as_u16(), 200);
+}
+
+/// Many slow senders at once, each trickling its headers a byte at a time: every one is
+/// closed within the header timeout, and `/healthz` answers all the while.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickling_senders_are_closed_and_health_answers_throughout() {
+    let rig = rig("header_read_timeout_ms = 500").await;
+    const SENDERS: usize = 64;
+    let mut senders = Vec::new();
+    for _ in 0..SENDERS {
+        let addr = rig.coordinator.addr;
+        senders.push(tokio::spawn(async move {
+            let mut stream = TcpStream::connect(addr).await.expect("connect");
+            let started = Instant::now();
+            let head = b"GET /v1/whoami HTTP/1.1\r\nhost: test\r\nx-slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+            for byte in head.iter().cycle() {
+                if stream.write_all(std::slice::from_ref(byte)).await.is_err() {
+                    break;
+                }
+                // A byte every 50 ms: far slower than any client, never silent for long.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                assert!(started.elapsed() < PATIENCE, "a trickling sender was never closed");
+            }
+            started.elapsed()
+        }));
+    }
+    let health = rig
+        .http
+        .get(format!("{}/healthz", rig.coordinator.base))
+        .send()
+        .await
+        .expect("health answers");
+    assert_eq!(health.status().as_u16(), 200);
+    for sender in senders {
+        let held = sender.await.expect("sender");
+        assert!(held < Duration::from_secs(5), "held for {held:?}");
+    }
     assert_eq!(rig.whoami(ADMIN).await.status().as_u16(), 200);
 }
 

@@ -163,7 +163,10 @@ async fn the_steady_workload_runs_until_shutdown() {
         })
         .await
     });
-    let http = reqwest::Client::new();
+    let http = intentdesk::tls::client(None)
+        .expect("a TLS client")
+        .build()
+        .expect("an HTTP client");
     let deadline = Instant::now() + PATIENCE;
     loop {
         let page: serde_json::Value = http

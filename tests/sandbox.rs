@@ -53,7 +53,8 @@ async fn start_with(spec: &str, setup: Setup) -> Sandbox {
         let _ = stop_rx.await;
     };
     let task = tokio::spawn(sandbox::run(listener, state.clone(), shutdown));
-    let http = reqwest::Client::builder()
+    let http = intentdesk::tls::client(None)
+        .expect("a TLS client")
         .no_proxy()
         .timeout(PATIENCE)
         .build()
@@ -445,7 +446,8 @@ async fn a_retry_overtakes_a_held_request_and_the_held_one_replays() {
 async fn a_held_creation_takes_effect_after_its_caller_gave_up() {
     let sandbox = start("delay_ms=300").await;
     let key = "po:acme:int_12";
-    let impatient = reqwest::Client::builder()
+    let impatient = intentdesk::tls::client(None)
+        .expect("a TLS client")
         .no_proxy()
         .timeout(Duration::from_millis(50))
         .build()

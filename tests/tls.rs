@@ -182,7 +182,8 @@ async fn a_connector_orders_over_https_from_a_downstream_signed_by_the_configure
     // The coordinator itself serves plain HTTP here; it trusts the CA for its connectors.
     setup.tables = format!("[tls]\nca_file = '{}'\n", pki.ca.display());
     let coordinator = Coordinator::start(&setup).await;
-    let http = reqwest::Client::builder()
+    let http = intentdesk::tls::client(None)
+        .expect("a TLS client")
         .no_proxy()
         .build()
         .expect("client");

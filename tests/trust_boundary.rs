@@ -176,7 +176,8 @@ impl Rig {
         Rig {
             base,
             sandbox: downstream.state.clone(),
-            http: reqwest::Client::builder()
+            http: intentdesk::tls::client(None)
+                .expect("a TLS client")
                 .no_proxy()
                 .timeout(PATIENCE)
                 .build()

@@ -123,6 +123,9 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(message) => {
                 ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
             }
+            StoreError::NotDispatchable(message) => {
+                ApiError::new(StatusCode::CONFLICT, "not_dispatchable", message)
+            }
             StoreError::Forbidden(message) => {
                 ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
             }

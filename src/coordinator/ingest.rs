@@ -11,6 +11,7 @@ use axum::{Json, Router};
 
 use super::AppState;
 use super::auth::Principal;
+use super::body::{parse_body, parse_body_with};
 use super::error::ApiError;
 use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
 use crate::domain::{
@@ -46,34 +47,6 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/v1/intents/{id}/dispatch", post(dispatch))
         .route("/v1/receipts/{connector}", post(receipt_webhook))
-}
-
-/// Parse a JSON body into `T`, naming the field and the problem on failure.
-pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let at_root = path.is_empty() || path == ".";
-        // A field that is missing is named by serde only in its message.
-        let missing = inner
-            .to_string()
-            .strip_prefix("missing field `")
-            .and_then(|rest| rest.split_once('`'))
-            .map(|(name, _)| name.to_string());
-        match (at_root, missing) {
-            (true, Some(name)) => ApiError::fields(BTreeMap::from([(
-                name,
-                "this field is required".to_string(),
-            )])),
-            (true, None) => ApiError::bad_request(format!("the body is not valid: {inner}")),
-            (false, Some(name)) => ApiError::fields(BTreeMap::from([(
-                format!("{path}.{name}"),
-                "this field is required".to_string(),
-            )])),
-            (false, None) => ApiError::fields(BTreeMap::from([(path, inner.to_string())])),
-        }
-    })
 }
 
 pub fn parse_id<T: std::str::FromStr<Err = crate::domain::IdError>>(
@@ -122,7 +95,7 @@ async fn create_intent(
             format!("must be 1 to {MAX_CALLER_KEY} characters"),
         )])));
     }
-    let req: CreateIntent = parse_body(&body)?;
+    let req: CreateIntent = parse_body_with(&body, |field| field == "args")?;
     let mut fields = BTreeMap::new();
     let tenant: Option<Tenant> = match req.tenant.parse() {
         Ok(t) => Some(t),
@@ -521,7 +494,7 @@ async fn dispatch(
         .ingest(move |s| {
             let intent = s.intent_for_update(&id)?;
             if !intent.consequence.is_mutating() {
-                return Err(crate::store::StoreError::Conflict(format!(
+                return Err(crate::store::StoreError::NotDispatchable(format!(
                     "a {} intent changes nothing downstream; report its work as attempts",
                     intent.consequence
                 )));
@@ -598,7 +571,9 @@ async fn receipt_webhook(
     if state.config.connector(&connector).is_none() {
         return Err(ApiError::not_found("connector", &connector));
     }
-    let req: ReceiptDelivery = parse_body(&body)?;
+    // Fields a downstream adds besides the four it must send are its own.
+    let known = ["event_id", "action_key", "downstream_id", "status"];
+    let req: ReceiptDelivery = parse_body_with(&body, |field| !known.contains(&field))?;
     let mut fields = BTreeMap::new();
     check_text(&mut fields, "event_id", &req.event_id, 200);
     check_text(&mut fields, "downstream_id", &req.downstream_id, 200);

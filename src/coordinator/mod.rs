@@ -6,6 +6,7 @@
 //! without a socket, for tests.
 
 pub mod auth;
+pub mod body;
 pub mod charts;
 pub mod config;
 pub mod connector;

@@ -267,9 +267,13 @@ impl Commands for Store {
                 }
                 Err(StoreError::Refused(refusal)) => {
                     tx.batch("ROLLBACK TO act; RELEASE act")?;
+                    let code = match refusal {
+                        crate::domain::Refusal::MissingEvidence(_) => "missing_evidence",
+                        _ => "invalid_state",
+                    };
                     (
                         "refused",
-                        serde_json::json!({ "error": refusal.to_string() }),
+                        serde_json::json!({ "error": refusal.to_string(), "code": code }),
                     )
                 }
                 Err(other) => return Err(other),

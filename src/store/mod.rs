@@ -138,6 +138,9 @@ pub enum StoreError {
     /// The ingest lane is full: the write was refused before it was queued.
     #[error("the write queue is full ({waiting} ingest writes waiting)")]
     Overloaded { waiting: usize },
+    /// A dispatch of an intent that changes nothing downstream.
+    #[error("{0}")]
+    NotDispatchable(String),
     /// The operation panicked; its transaction was rolled back and the connection kept.
     #[error("the operation panicked: {0}")]
     Panicked(String),

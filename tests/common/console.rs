@@ -115,7 +115,10 @@ impl Rig {
     /// the `Idempotent-Replayed` header and the answer.
     pub fn post(&self, path: &str, key: Option<&str>, body: &Value) -> (u16, bool, Value) {
         self.runtime.block_on(async {
-            let mut request = reqwest::Client::new()
+            let mut request = intentdesk::tls::client(None)
+                .expect("a TLS client")
+                .build()
+                .expect("an HTTP client")
                 .post(format!("{}{path}", self.base))
                 .bearer_auth(ADMIN);
             if !body.is_null() {
@@ -194,7 +197,10 @@ impl Rig {
     /// `GET` `path` with `query` as the admin: the answer.
     pub fn get_query(&self, path: &str, query: &[(&str, &str)]) -> Value {
         self.runtime.block_on(async {
-            reqwest::Client::new()
+            intentdesk::tls::client(None)
+                .expect("a TLS client")
+                .build()
+                .expect("an HTTP client")
                 .get(format!("{}{path}", self.base))
                 .bearer_auth(ADMIN)
                 .query(query)

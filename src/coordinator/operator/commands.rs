@@ -6,8 +6,9 @@
 //! of the body's canonical JSON form, and executed in the same transaction. Sending the same
 //! id with the same body again answers the first record (200, `Idempotent-Replayed: true`)
 //! and does nothing; the same id with another body is 422 `command_id_mismatch`. A command
-//! the state machine refuses (a close without evidence) is still recorded, as `refused`,
-//! and answers 422 with the reason, first time and on every replay.
+//! the state machine refuses is still recorded, as `refused`, and answers with the reason
+//! first time and on every replay: 422 for a close without evidence, 409 for one the
+//! intent's state does not allow.
 //!
 //! `reconcile` is recorded first (its target set frozen), then looks each target's action
 //! key up (at most [`MAX_LOOKUPS`], a few at a time) and stores the per-intent results as
@@ -33,8 +34,9 @@ use tokio::task::JoinSet;
 use super::params::{Params, RawQuery};
 use crate::coordinator::AppState;
 use crate::coordinator::auth::Principal;
+use crate::coordinator::body::parse_body;
 use crate::coordinator::error::ApiError;
-use crate::coordinator::ingest::{parse_body, visible_intent};
+use crate::coordinator::ingest::visible_intent;
 use crate::coordinator::reconciler::reconcile_intent;
 use crate::domain::canonical::canonicalize;
 use crate::domain::{CommandId, CommandKind, Evidence, IntentId, Permission, Role, Tenant};
@@ -329,7 +331,8 @@ async fn run_command(
     }
 }
 
-/// 201 for a fresh record, 200 for a replay, 422 for a refused command either way.
+/// 201 for a fresh record, 200 for a replay; a refused command, either way, 422 when it
+/// lacked evidence and 409 when the intent's state does not allow it.
 fn answer(record: CommandRecord, replayed: bool) -> Response {
     let mut response = if record.status == "refused" {
         let message = record
@@ -337,7 +340,11 @@ fn answer(record: CommandRecord, replayed: bool) -> Response {
             .get("error")
             .and_then(Value::as_str)
             .unwrap_or("the command was refused");
-        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "command_refused", message).into_response()
+        let status = match record.result.get("code").and_then(Value::as_str) {
+            Some("invalid_state") => StatusCode::CONFLICT,
+            _ => StatusCode::UNPROCESSABLE_ENTITY,
+        };
+        ApiError::new(status, "command_refused", message).into_response()
     } else if replayed {
         (StatusCode::OK, Json(record)).into_response()
     } else {

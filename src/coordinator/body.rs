@@ -1,0 +1,147 @@
+//! Request bodies: JSON read into a wire type, every problem named by its field.
+//!
+//! Before a body reaches its type it is held to what the API description says of it, where
+//! serde alone would be more lenient: the body and every object in it must be JSON objects
+//! (serde would also take an array of the fields in order), and a whole number written
+//! with a fraction (`3.0`) is the integer it is, as JSON Schema counts it. Free-form parts
+//! (an intent's `args`) are left exactly as sent.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Number, Value};
+
+use super::error::ApiError;
+
+/// Parse a JSON body into `T`, naming the field and the problem on failure.
+pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    parse_body_with(body, |_| false)
+}
+
+/// [`parse_body`], leaving the top-level fields for which `free_form` is true as they were
+/// sent (an intent's `args`; the fields a downstream adds to its webhook).
+pub fn parse_body_with<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    free_form: impl Fn(&str) -> bool,
+) -> Result<T, ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
+    let Value::Object(fields) = value else {
+        return Err(ApiError::bad_request(format!(
+            "the body must be a JSON object, not {}",
+            kind(&value)
+        )));
+    };
+    let mut fields = fields;
+    for (name, field) in fields.iter_mut() {
+        if !free_form(name) {
+            hold(field, name)?;
+        }
+    }
+    serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let at_root = path.is_empty() || path == ".";
+        // A field that is missing is named by serde only in its message.
+        let missing = inner
+            .to_string()
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split_once('`'))
+            .map(|(name, _)| name.to_string());
+        match (at_root, missing) {
+            (true, Some(name)) => ApiError::fields(BTreeMap::from([(
+                name,
+                "this field is required".to_string(),
+            )])),
+            (true, None) => ApiError::bad_request(format!("the body is not valid: {inner}")),
+            (false, Some(name)) => ApiError::fields(BTreeMap::from([(
+                format!("{path}.{name}"),
+                "this field is required".to_string(),
+            )])),
+            (false, None) => ApiError::fields(BTreeMap::from([(path, inner.to_string())])),
+        }
+    })
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Hold one field (at `path`) to the description: no arrays (no request field is one
+/// outside the free-form parts), whole numbers as integers, and the same inside objects.
+fn hold(value: &mut Value, path: &str) -> Result<(), ApiError> {
+    match value {
+        Value::Array(_) => Err(ApiError::fields(BTreeMap::from([(
+            path.to_string(),
+            "expected an object or a single value, found an array".to_string(),
+        )]))),
+        Value::Number(n) => {
+            if let Some(whole) = whole(n) {
+                *n = whole;
+            }
+            Ok(())
+        }
+        Value::Object(map) => hold_all(map, path),
+        _ => Ok(()),
+    }
+}
+
+fn hold_all(map: &mut Map<String, Value>, path: &str) -> Result<(), ApiError> {
+    for (name, field) in map.iter_mut() {
+        hold(field, &format!("{path}.{name}"))?;
+    }
+    Ok(())
+}
+
+/// `n` as an integer when it is a float with no fraction that fits one.
+fn whole(n: &Number) -> Option<Number> {
+    let f = n.as_f64().filter(|_| n.is_f64())?;
+    if f.fract() != 0.0 || !f.is_finite() {
+        return None;
+    }
+    if (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+        Some(Number::from(f as u64))
+    } else if (-9_223_372_036_854_775_808.0..0.0).contains(&f) {
+        Some(Number::from(f as i64))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Authorize, CommandBody, CreateIntent};
+
+    #[test]
+    fn whole_numbers_with_a_fraction_are_integers_and_args_stay_as_sent() {
+        let body = br#"{"tenant": "acme", "actor": "a", "purpose": "p", "operation": "o",
+            "tool": "t", "consequence": "read", "args": {"qty": 3.0, "list": [1, 2]},
+            "deadline_secs": 60.0, "max_attempts": 3.0, "release_id": "r1"}"#;
+        let req: CreateIntent = parse_body_with(body, |f| f == "args").expect("accepted");
+        assert_eq!((req.deadline_secs, req.max_attempts), (60, 3));
+        assert_eq!(req.args["qty"].to_string(), "3.0");
+        assert!(req.args["list"].is_array());
+        let fraction =
+            br#"{"authorization_version": "v1", "approver": "a", "valid_for_secs": 2.5}"#;
+        let refused = parse_body::<Authorize>(fraction).expect_err("a fraction");
+        assert!(refused.fields.contains_key("valid_for_secs"), "{refused:?}");
+    }
+
+    #[test]
+    fn arrays_in_place_of_objects_are_refused_naming_the_field() {
+        let top = br#"["acme", "agent-7"]"#;
+        let refused = parse_body::<Authorize>(top).expect_err("an array body");
+        assert!(refused.message.contains("JSON object"), "{refused:?}");
+        let nested = br#"{"command_id": "cmd_01kb0000000000000000000001", "kind": "pause",
+            "target": {"scope": ["acme"]}}"#;
+        let refused = parse_body::<CommandBody>(nested).expect_err("an array scope");
+        assert!(refused.fields.contains_key("target.scope"), "{refused:?}");
+    }
+}
