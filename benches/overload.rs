@@ -1,14 +1,14 @@
 //! The coordinator under more ingest than it can commit, and HTTPS beside HTTP.
 //!
-//! Run: `cargo bench --bench overload` (release profile). The coordinator runs as its own
-//! process (the `intentdesk` binary, SQLite, `power_loss`, pinned to CPU 0 when `taskset`
-//! is there), the sandbox and the load in this one (CPU 1), so the load has a core of its
-//! own and the coordinator's memory is its own. Prints:
+//! Run: `taskset -c 1 cargo bench --bench overload` (release profile). The coordinator runs
+//! as its own process (the `intentdesk` binary, SQLite, `power_loss`), pinned to CPU 0 when
+//! `taskset` is there; the sandbox and the load run in this one, on CPU 1 when started as
+//! above, so the load has a core of its own and the coordinator's memory is its own. Prints:
 //! 1. the unloaded create capacity: 32 callers in a closed loop for 10 s;
 //! 2. creates offered open loop at ten times that for 30 s (or as many as the load's core
 //!    can send, said as such): creates accepted per second against the capacity, every
 //!    other answer by status and whether it carried `Retry-After`, an operator's list page
-//!    p95 meanwhile, the coordinator's resident memory before, at its peak and after;
+//!    p95 meanwhile (on the operators' port, `operator_listen`, with a token of its own), the coordinator's resident memory before, at its peak and after;
 //! 3. whole orders (create, authorize, dispatch, until committed) over HTTP and over HTTPS,
 //!    one after the other in the same run.
 
@@ -26,6 +26,9 @@ use tokio::sync::{Mutex, Semaphore};
 #[path = "support/orders.rs"]
 mod orders;
 use orders::{TOKEN, committed, order, percentile, whole_order};
+
+/// The operator's own token: the agents' flood counts against theirs, not this one.
+const OPERATOR: &str = "bench-operator-token";
 
 /// Requests the load keeps outstanding at most (`INTENTDESK_OVERLOAD_OUTSTANDING`, default
 /// 2,000: under the coordinator's 2,048 connections, so every request gets an HTTP answer);
@@ -46,6 +49,8 @@ fn pin() -> bool {
 struct Child {
     process: std::process::Child,
     url: String,
+    /// Its operators' port (`operator_listen`).
+    operator_url: String,
 }
 
 impl Drop for Child {
@@ -64,15 +69,17 @@ fn free_port() -> u16 {
 
 /// The coordinator binary on its own port; `tls` is `(cert, key)` for HTTPS.
 fn start_coordinator(dir: &Path, sandbox: &str, tls: Option<(&Path, &Path)>) -> Child {
-    let port = free_port();
+    let (port, operator_port) = (free_port(), free_port());
     let mut config = format!(
-        "listen = \"127.0.0.1:{port}\"\ndatabase = \"{}\"\ndurability = \"power_loss\"\n\
+        "listen = \"127.0.0.1:{port}\"\noperator_listen = \"127.0.0.1:{operator_port}\"\ndatabase = \"{}\"\ndurability = \"power_loss\"\n\
          reconcile_interval_ms = 2000\n\
          [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
+         [[tokens]]\nname = \"operator\"\ntoken_sha256 = \"{}\"\nrole = \"viewer\"\ntenants = [\"*\"]\n\
          [[connectors]]\nname = \"erp\"\nbase_url = \"{sandbox}\"\nkey_retention_secs = 3600\ntimeout_ms = 2000\n\
          operations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
         dir.join(format!("overload-{port}.sqlite")).display(),
-        token_sha256(TOKEN)
+        token_sha256(TOKEN),
+        token_sha256(OPERATOR)
     );
     if let Some((cert, key)) = tls {
         config.push_str(&format!(
@@ -107,6 +114,7 @@ fn start_coordinator(dir: &Path, sandbox: &str, tls: Option<(&Path, &Path)>) -> 
     Child {
         process,
         url: format!("{scheme}://localhost:{port}"),
+        operator_url: format!("{scheme}://localhost:{operator_port}"),
     }
 }
 
@@ -188,6 +196,7 @@ struct Answers {
 async fn overload(
     http: &reqwest::Client,
     url: &str,
+    operator_url: &str,
     rate: f64,
     span: Duration,
     pid: u32,
@@ -196,7 +205,7 @@ async fn overload(
     let outstanding = Arc::new(Semaphore::new(max_outstanding()));
     let started = Instant::now();
     let reader = {
-        let (http, url) = (http.clone(), url.to_string());
+        let (http, url) = (http.clone(), operator_url.to_string());
         tokio::spawn(async move {
             let mut times = Vec::new();
             let mut peak: f64 = 0.0;
@@ -204,7 +213,7 @@ async fn overload(
                 let t = Instant::now();
                 let r = http
                     .get(format!("{url}/v1/intents?limit=100"))
-                    .bearer_auth(TOKEN)
+                    .bearer_auth(OPERATOR)
                     .send()
                     .await;
                 if let Ok(r) = r
@@ -326,7 +335,7 @@ fn main() {
         let rss_before = rss_mb(pid);
         let rate = capacity * 10.0;
         let span = Duration::from_secs(30);
-        let (answers, list, peak, offered_for) = overload(&http, &plain.url, rate, span, pid).await;
+        let (answers, list, peak, offered_for) = overload(&http, &plain.url, &plain.operator_url, rate, span, pid).await;
         let accepted = answers.by_status.get(&(201, false)).copied().unwrap_or(0)
             + answers.by_status.get(&(201, true)).copied().unwrap_or(0);
         let answered: u64 = answers.by_status.values().sum();

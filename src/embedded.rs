@@ -93,6 +93,7 @@ impl Embedded {
 
         let config = Config {
             listen: coordinator_url.clone(),
+            operator_listen: None,
             database: database.clone().into(),
             durability: Durability::PowerLoss,
             tokens: vec![

@@ -43,6 +43,10 @@ struct Rig {
 }
 
 async fn rig(limits: &str) -> Rig {
+    rig_with(limits, "").await
+}
+
+async fn rig_with(limits: &str, top_level: &str) -> Rig {
     let dir = tempfile::tempdir().expect("temp dir");
     let downstream = sandbox("none", None, Some(1)).await;
     let tokens = vec![
@@ -56,6 +60,7 @@ async fn rig(limits: &str) -> Rig {
     setup.reconcile = false;
     setup.timeout_ms = 100;
     setup.tables = format!("[limits]\n{limits}\n");
+    setup.top_level = top_level.to_string();
     let coordinator = Coordinator::start(&setup).await;
     let http = intentdesk::tls::client(None)
         .expect("a TLS client")
@@ -543,6 +548,45 @@ async fn a_resume_older_than_the_kept_events_gets_the_reset_signal() {
     let next = first_event(&rig, &newest.to_string()).await;
     assert!(next.contains("event: intent"), "{next}");
     assert_eq!(later.await.expect("task"), 201);
+}
+
+/// The operators' port has places of its own: with every request place of the main port
+/// held by agents, an operator there is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_port_answers_while_agents_hold_the_main_one() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let rig = rig_with(
+        "max_concurrent_requests = 1",
+        &format!("operator_listen = \"127.0.0.1:{port}\"\n"),
+    )
+    .await;
+    let held = rig.hold_request(AGENT_A).await;
+    let (status, _, code) = refusal(rig.until_status(ADMIN, 503).await).await;
+    assert_eq!((status, code.as_str()), (503, "overloaded"));
+    let operators = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + PATIENCE;
+    let answer = loop {
+        match rig
+            .http
+            .get(format!("{operators}/v1/whoami"))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+        {
+            Ok(answer) => break answer,
+            Err(e) => assert!(
+                Instant::now() < deadline,
+                "the operators' port never answered: {e}"
+            ),
+        }
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(answer.status().as_u16(), 200);
+    drop(held);
+    rig.until_status(ADMIN, 200).await;
 }
 
 #[test]

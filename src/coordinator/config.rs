@@ -14,6 +14,8 @@ pub use crate::store::Durability;
 /// A commented example configuration.
 pub const EXAMPLE_CONFIG: &str = r#"# intentdesk coordinator configuration
 listen = "127.0.0.1:7410"          # address the HTTP API listens on
+# operator_listen = "127.0.0.1:7411" # optional: the same API on a port with a thread of its own,
+                                   # for the console and operators in an agents' flood
 database = "intentdesk.sqlite"     # SQLite file (created if missing; relative to this file), or
                                    # postgres://user:password@host:5432/dbname
 # "power_loss" (default): an answered write survives a power loss (one sync per group commit).
@@ -168,6 +170,11 @@ fn default_timeout_ms() -> u64 {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub listen: String,
+    /// A second address for operators and the console, served by a thread of its own: a
+    /// flood of agents' requests on `listen` does not queue ahead of them. The same API and
+    /// tokens on both.
+    #[serde(default)]
+    pub operator_listen: Option<String>,
     pub database: crate::store::Location,
     #[serde(default)]
     pub durability: Durability,

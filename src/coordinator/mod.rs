@@ -185,6 +185,14 @@ pub async fn run_with(
     tracing::info!(addr = %listener.local_addr()?, scheme, "coordinator listening");
     let app = router(state.clone());
     let (limits, stopping) = (state.config.limits.clone(), state.stopping.clone());
+    let operators = match &state.config.operator_listen {
+        // A router of its own: its request places are not the main port's.
+        Some(addr) => {
+            let app = router(state.clone());
+            Some(operator_port(addr, app, &limits, tls.clone(), &stopping).await?)
+        }
+        None => None,
+    };
     let serve =
         tokio::spawn(async move { server::serve(listener, app, &limits, tls, stopping).await });
     shutdown.await;
@@ -194,7 +202,42 @@ pub async fn run_with(
     state.reconcile_wake.notify_waiters();
     state.events_wake.notify_waiters();
     serve.await??;
+    if let Some(operators) = operators {
+        tokio::task::spawn_blocking(move || operators.join())
+            .await?
+            .map_err(|_| anyhow::anyhow!("the operators' port panicked"))??;
+    }
     dispatcher.await?;
     reconciler.await?;
     Ok(())
+}
+
+/// Serve `app` on `addr` too, from a thread with a runtime of its own: however many agents'
+/// requests the main port's runtime has queued, and however many of its request places they
+/// hold, a request here waits only for its own.
+async fn operator_port(
+    addr: &str,
+    app: Router,
+    limits: &config::Limits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    stopping: &watch::Receiver<bool>,
+) -> anyhow::Result<std::thread::JoinHandle<std::io::Result<()>>> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on operator_listen {addr}: {e}"))?;
+    tracing::info!(addr = %listener.local_addr()?, "operators' port listening");
+    let listener = listener.into_std()?;
+    let (limits, stopping) = (limits.clone(), stopping.clone());
+    let thread = std::thread::Builder::new()
+        .name("operators-port".into())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener)?;
+                server::serve(listener, app, &limits, tls, stopping).await
+            })
+        })?;
+    Ok(thread)
 }
