@@ -306,6 +306,11 @@ async fn requests_past_a_tokens_cap_get_429_and_past_the_global_cap_503() {
     let (status, retry_after, code) = refusal(rig.until_status(AGENT_A, 429).await).await;
     assert_eq!((status, code.as_str()), (429, "too_many_requests"));
     assert_eq!(retry_after.as_deref(), Some("1"));
+    // The refusal comes no sooner than the pause it asks for: a caller that does not wait
+    // is slowed to one refusal per connection per pause.
+    let asked = Instant::now();
+    assert_eq!(rig.whoami(AGENT_A).await.status().as_u16(), 429);
+    assert!(asked.elapsed() >= intentdesk::coordinator::limits::OVER_CAP_PAUSE);
     // Another token still has its own place, and the server one more.
     assert_eq!(rig.whoami(AGENT_B).await.status().as_u16(), 200);
 

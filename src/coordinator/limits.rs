@@ -4,6 +4,11 @@
 //! read or stored; a request not answered within `request_timeout_ms` is answered 503 (an
 //! event stream is exempt: it is meant to stay open, and has its own places, held for as
 //! long as it is open: [`StreamSlots`]). The connection-level limits are in `server`.
+//!
+//! A token past its own cap is answered only after [`OVER_CAP_PAUSE`] (its `Retry-After`):
+//! a caller that honours `Retry-After` loses nothing, and one that does not can make the
+//! coordinator refuse at most one request per connection per pause, so a flood from one
+//! token spends little of the coordinator's time on its refusals.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +24,9 @@ use super::auth::bearer;
 use super::config::{Config, token_sha256};
 use super::error::ApiError;
 
+/// How long a request past its token's cap waits for its 429 (the `Retry-After` it carries).
+pub const OVER_CAP_PAUSE: Duration = Duration::from_secs(1);
+
 /// The path of the event stream, which no request timeout ends.
 const EVENTS_PATH: &str = "/v1/events";
 
@@ -32,6 +40,7 @@ struct Places {
 }
 
 /// Which places were full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Full {
     Token,
     All,
@@ -143,6 +152,9 @@ pub async fn limit(
     let _taken = match limits.places.take(hash.as_deref()) {
         Ok(taken) => taken,
         Err(full) => {
+            if full == Full::Token {
+                tokio::time::sleep(OVER_CAP_PAUSE).await;
+            }
             return match full {
                 Full::Token => ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
