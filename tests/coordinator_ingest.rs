@@ -17,6 +17,7 @@ on_both_backends_tokio! {
     tokens_roles_and_tenants_are_enforced,
     a_dispatched_order_is_committed_once_even_when_the_agent_repeats_dispatch,
     mutating_work_cannot_be_reported_as_an_attempt,
+    only_reads_and_compute_are_hedged_and_a_group_runs_three_at_most,
 }
 
 const ADMIN: &str = "admin-token";
@@ -322,4 +323,91 @@ async fn mutating_work_cannot_be_reported_as_an_attempt(backend: Backend) {
         )
         .await;
     assert_eq!(unknown.status(), StatusCode::BAD_REQUEST);
+}
+
+/// Hedge reads, never business side effects: a hedge of a proposal is refused and changes
+/// nothing; a read's hedge group runs three attempts at once at most.
+async fn only_reads_and_compute_are_hedged_and_a_group_runs_three_at_most(backend: Backend) {
+    let c = start(&backend).await;
+    let intent = |tier: &str, key: &str| {
+        let body = json!({
+            "tenant": "acme", "actor": "agent-7", "purpose": "find a supplier",
+            "operation": "catalog.search", "tool": "web.search", "consequence": tier,
+            "args": {"q": key}, "deadline_secs": 600, "max_attempts": 10, "release_id": "r1",
+            "locale": "en-US"
+        });
+        let key = key.to_string();
+        let c = &c;
+        async move {
+            let created = c.create(AGENT, &key, &body).await;
+            assert_eq!(created.status(), StatusCode::CREATED);
+            let id = created.json::<Value>().await.expect("json")["id"]
+                .as_str()
+                .expect("id")
+                .to_string();
+            let authorized = c
+                .post(
+                    AGENT,
+                    &format!("/v1/intents/{id}/authorize"),
+                    &json!({"authorization_version": "v1", "approver": "ann"}),
+                )
+                .await;
+            assert_eq!(authorized.status(), StatusCode::OK);
+            id
+        }
+    };
+    let hedge = |id: String, provider: &'static str| {
+        let c = &c;
+        async move {
+            c.post(
+                AGENT,
+                &format!("/v1/intents/{id}/attempts"),
+                &json!({"kind": "inference", "provider": provider, "hedge_group": "h1"}),
+            )
+            .await
+        }
+    };
+
+    let proposal = intent("proposal", "hedge-proposal").await;
+    let refused = hedge(proposal.clone(), "openai").await;
+    assert_eq!(refused.status(), StatusCode::CONFLICT);
+    let body: Value = refused.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "hedge_not_allowed", "{body}");
+    let detail: Value = c
+        .http
+        .get(format!("{}/v1/intents/{proposal}", c.base))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("detail")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(
+        detail["attempts"].as_array().map(Vec::len),
+        Some(0),
+        "{detail}"
+    );
+    assert_eq!(detail["intent"]["state"], "authorized");
+
+    let read = intent("read", "hedge-read").await;
+    for provider in ["openai", "anthropic", "mistral"] {
+        assert_eq!(
+            hedge(read.clone(), provider).await.status(),
+            StatusCode::CREATED
+        );
+    }
+    let fourth = hedge(read.clone(), "cohere").await;
+    assert_eq!(fourth.status(), StatusCode::CONFLICT);
+    let body: Value = fourth.json().await.expect("json");
+    assert_eq!(body["error"]["code"], "hedges_at_cap", "{body}");
+    // An attempt outside the group is not a hedge.
+    let plain = c
+        .post(
+            AGENT,
+            &format!("/v1/intents/{read}/attempts"),
+            &json!({"kind": "inference", "provider": "cohere"}),
+        )
+        .await;
+    assert_eq!(plain.status(), StatusCode::CREATED);
 }

@@ -168,6 +168,8 @@ impl From<Refusal> for ApiError {
             Refusal::AuthorizationInvalid => "authorization_invalid",
             Refusal::MissingEvidence(_) => "missing_evidence",
             Refusal::DispatchInFlight => "dispatch_in_flight",
+            Refusal::HedgeNotAllowed { .. } => "hedge_not_allowed",
+            Refusal::HedgesAtCap { .. } => "hedges_at_cap",
         };
         let status = match r {
             Refusal::MissingEvidence(_) => StatusCode::UNPROCESSABLE_ENTITY,

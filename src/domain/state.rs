@@ -171,6 +171,15 @@ pub enum Refusal {
         "a dispatch is on its way to the downstream; wait for its outcome before closing or cancelling"
     )]
     DispatchInFlight,
+    #[error(
+        "a {tier} intent is never hedged: a losing hedge of it would be a second proposal or effect; \
+         report a retry after the first attempt ended instead"
+    )]
+    HedgeNotAllowed {
+        tier: crate::domain::ConsequenceTier,
+    },
+    #[error("hedge group `{group}` already has {limit} attempts running; wait for one to end")]
+    HedgesAtCap { group: String, limit: u32 },
 }
 
 /// Apply `event` to an intent described by `facts`.

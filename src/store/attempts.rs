@@ -156,6 +156,9 @@ pub trait Attempts {
     fn attempts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Attempt>, StoreError>;
 }
 
+/// Attempts of one hedge group that may run at once: the first and two hedges.
+pub const MAX_HEDGES: u32 = 3;
+
 impl Attempts for Store {
     fn record_attempt(
         &mut self,
@@ -173,6 +176,29 @@ impl Attempts for Store {
         }
         let tx = self.conn.savepoint()?;
         let (seq, intent) = load_for_update(&tx, intent_id)?;
+        if let Some(group) = &new.hedge_group {
+            // Hedge reads, never business side effects: a losing hedge of a proposal or a
+            // write would be a second one.
+            if !intent.consequence.may_hedge() {
+                return Err(Refusal::HedgeNotAllowed {
+                    tier: intent.consequence,
+                }
+                .into());
+            }
+            let running: i64 = tx.one(
+                "SELECT count(*) FROM attempts WHERE intent_seq = ?1 AND hedge_group = ?2 \
+                 AND outcome = 'pending'",
+                params![seq, group],
+                |r| r.get(0),
+            )?;
+            if running >= i64::from(MAX_HEDGES) {
+                return Err(Refusal::HedgesAtCap {
+                    group: group.clone(),
+                    limit: MAX_HEDGES,
+                }
+                .into());
+            }
+        }
         let counts = kind != AttemptKind::Lookup;
         if counts {
             let provider_paused: bool = tx.one(
