@@ -170,16 +170,6 @@ async fn pump(
         tenants: &tenants,
         tx: &tx,
     };
-    match stream.resume_point(after).await {
-        Ok(Some((reset, from))) => {
-            if tx.send(reset).await.is_err() {
-                return;
-            }
-            after = from;
-        }
-        Ok(None) => {}
-        Err(()) => return,
-    }
     if stream.catch_up(&mut after).await.is_err() {
         return;
     }
@@ -188,6 +178,13 @@ async fn pump(
         tokio::select! {
             received = batches.recv() => match received {
                 Ok(batch) => {
+                    // The shared follower may have started past this stream's position, or a
+                    // batch between was missed: read what lies between from the store first.
+                    if batch.first().is_some_and(|e| e.seq > after + 1)
+                        && stream.catch_up(&mut after).await.is_err()
+                    {
+                        return;
+                    }
                     let seen = after;
                     for event in batch.iter().filter(|e| e.seq > seen) {
                         after = event.seq;
@@ -257,8 +254,16 @@ impl Stream<'_> {
         Ok(Some((reset, newest)))
     }
 
-    /// Send every visible event after `after` the store holds now, moving `after` on.
+    /// Send every visible event after `after` the store holds now, moving `after` on; if
+    /// the feed no longer holds what follows `after`, send the `reset` frame first and go
+    /// on from the newest event.
     async fn catch_up(&self, after: &mut i64) -> Result<(), ()> {
+        if let Some((reset, from)) = self.resume_point(*after).await? {
+            if self.tx.send(reset).await.is_err() {
+                return Err(());
+            }
+            *after = from;
+        }
         loop {
             let from = *after;
             let batch = match self

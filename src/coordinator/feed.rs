@@ -3,7 +3,9 @@
 //! hundred subscribers cost one store read per batch, not a hundred.
 //!
 //! A stream catches up from its own resume point by reading the store, then takes the
-//! shared batches, skipping what it already sent. A stream that falls behind by more than
+//! shared batches, skipping what it already sent; a batch that starts past the stream's
+//! position (the follower began later, or a batch was missed) makes it read the store for
+//! what lies between first. A stream that falls behind by more than
 //! [`KEPT_BATCHES`] batches reads the store again from where it is; it never misses an
 //! event, and never holds the others back.
 
@@ -95,7 +97,7 @@ async fn follow(state: AppState) {
         tokio::select! {
             _ = &mut woken => {}
             _ = tokio::time::sleep(POLL) => {}
-            _ = stopping.changed() => {}
+            changed = stopping.changed() => if changed.is_err() { return },
         }
     }
 }

@@ -19,10 +19,14 @@ use crate::wire::{HealthPart, PartStatus};
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 const MAX_PAUSE: Duration = Duration::from_secs(5);
 
-/// The background parts' states, by name.
+/// The background parts' states, by name, and the last probe of the store.
 #[derive(Default)]
 pub struct Liveness {
     parts: Mutex<BTreeMap<&'static str, HealthPart>>,
+    /// When the store's last probe finished and what it found (read, write): `/healthz`
+    /// needs no token, so one probe is in flight at a time and those who waited for it share
+    /// its answer; a flood of them never becomes a flood of writes.
+    pub probed: tokio::sync::Mutex<Option<(std::time::Instant, PartStatus, PartStatus)>>,
 }
 
 impl Liveness {

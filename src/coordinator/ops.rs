@@ -60,18 +60,36 @@ async fn healthz(State(state): State<AppState>) -> Response {
             }
             Err(_) => PartStatus::Stalled,
         };
-    let read = tokio::time::timeout(PROBE_WAIT, state.db.read(|s| s.last_event_seq().map(drop)));
-    // An empty write ahead of every agent's: it proves the writer takes and commits.
-    let write = tokio::time::timeout(PROBE_WAIT, state.db.write(|_| Ok(())));
-    let (read, write) = tokio::join!(read, write);
+    let arrived = std::time::Instant::now();
+    let (read, write) = {
+        // One probe at a time; callers that waited for one finished after they arrived
+        // take its answer, which is never older than their request.
+        let mut probed = state.health.probed.lock().await;
+        match *probed {
+            Some((at, read, write)) if at >= arrived => (read, write),
+            _ => {
+                let read = tokio::time::timeout(
+                    PROBE_WAIT,
+                    state.db.read(|s| s.last_event_seq().map(drop)),
+                );
+                // An empty write ahead of every agent's: it proves the writer takes and
+                // commits.
+                let write = tokio::time::timeout(PROBE_WAIT, state.db.write(|_| Ok(())));
+                let (read, write) = tokio::join!(read, write);
+                let (read, write) = (probe(read), probe(write));
+                *probed = Some((std::time::Instant::now(), read, write));
+                (read, write)
+            }
+        }
+    };
     let mut parts = state.health.snapshot();
     let part = |status| HealthPart {
         status,
         restarts: 0,
     };
-    parts.insert("store".into(), part(probe(read)));
+    parts.insert("store".into(), part(read));
     let writer = if state.db.writer_alive() {
-        probe(write)
+        write
     } else {
         PartStatus::Dead
     };

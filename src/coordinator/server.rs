@@ -27,6 +27,8 @@ use crate::wire::{ErrorBody, ErrorDetail};
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Pause after a failed accept (out of file descriptors, say) before trying again.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// Handshakes run at once for connections past the cap that are refused over TLS.
+const TLS_REFUSALS: usize = 16;
 /// How long a refused connection is given to send its request's head and take its 503.
 const REFUSAL_WRITE: Duration = Duration::from_secs(1);
 
@@ -39,6 +41,7 @@ pub async fn serve(
     mut stopping: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let tls_refusals = Arc::new(Semaphore::new(TLS_REFUSALS));
     let header_timeout = Duration::from_millis(limits.header_read_timeout_ms);
     let mut connections = JoinSet::new();
     let for_connections = stopping.clone();
@@ -50,6 +53,7 @@ pub async fn serve(
                     let _ = stream.set_nodelay(true);
                     let slot = slots.clone().try_acquire_owned().ok();
                     let (app, stop, tls) = (app.clone(), for_connections.clone(), tls.clone());
+                    let refusals = tls_refusals.clone();
                     connections.spawn(async move {
                         match (slot, tls) {
                             (Some(slot), None) => {
@@ -63,8 +67,13 @@ pub async fn serve(
                                 drop(slot);
                             }
                             (None, None) => refuse(stream).await,
-                            // A refused HTTPS client is given its 503 inside TLS, briefly.
+                            // A refused HTTPS client is given its 503 inside TLS, briefly,
+                            // while few handshakes for refusals run; past those it is closed
+                            // (a handshake costs the server a key operation).
                             (None, Some(tls)) => {
+                                let Ok(_turn) = refusals.clone().try_acquire_owned() else {
+                                    return;
+                                };
                                 if let Some(stream) = handshake(&tls, stream, REFUSAL_WRITE).await {
                                     refuse(stream).await;
                                 }
