@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Number, Value};
 
 use super::error::ApiError;
+use crate::domain::canonical::json_kind;
 
 /// Parse a JSON body into `T`, naming the field and the problem on failure.
 pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
@@ -28,7 +29,7 @@ pub fn parse_body_with<T: serde::de::DeserializeOwned>(
     let Value::Object(fields) = value else {
         return Err(ApiError::bad_request(format!(
             "the body must be a JSON object, not {}",
-            kind(&value)
+            json_kind(&value)
         )));
     };
     let mut fields = fields;
@@ -60,17 +61,6 @@ pub fn parse_body_with<T: serde::de::DeserializeOwned>(
             (false, None) => ApiError::fields(BTreeMap::from([(path, inner.to_string())])),
         }
     })
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Hold one field (at `path`) to the description: no arrays (no request field is one

@@ -98,7 +98,9 @@ pub enum CanonicalError {
 /// Canonicalise an intent's arguments and hash them. See the module header for the rules.
 pub fn canonicalize(args: &Value) -> Result<CanonicalArgs, CanonicalError> {
     let Value::Object(map) = args else {
-        return Err(CanonicalError::NotAnObject { found: kind(args) });
+        return Err(CanonicalError::NotAnObject {
+            found: json_kind(args),
+        });
     };
     let mut writer = Writer::default();
     writer.object(map, 1)?;
@@ -142,7 +144,8 @@ fn unify_char(c: char) -> char {
     }
 }
 
-fn kind(value: &Value) -> &'static str {
+/// What kind of JSON value `value` is, as a sentence names it ("an array").
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
