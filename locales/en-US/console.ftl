@@ -360,7 +360,12 @@ envelope-caller-key = Caller's idempotency key
 envelope-first-dispatch = First dispatch
 envelope-indeterminate-since = Indeterminate since
 envelope-committed-at = Committed at
-envelope-args = Arguments
+envelope-args = The frozen command: what was, or may have been, ordered
+envelope-args-empty = No arguments
+envelope-args-hash-matches = These arguments are exactly the ones the hash covers.
+envelope-args-hash-differs = Warning: these arguments do not give the recorded hash. Do not act on them before the coordinator's data is checked.
+envelope-args-canonical = Canonical JSON (the text the hash covers)
+envelope-args-copy = Copy the canonical JSON
 
 ledger-title = Action-key ledger
 ledger-no-key = This intent has no action key: it never reaches a mutating downstream.

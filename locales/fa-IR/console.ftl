@@ -333,7 +333,12 @@ envelope-caller-key = کلید یکتایی درخواست‌دهنده
 envelope-first-dispatch = نخستین ارسال
 envelope-indeterminate-since = نامعلوم از
 envelope-committed-at = زمان انجام
-envelope-args = آرگومان‌ها
+envelope-args = فرمان ثبت‌شده: آنچه سفارش داده شد یا شاید داده شده باشد
+envelope-args-empty = بدون آرگومان
+envelope-args-hash-matches = این آرگومان‌ها دقیقاً همان‌هایی است که چکیده از آن‌ها گرفته شده است.
+envelope-args-hash-differs = هشدار: چکیدهٔ این آرگومان‌ها با چکیدهٔ ثبت‌شده یکی نیست. پیش از بررسی داده‌های هماهنگ‌کننده بر اساس آن‌ها اقدام نکنید.
+envelope-args-canonical = JSON استاندارد (متنی که چکیده از آن گرفته شده است)
+envelope-args-copy = رونوشت JSON استاندارد
 
 ledger-title = دفتر کلید اقدام
 ledger-no-key = این درخواست کلید اقدام ندارد، چون هرگز به سامانه‌ای که چیزی را تغییر دهد نمی‌رسد.

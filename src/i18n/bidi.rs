@@ -142,6 +142,18 @@ pub fn isolate_ltr(text: &str) -> String {
     format!("\u{2066}{text}\u{2069}")
 }
 
+/// Wraps text a user or agent wrote in a first-strong isolate (FSI … PDI) when it holds
+/// right-to-left letters, so that inside an interface sentence it keeps its own direction
+/// and order (HTML's `<bdi>`). Text without any is returned as it is: it reads the same
+/// either way, and a plain label never meets a mark it cannot draw.
+pub fn isolate_auto(text: &str) -> String {
+    if has_rtl(text) {
+        format!("\u{2068}{text}\u{2069}")
+    } else {
+        text.to_string()
+    }
+}
+
 fn visual_line(line: &str, offset: usize, base: Direction) -> Vec<Piece> {
     if line.is_empty() {
         return Vec::new();
@@ -405,6 +417,29 @@ mod tests {
         assert_eq!(
             texts(&visual_runs("سفارش PO", Direction::Auto)),
             ["PO", " ", "سفارش"]
+        );
+    }
+
+    #[test]
+    fn user_text_keeps_its_own_direction_inside_an_english_sentence() {
+        // A purpose a Persian employee typed, as a supervisor opens it in English.
+        let purpose = "پرداخت ۳۵٫۵ میلیون ریال به تأمین‌کننده ACME-IR در ۱۴۰۵/۰۹/۱۰";
+        let own = visual_string(purpose, Direction::Rtl);
+        assert_eq!(visual_string(purpose, Direction::Auto), own);
+        assert_ne!(
+            visual_string(purpose, Direction::Ltr),
+            own,
+            "laid out with the interface's direction the date lands before «در»"
+        );
+        let sentence = format!("Why: {}", isolate_auto(purpose));
+        assert_eq!(
+            visual_string(&sentence, Direction::Ltr),
+            format!("Why: {own}")
+        );
+        assert_eq!(
+            isolate_auto("PO-1234"),
+            "PO-1234",
+            "Latin text gets no marks"
         );
     }
 

@@ -2,10 +2,11 @@
 //! attempt. Ids, keys and hashes are copyable; times are shown in the locale's calendar,
 //! in UTC, with the Gregorian date on hover.
 
-use egui::RichText;
-
 use super::format::{self, BidiHover};
-use super::intent_widgets::{field_row, grid_row, id_row, instant, say_strong, wt};
+use super::frozen_command::frozen_command_ui;
+use super::intent_widgets::{
+    field_row, fields_grid, grid_row, id_row, instant, say_strong, user_row,
+};
 use crate::console::model::{AttemptRow, IntentDetail};
 use crate::i18n::Localizer;
 
@@ -32,146 +33,135 @@ fn or_dash(v: &Option<String>) -> String {
 pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
     let i = &detail.intent;
     say_strong(ui, i18n, &i18n.tr("envelope-title"));
-    egui::Grid::new("envelope_fields")
-        .num_columns(2)
-        .striped(true)
-        .show(ui, |ui| {
-            id_row(ui, i18n, "envelope-intent-id", i.id.as_str());
-            field_row(ui, i18n, "field-tenant", i.tenant.as_str());
-            field_row(ui, i18n, "field-actor", &i.actor);
-            field_row(ui, i18n, "field-purpose", &i.purpose);
-            field_row(ui, i18n, "field-operation", &i.operation);
-            field_row(ui, i18n, "field-tool", &i.tool);
-            let tier = i18n.tr(&format!("tier-{}", i.consequence));
-            field_row(ui, i18n, "envelope-consequence", &tier);
+    fields_grid(ui, i18n, "envelope_fields", |ui| {
+        id_row(ui, i18n, "envelope-intent-id", i.id.as_str());
+        user_row(ui, i18n, "field-tenant", i.tenant.as_str());
+        user_row(ui, i18n, "field-actor", &i.actor);
+        user_row(ui, i18n, "field-purpose", &i.purpose);
+        user_row(ui, i18n, "field-operation", &i.operation);
+        user_row(ui, i18n, "field-tool", &i.tool);
+        let tier = i18n.tr(&format!("tier-{}", i.consequence));
+        field_row(ui, i18n, "envelope-consequence", &tier);
+        if i.args.is_none() {
+            // Otherwise shown beside the arguments it covers, below.
             id_row(ui, i18n, "field-args-hash", &i.canonical_args_hash);
-            field_row(
-                ui,
-                i18n,
-                "envelope-authorization",
-                &format!(
-                    "{} ({})",
-                    or_dash(&i.authorization_version),
-                    or_dash(&i.approver)
-                ),
-            );
-            field_row(ui, i18n, "field-release", &i.release_id);
-            id_row(ui, i18n, "field-action-key", i.action_key.as_str());
-            field_row(
-                ui,
-                i18n,
-                "envelope-downstream",
-                &format!("{} / {}", i.connector, i.operation),
-            );
-            time_row(ui, i18n, "envelope-created", Some(i.created_at_ms));
-            time_row(ui, i18n, "envelope-deadline", Some(i.deadline_at_ms));
-            let retention = i
-                .key_retention_secs
-                .map(|s| super::format::duration_ms(i18n, (s * 1000) as i64))
-                .unwrap_or_else(|| "-".into());
-            field_row(ui, i18n, "envelope-key-retention", &retention);
-            time_row(ui, i18n, "envelope-key-forget", detail.key_forget_at_ms);
-            field_row(
-                ui,
-                i18n,
-                "envelope-max-attempts",
-                &format!(
-                    "{} / {}",
-                    i18n.int(i64::from(i.attempts)),
-                    i18n.int(i64::from(i.max_attempts))
-                ),
-            );
-            field_row(ui, i18n, "envelope-retry-owner", &i.retry_owner);
-            id_row(
-                ui,
-                i18n,
-                "envelope-receipt-id",
-                i.receipt_id.as_deref().unwrap_or(""),
-            );
-            id_row(
-                ui,
-                i18n,
-                "envelope-downstream-ref",
-                i.downstream_ref.as_deref().unwrap_or(""),
-            );
-            field_row(ui, i18n, "envelope-locale", i.locale.as_str());
-            id_row(ui, i18n, "envelope-caller-key", &i.caller_key);
-            time_row(ui, i18n, "envelope-first-dispatch", i.first_dispatch_at_ms);
-            time_row(
-                ui,
-                i18n,
-                "envelope-indeterminate-since",
-                i.indeterminate_since_ms,
-            );
-            time_row(ui, i18n, "envelope-committed-at", i.committed_at_ms);
-        });
+        }
+        user_row(
+            ui,
+            i18n,
+            "envelope-authorization",
+            &format!(
+                "{} ({})",
+                or_dash(&i.authorization_version),
+                or_dash(&i.approver)
+            ),
+        );
+        user_row(ui, i18n, "field-release", &i.release_id);
+        id_row(ui, i18n, "field-action-key", i.action_key.as_str());
+        field_row(
+            ui,
+            i18n,
+            "envelope-downstream",
+            &format!("{} / {}", i.connector, i.operation),
+        );
+        time_row(ui, i18n, "envelope-created", Some(i.created_at_ms));
+        time_row(ui, i18n, "envelope-deadline", Some(i.deadline_at_ms));
+        let retention = i
+            .key_retention_secs
+            .map(|s| super::format::duration_ms(i18n, (s * 1000) as i64))
+            .unwrap_or_else(|| "-".into());
+        field_row(ui, i18n, "envelope-key-retention", &retention);
+        time_row(ui, i18n, "envelope-key-forget", detail.key_forget_at_ms);
+        field_row(
+            ui,
+            i18n,
+            "envelope-max-attempts",
+            &format!(
+                "{} / {}",
+                i18n.int(i64::from(i.attempts)),
+                i18n.int(i64::from(i.max_attempts))
+            ),
+        );
+        field_row(ui, i18n, "envelope-retry-owner", &i.retry_owner);
+        id_row(
+            ui,
+            i18n,
+            "envelope-receipt-id",
+            i.receipt_id.as_deref().unwrap_or(""),
+        );
+        id_row(
+            ui,
+            i18n,
+            "envelope-downstream-ref",
+            i.downstream_ref.as_deref().unwrap_or(""),
+        );
+        field_row(ui, i18n, "envelope-locale", i.locale.as_str());
+        id_row(ui, i18n, "envelope-caller-key", &i.caller_key);
+        time_row(ui, i18n, "envelope-first-dispatch", i.first_dispatch_at_ms);
+        time_row(
+            ui,
+            i18n,
+            "envelope-indeterminate-since",
+            i.indeterminate_since_ms,
+        );
+        time_row(ui, i18n, "envelope-committed-at", i.committed_at_ms);
+    });
     if let Some(args) = &i.args {
-        let title = i18n.tr("envelope-args");
-        let shown = egui::CollapsingHeader::new(wt(i18n, ui, &title))
-            .id_salt("envelope_args")
-            .show(ui, |ui| {
-                let text = serde_json::to_string_pretty(args).unwrap_or_default();
-                ui.label(RichText::new(text).monospace());
-            });
-        format::said(i18n, &title, shown.header_response);
+        frozen_command_ui(ui, i18n, args, &i.canonical_args_hash);
     }
 }
 
 /// Every field of one attempt; ids copyable.
 pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
-    egui::Grid::new("attempt_fields")
-        .num_columns(2)
-        .striped(true)
-        .show(ui, |ui| {
-            id_row(ui, i18n, "attempt-id", a.id.as_str());
-            field_row(ui, i18n, "attempt-kind", a.kind.as_str());
-            field_row(ui, i18n, "attempt-provider", &a.provider);
-            field_row(ui, i18n, "attempt-region", &or_dash(&a.region));
-            field_row(ui, i18n, "attempt-model", &or_dash(&a.model));
-            field_row(ui, i18n, "field-release", &or_dash(&a.release_id));
-            field_row(ui, i18n, "attempt-worker", &or_dash(&a.worker));
-            id_row(
-                ui,
-                i18n,
-                "attempt-provider-request-id",
-                a.provider_request_id.as_deref().unwrap_or(""),
-            );
-            field_row(ui, i18n, "attempt-hedge-group", &or_dash(&a.hedge_group));
-            let outcome =
-                super::intent_widgets::tr_named(i18n, "timeline-outcome", a.outcome.as_str());
-            field_row(ui, i18n, "attempt-outcome", &outcome);
-            field_row(ui, i18n, "attempt-error-class", &or_dash(&a.error_class));
-            let status = a.http_status.map(|s| s.to_string()).unwrap_or("-".into());
-            field_row(ui, i18n, "attempt-http-status", &status);
-            let retry_after = a
-                .retry_after_ms
-                .map(|ms| super::format::duration_ms(i18n, ms as i64))
-                .unwrap_or("-".into());
-            field_row(ui, i18n, "attempt-retry-after", &retry_after);
-            id_row(
-                ui,
-                i18n,
-                "attempt-proposal-hash",
-                a.proposal_hash.as_deref().unwrap_or(""),
-            );
-            id_row(
-                ui,
-                i18n,
-                "attempt-presented-key",
-                a.presented_key.as_deref().unwrap_or(""),
-            );
-            let yes_no = |b: bool| i18n.tr(if b { "filter-yes" } else { "filter-no" });
-            let replayed = a.replayed.map(yes_no).unwrap_or("-".into());
-            field_row(ui, i18n, "attempt-replayed", &replayed);
-            field_row(ui, i18n, "attempt-sent", &yes_no(a.sent));
-            field_row(ui, i18n, "attempt-late", &yes_no(a.late));
-            field_row(ui, i18n, "attempt-detail", &or_dash(&a.detail));
-            time_row(ui, i18n, "attempt-started", Some(a.started_at_ms));
-            time_row(ui, i18n, "attempt-ended", a.ended_at_ms);
-            let took = a
-                .ended_at_ms
-                .map(|e| super::format::duration_ms(i18n, e as i64 - a.started_at_ms as i64))
-                .unwrap_or("-".into());
-            field_row(ui, i18n, "attempt-duration", &took);
-        });
+    fields_grid(ui, i18n, "attempt_fields", |ui| {
+        id_row(ui, i18n, "attempt-id", a.id.as_str());
+        field_row(ui, i18n, "attempt-kind", a.kind.as_str());
+        field_row(ui, i18n, "attempt-provider", &a.provider);
+        field_row(ui, i18n, "attempt-region", &or_dash(&a.region));
+        field_row(ui, i18n, "attempt-model", &or_dash(&a.model));
+        field_row(ui, i18n, "field-release", &or_dash(&a.release_id));
+        field_row(ui, i18n, "attempt-worker", &or_dash(&a.worker));
+        id_row(
+            ui,
+            i18n,
+            "attempt-provider-request-id",
+            a.provider_request_id.as_deref().unwrap_or(""),
+        );
+        field_row(ui, i18n, "attempt-hedge-group", &or_dash(&a.hedge_group));
+        let outcome = super::intent_widgets::tr_named(i18n, "timeline-outcome", a.outcome.as_str());
+        field_row(ui, i18n, "attempt-outcome", &outcome);
+        field_row(ui, i18n, "attempt-error-class", &or_dash(&a.error_class));
+        let status = a.http_status.map(|s| s.to_string()).unwrap_or("-".into());
+        field_row(ui, i18n, "attempt-http-status", &status);
+        let retry_after = a
+            .retry_after_ms
+            .map(|ms| super::format::duration_ms(i18n, ms as i64))
+            .unwrap_or("-".into());
+        field_row(ui, i18n, "attempt-retry-after", &retry_after);
+        id_row(
+            ui,
+            i18n,
+            "attempt-proposal-hash",
+            a.proposal_hash.as_deref().unwrap_or(""),
+        );
+        id_row(
+            ui,
+            i18n,
+            "attempt-presented-key",
+            a.presented_key.as_deref().unwrap_or(""),
+        );
+        let yes_no = |b: bool| i18n.tr(if b { "filter-yes" } else { "filter-no" });
+        let replayed = a.replayed.map(yes_no).unwrap_or("-".into());
+        field_row(ui, i18n, "attempt-replayed", &replayed);
+        field_row(ui, i18n, "attempt-sent", &yes_no(a.sent));
+        field_row(ui, i18n, "attempt-late", &yes_no(a.late));
+        user_row(ui, i18n, "attempt-detail", &or_dash(&a.detail));
+        time_row(ui, i18n, "attempt-started", Some(a.started_at_ms));
+        time_row(ui, i18n, "attempt-ended", a.ended_at_ms);
+        let took = a
+            .ended_at_ms
+            .map(|e| super::format::duration_ms(i18n, e as i64 - a.started_at_ms as i64))
+            .unwrap_or("-".into());
+        field_row(ui, i18n, "attempt-duration", &took);
+    });
 }

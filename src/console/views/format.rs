@@ -57,6 +57,28 @@ pub fn needs_bidi(i18n: &Localizer, text: &str) -> bool {
     i18n.is_rtl() || crate::i18n::bidi::has_rtl(text)
 }
 
+/// Text a user or agent wrote (a purpose, an argument, a reason, evidence, a note) for any
+/// widget: laid out in the direction of its own first strong character whatever the
+/// interface's locale, as HTML's `dir=auto` does. A Persian purpose reads in its own order in
+/// the English console, and a Latin supplier id stays left to right in the Persian one.
+/// Interface strings go through [`wt`].
+pub fn user_wt(ui: &egui::Ui, text: &str) -> egui::WidgetText {
+    if crate::i18n::bidi::has_rtl(text) {
+        crate::console::text::widget_text(ui, text, crate::i18n::bidi::Direction::Auto)
+    } else {
+        text.into()
+    }
+}
+
+/// A label of text a user or agent wrote, in its own direction (see [`user_wt`]).
+pub fn user_label(ui: &mut egui::Ui, text: &str) -> egui::Response {
+    let response = ui.label(user_wt(ui, text));
+    if crate::i18n::bidi::has_rtl(text) {
+        relabel(&response, text);
+    }
+    response
+}
+
 /// [`wt`] in a colour.
 pub fn wt_colored(
     i18n: &Localizer,

@@ -14,7 +14,7 @@ use super::command_dialog::{
 use super::envelope::{attempt_fields_ui, envelope_ui};
 use super::format::{self, BidiHover};
 use super::intent_view::{IntentTab, IntentViewState, WhoState};
-use super::intent_widgets::{column, copyable_ui, row, say, say_colored, wt};
+use super::intent_widgets::{column, copyable_ui, row, say_colored, wt};
 use super::ledger::ledger_ui;
 use super::timeline::{LANE_H, legend_ui, timeline_ui};
 use crate::console::actions::{Actions, UiAction};
@@ -152,7 +152,7 @@ fn state_line_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
         format::label(ui, i18n, &attempts);
     });
     if let Some(reason) = &intent.state_reason {
-        say(ui, i18n, reason);
+        super::intent_widgets::user_say(ui, reason);
     }
 }
 

@@ -48,9 +48,10 @@ pub fn say_strong(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> Response {
     say_colored(ui, i18n, text, color)
 }
 
-/// An id, key or hash in monospace, followed by a button that copies it.
+/// An id, key or hash in monospace, followed by a button that copies it (from the right in
+/// a right-to-left locale; the id itself always reads left to right).
 pub fn copyable_ui(ui: &mut egui::Ui, i18n: &Localizer, value: &str) {
-    ui.horizontal(|ui| {
+    let add = |ui: &mut egui::Ui| {
         ui.add(egui::Label::new(RichText::new(value).monospace()).truncate())
             .on_hover_text(value);
         if !value.is_empty()
@@ -60,7 +61,14 @@ pub fn copyable_ui(ui: &mut egui::Ui, i18n: &Localizer, value: &str) {
         {
             ui.ctx().copy_text(value.to_string());
         }
-    });
+    };
+    if i18n.is_rtl() {
+        let layout = egui::Layout::right_to_left(egui::Align::Center);
+        let size = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
+        ui.allocate_ui_with_layout(size, layout, add);
+    } else {
+        ui.horizontal(add);
+    }
 }
 
 /// A row of widgets that runs from the right in a right-to-left locale, wrapping.
@@ -85,31 +93,164 @@ pub fn column<R>(ui: &mut egui::Ui, i18n: &Localizer, add: impl FnOnce(&mut egui
     }
 }
 
-/// One row of a two-column grid: a name and a value drawn by `value`. In a right-to-left
-/// locale the value comes first, so the name stands on the right.
+/// The name-and-value fields of the envelope and of an attempt, rows added by
+/// [`grid_row`] and the rows built on it. Left to right it is a striped egui grid. Right to
+/// left, where egui's grid cannot run from the right, each row is laid out from the right
+/// edge: the name in a column as wide as the widest name, its value starting right beside
+/// it, right-aligned.
+pub fn fields_grid(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    id_salt: &str,
+    add: impl FnOnce(&mut egui::Ui),
+) {
+    if !i18n.is_rtl() {
+        egui::Grid::new(id_salt)
+            .num_columns(2)
+            .striped(true)
+            .show(ui, add);
+        return;
+    }
+    ui.push_id(id_salt, |ui| {
+        let key = names_key(ui);
+        let widest = ui
+            .data(|d| d.get_temp::<RtlFields>(key))
+            .unwrap_or_default()
+            .widest;
+        ui.data_mut(|d| {
+            d.insert_temp(
+                key,
+                RtlFields {
+                    widest,
+                    seen: 0.0,
+                    row: 0,
+                },
+            )
+        });
+        add(ui);
+        ui.data_mut(|d| {
+            let fields = d.get_temp_mut_or_default::<RtlFields>(key);
+            fields.widest = fields.seen;
+        });
+    });
+}
+
+/// What a right-to-left [`fields_grid`] keeps between its rows and frames.
+#[derive(Debug, Clone, Copy, Default)]
+struct RtlFields {
+    /// The widest name of the last frame: the names' column.
+    widest: f32,
+    /// The widest name so far this frame.
+    seen: f32,
+    /// Rows drawn so far this frame (for the stripes).
+    row: usize,
+}
+
+fn names_key(ui: &egui::Ui) -> egui::Id {
+    ui.scope_id().with("rtl_fields")
+}
+
+/// One row of [`fields_grid`]: a localized name and a value drawn by `value`.
 pub fn grid_row(
     ui: &mut egui::Ui,
     i18n: &Localizer,
     name_key: &str,
     value: impl FnOnce(&mut egui::Ui),
 ) {
-    let name = i18n.tr(name_key);
-    if i18n.is_rtl() {
-        value(ui);
-        format::label(ui, i18n, &name);
-    } else {
-        format::label(ui, i18n, &name);
-        value(ui);
-    }
-    ui.end_row();
+    row_of(ui, i18n, &i18n.tr(name_key), false, value);
 }
 
-/// One row of a two-column grid: a localized name and a plain value.
+/// One row of [`fields_grid`] named by text a user or agent wrote (an argument's path).
+pub fn grid_row_named(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    name: &str,
+    value: impl FnOnce(&mut egui::Ui),
+) {
+    row_of(ui, i18n, name, true, value);
+}
+
+fn row_of(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    name: &str,
+    users: bool,
+    value: impl FnOnce(&mut egui::Ui),
+) {
+    let name_ui = |ui: &mut egui::Ui| {
+        if users {
+            format::user_label(ui, name)
+        } else {
+            format::label(ui, i18n, name)
+        }
+    };
+    if !i18n.is_rtl() {
+        name_ui(ui);
+        value(ui);
+        ui.end_row();
+        return;
+    }
+    let key = names_key(ui);
+    let fields = ui
+        .data(|d| d.get_temp::<RtlFields>(key))
+        .unwrap_or_default();
+    let stripe = ui.painter().add(egui::Shape::Noop);
+    let gap = ui.spacing().item_spacing.x;
+    let width = ui.available_width();
+    let line = ui.spacing().interact_size.y;
+    let rtl = egui::Layout::right_to_left(egui::Align::Min);
+    let row = ui.allocate_ui_with_layout(egui::vec2(width, line), rtl, |ui| {
+        let names = ui.allocate_ui_with_layout(egui::vec2(fields.widest, line), rtl, |ui| {
+            ui.set_min_width(fields.widest);
+            name_ui(ui).rect.width()
+        });
+        ui.add_space(gap);
+        let rest = egui::vec2(ui.available_width(), line);
+        ui.allocate_ui_with_layout(rest, egui::Layout::top_down(egui::Align::Max), value);
+        names.inner
+    });
+    if fields.row % 2 == 1 {
+        let rows = row
+            .response
+            .rect
+            .y_range()
+            .expand(ui.spacing().item_spacing.y / 2.0);
+        let rect = egui::Rect::from_x_y_ranges(ui.max_rect().x_range(), rows);
+        let color = ui.visuals().faint_bg_color;
+        ui.painter()
+            .set(stripe, egui::Shape::rect_filled(rect, 2.0, color));
+    }
+    ui.data_mut(|d| {
+        let fields = d.get_temp_mut_or_default::<RtlFields>(key);
+        fields.seen = fields.seen.max(row.inner);
+        fields.row += 1;
+    });
+}
+
+/// One row of [`fields_grid`]: a localized name and a value in the interface's words.
 pub fn field_row(ui: &mut egui::Ui, i18n: &Localizer, name_key: &str, value: &str) {
     grid_row(ui, i18n, name_key, |ui| {
         let shown = wt(i18n, ui, value);
         format::said(i18n, value, ui.add(egui::Label::new(shown).wrap()));
     });
+}
+
+/// One row of [`fields_grid`]: a localized name and text a user or agent wrote, wrapped, in
+/// its own direction.
+pub fn user_row(ui: &mut egui::Ui, i18n: &Localizer, name_key: &str, value: &str) {
+    grid_row(ui, i18n, name_key, |ui| {
+        user_say(ui, value);
+    });
+}
+
+/// Text a user or agent wrote, wrapped to the available width, in its own direction (see
+/// [`format::user_wt`]).
+pub fn user_say(ui: &mut egui::Ui, text: &str) -> Response {
+    if crate::i18n::bidi::has_rtl(text) {
+        ui.add(BidiLabel::new(text, crate::i18n::bidi::Direction::Auto).wrap())
+    } else {
+        ui.add(egui::Label::new(text).wrap())
+    }
 }
 
 /// One row of a two-column grid whose value is an id to copy.

@@ -264,10 +264,10 @@ fn cell_ui(i18n: &Localizer, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
             }
         }
         1 => {
-            ui.label(intent.tenant.as_str());
+            format::user_label(ui, intent.tenant.as_str());
         }
         2 => {
-            ui.label(&intent.operation);
+            format::user_label(ui, &intent.operation);
         }
         3 => {
             let label = match &intent.state {
@@ -318,7 +318,7 @@ fn cell_ui(i18n: &Localizer, ui: &mut egui::Ui, intent: &IntentRow, column: usiz
             }
         }
         7 => {
-            ui.label(intent.providers.join(", "));
+            format::user_label(ui, &intent.providers.join(", "));
         }
         8 => {
             ui.label(RichText::new(intent.downstream_ref.clone().unwrap_or_default()).monospace());

@@ -11,6 +11,7 @@ pub mod envelope;
 pub mod export;
 pub mod filters_bar;
 pub mod format;
+pub mod frozen_command;
 pub mod intent_panel;
 pub mod intent_view;
 pub mod intent_widgets;

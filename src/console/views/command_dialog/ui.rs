@@ -12,7 +12,7 @@ use super::dialog::{
 use super::words::{describe_error, describe_target};
 use crate::client::ClientError;
 use crate::console::model::IntentDetail;
-use crate::console::text::BidiTextEdit;
+use crate::console::text::{BidiTextEdit, Direction};
 use crate::console::theme;
 use crate::console::views::format;
 use crate::console::views::intent_widgets::{self, column, row, say, say_colored, say_strong, wt};
@@ -55,7 +55,8 @@ fn field(
         format!("dialog-{name}-optional")
     };
     let label = format::label(ui, i18n, &i18n.tr(&label_key));
-    BidiTextEdit::new(state, text, i18n.direction())
+    // What the operator types takes its direction from its first strong letter.
+    BidiTextEdit::new(state, text, Direction::Auto)
         .hint(&i18n.tr(&format!("dialog-{name}-hint")))
         .id_salt(label.id)
         .show(ui)

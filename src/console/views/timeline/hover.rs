@@ -42,7 +42,7 @@ pub(super) fn hover_ui(
                 ui.label(format!("HTTP {status}"));
             }
             for text in [&a.error_class, &a.detail].into_iter().flatten() {
-                say(ui, text);
+                intent_widgets::user_say(ui, text);
             }
             if let Some(g) = lane.group.and_then(|g| model.groups.get(g)) {
                 say(
@@ -144,12 +144,13 @@ fn cluster_ui(
         }
         MarkKind::Command => {
             if let Some(cmd) = detail.commands.get(m.source) {
-                ui.label(format!(
-                    "{} · {} ({}) · {}",
-                    cmd.kind, cmd.actor, cmd.role, cmd.status
-                ));
+                let actor = crate::i18n::bidi::isolate_auto(&cmd.actor);
+                say(
+                    ui,
+                    &format!("{} · {actor} ({}) · {}", cmd.kind, cmd.role, cmd.status),
+                );
                 if let Some(reason) = &cmd.reason {
-                    say(ui, reason);
+                    intent_widgets::user_say(ui, reason);
                 }
                 ui.label(egui::RichText::new(&cmd.command_id).monospace());
             }
