@@ -69,3 +69,69 @@ async fn the_demo_logs_to_its_data_directory_and_keeps_the_terminal_quiet() {
     assert!(written.contains(" INFO "), "{written}");
     assert!(!written.contains('\u{1b}'), "no colour codes in the file");
 }
+
+/// The embedded default's first minute shows the product's point: a payment whose outcome
+/// cannot be proven waits, indeterminate, for an operator — and keeps waiting while the
+/// workload goes on — beside a paused scope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_shows_an_intent_waiting_for_an_operator_within_its_first_minute() {
+    use intentdesk::client::Client;
+    use intentdesk::embedded::{Embedded, scene};
+    use intentdesk::workload::generator::LEGACY_CONNECTOR;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let demo = Embedded::start(dir.path(), true)
+        .await
+        .expect("the demo starts");
+    let client = Client::new(&demo.coordinator_url, &demo.token).expect("a client");
+    let query = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let waiting = query(&[("state", "indeterminate"), ("provider", LEGACY_CONNECTOR)]);
+    let started = Instant::now();
+    let first = loop {
+        if let Ok(page) = client.intents(&waiting).await
+            && let Some(intent) = page.items.into_iter().next()
+        {
+            break intent;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no intent of {LEGACY_CONNECTOR} became indeterminate within a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+
+    // It lasts: fifty more intents later, it is still waiting for an operator.
+    let everything = query(&[("limit", "1")]);
+    let total = |page: intentdesk::wire::IntentPage<_>| page.total;
+    let seen = total(client.intents(&everything).await.expect("a page"));
+    loop {
+        let now = total(client.intents(&everything).await.expect("a page"));
+        if now >= seen + 50 {
+            break;
+        }
+        assert!(
+            started.elapsed() < PATIENCE * 3,
+            "the workload stalled at {now} intents"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let still = client.intent(first.id.as_str()).await.expect("the intent");
+    assert_eq!(
+        still.intent.state.wire(),
+        "indeterminate",
+        "{:?}",
+        still.intent
+    );
+
+    let pauses = client.get_json("/v1/pauses", &[]).await.expect("pauses");
+    assert!(
+        pauses.to_string().contains(scene::PAUSE_COMMAND_ID),
+        "the scene's pause is active: {pauses}"
+    );
+    demo.shutdown().await;
+}

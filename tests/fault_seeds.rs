@@ -516,6 +516,7 @@ async fn overload_at_every_layer_keeps_every_intent_within_its_budget(backend: B
         double_dispatch: 0.2,
         latency_scale: 0.02,
         deadline_scale: 1.0,
+        legacy: 0.0,
     };
     let config = DriverConfig {
         coordinator: rig.base.parse().expect("URL"),

@@ -326,6 +326,31 @@ async fn a_dropped_response_still_commits_the_effect() {
 }
 
 #[tokio::test]
+async fn only_the_first_creations_lose_their_response_with_drop_first() {
+    let sandbox = start("drop_first=2").await;
+    for key in ["po:acme:int_f1", "po:acme:int_f2"] {
+        let err = sandbox
+            .post(PO, Some(key), ORDER)
+            .await
+            .expect_err("the response is dropped");
+        assert!(err.status().is_none() && !err.is_timeout(), "{err}");
+        assert_eq!(sandbox.effects(key).await, 1, "{key} committed");
+    }
+    // A replay of a dropped creation is answered: only creations count.
+    let replay = sandbox
+        .post(PO, Some("po:acme:int_f1"), ORDER)
+        .await
+        .expect("a replay is answered");
+    assert_eq!(replay.status(), StatusCode::OK);
+    let third = sandbox
+        .post(PO, Some("po:acme:int_f3"), ORDER)
+        .await
+        .expect("the third creation is answered");
+    assert_eq!(third.status(), StatusCode::CREATED);
+    sandbox.stop().await;
+}
+
+#[tokio::test]
 async fn a_forgotten_key_creates_a_second_effect_and_lookup_misses() {
     let clock = ManualClock::new(1_700_000_000_000);
     let sandbox = start_with(

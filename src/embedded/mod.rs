@@ -1,6 +1,13 @@
 //! The embedded default: a coordinator, a sandbox downstream and a steady workload started
 //! in-process on loopback ports, with the database in the user's data directory. The
 //! console talks to it over the same HTTP API it would use against a remote coordinator.
+//!
+//! Two downstreams stand behind it: `erp`, a sandbox that deduplicates keys, can be looked
+//! up and calls back with receipts, and `legacy-erp`, one that can do none of that and
+//! sometimes loses a response, so some intents stay indeterminate until an operator
+//! settles them. [`scene`] sets what the first minute shows.
+
+pub mod scene;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,10 +23,18 @@ use crate::coordinator::{Config, token_sha256};
 use crate::domain::Role;
 use crate::sandbox::{FaultSpec, SandboxState, WebhookTarget};
 use crate::workload::DriverConfig;
+use crate::workload::generator::LEGACY_CONNECTOR;
 
 /// The faults the demo downstream runs with: enough lost responses, slow answers and
 /// overload that some intents are amplified and some indeterminate at any moment.
 pub const DEMO_FAULTS: &str = "drop_after_commit=0.06,delay_ms=2500@0.05,overload=0.12,retry_after_secs=1,refuse=0.02,redeliver=2";
+
+/// The faults of the legacy downstream: its first response (the scene's payment) and one in
+/// ten after it are lost after they commit, and one in twenty is slower than the timeout.
+pub const LEGACY_FAULTS: &str = "drop_first=1,drop_after_commit=0.1,delay_ms=1500@0.05";
+
+/// The share of the workload's mutating work sent to the legacy downstream.
+const LEGACY_SHARE: f64 = 0.05;
 
 /// A running embedded default.
 pub struct Embedded {
@@ -63,33 +78,39 @@ impl Embedded {
 
         let coordinator_listener = TcpListener::bind("127.0.0.1:0").await?;
         let coordinator_url = format!("http://{}", coordinator_listener.local_addr()?);
-        let sandbox_listener = TcpListener::bind("127.0.0.1:0").await?;
-        let sandbox_url = format!("http://{}", sandbox_listener.local_addr()?);
-
-        let faults: FaultSpec = DEMO_FAULTS.parse()?;
-        // The sandbox speaks for the `erp` connector with a token of its own, which may
-        // deliver receipts and nothing else.
+        let mut tasks = Vec::new();
+        let sandbox = |faults: &str, webhook: Option<WebhookTarget>| {
+            let state = SandboxState::with_options(
+                faults.parse::<FaultSpec>()?,
+                webhook,
+                crate::sandbox::SandboxOptions {
+                    clock: clock.clone(),
+                    ..crate::sandbox::SandboxOptions::default()
+                },
+            );
+            anyhow::Ok(state)
+        };
+        // The `erp` sandbox speaks for its connector with a token of its own, which may
+        // deliver receipts and nothing else. The legacy one never calls back.
         let connector_token = fresh_token(&*entropy);
         let webhook = WebhookTarget {
             url: format!("{coordinator_url}/v1/receipts/erp").parse()?,
             token: Some(connector_token.clone()),
         };
-        let sandbox = SandboxState::with_options(
-            faults,
-            Some(webhook),
-            crate::sandbox::SandboxOptions {
-                clock: clock.clone(),
-                ..crate::sandbox::SandboxOptions::default()
-            },
-        );
-        let mut tasks = Vec::new();
-        let rx = stopped.clone();
-        tasks.push(tokio::spawn(async move {
-            if let Err(e) = crate::sandbox::run(sandbox_listener, sandbox, until_stopped(rx)).await
-            {
-                tracing::error!(error = %e, "the embedded sandbox stopped");
-            }
-        }));
+        let erp = sandbox(DEMO_FAULTS, Some(webhook))?;
+        let legacy = sandbox(LEGACY_FAULTS, None)?;
+        let mut urls = Vec::new();
+        for (name, state) in [("erp", erp), (LEGACY_CONNECTOR, legacy)] {
+            let listener = TcpListener::bind("127.0.0.1:0").await?;
+            urls.push(format!("http://{}", listener.local_addr()?));
+            let rx = stopped.clone();
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = crate::sandbox::run(listener, state, until_stopped(rx)).await {
+                    tracing::error!(error = %e, sandbox = name, "an embedded sandbox stopped");
+                }
+            }));
+        }
+        let (sandbox_url, legacy_url) = (urls[0].clone(), urls[1].clone());
 
         let config = Config {
             listen: coordinator_url.clone(),
@@ -112,23 +133,20 @@ impl Embedded {
                     connectors: vec!["erp".into()],
                 },
             ],
-            connectors: vec![ConnectorConfig {
-                name: "erp".into(),
-                base_url: sandbox_url.clone(),
-                supports_idempotency: true,
-                key_retention_secs: 600,
-                supports_lookup: true,
-                timeout_ms: 1_000,
-                overload_means_not_applied: false,
-                operations: [
-                    ("purchase_order.create", "purchase-orders"),
-                    ("inventory.reserve", "inventory-reservations"),
-                    ("payment.initiate", "payments"),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            }],
+            connectors: vec![
+                ConnectorConfig {
+                    supports_idempotency: true,
+                    supports_lookup: true,
+                    ..demo_connector("erp", &sandbox_url)
+                },
+                // A system of record that keeps no keys and cannot be asked what it did: a
+                // lost response can only be settled by an operator.
+                ConnectorConfig {
+                    supports_idempotency: false,
+                    supports_lookup: false,
+                    ..demo_connector(LEGACY_CONNECTOR, &legacy_url)
+                },
+            ],
             reconcile_interval_ms: 2_000,
             reconcile_batch: 200,
             dispatch_lease_ms: 30_000,
@@ -154,16 +172,23 @@ impl Embedded {
         }));
 
         if workload {
-            let driver = DriverConfig::steady(
+            let mut driver = DriverConfig::steady(
                 coordinator_url.parse()?,
                 token.clone(),
                 clock.now_ms(),
                 clock.clone(),
             );
+            driver.mix.legacy = LEGACY_SHARE;
             let rx = stopped.clone();
             tasks.push(tokio::spawn(async move {
                 if let Err(e) = crate::workload::drive(&driver, until_stopped(rx)).await {
                     tracing::error!(error = %e, "the embedded workload stopped");
+                }
+            }));
+            let (url, admin) = (coordinator_url.clone(), token.clone());
+            tasks.push(tokio::spawn(async move {
+                if let Err(e) = scene::stage(&url, &admin, Duration::from_secs(30)).await {
+                    tracing::warn!(error = %e, "the demo's opening scene was not set");
                 }
             }));
         }
@@ -183,5 +208,27 @@ impl Embedded {
         for task in self.tasks {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
+    }
+}
+
+/// A connector of the demo over the sandbox at `base_url`, with the three operations the
+/// sandbox knows.
+fn demo_connector(name: &str, base_url: &str) -> ConnectorConfig {
+    ConnectorConfig {
+        name: name.into(),
+        base_url: base_url.into(),
+        supports_idempotency: true,
+        key_retention_secs: 600,
+        supports_lookup: true,
+        timeout_ms: 1_000,
+        overload_means_not_applied: false,
+        operations: [
+            ("purchase_order.create", "purchase-orders"),
+            ("inventory.reserve", "inventory-reservations"),
+            ("payment.initiate", "payments"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
     }
 }

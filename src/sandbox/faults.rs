@@ -62,6 +62,9 @@ pub struct Delay {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FaultSpec {
     pub drop_after_commit: Probability,
+    /// The responses of the first this many creations (not replays) are lost after they
+    /// commit, whatever the dice say: a lost response that is certain to happen.
+    pub drop_first: u64,
     /// `None` when no request is ever delayed.
     pub delay: Option<Delay>,
     pub overload: Probability,
@@ -94,6 +97,7 @@ impl Default for FaultSpec {
     fn default() -> Self {
         Self {
             drop_after_commit: Probability::NEVER,
+            drop_first: 0,
             delay: None,
             overload: Probability::NEVER,
             overload_writes: Probability::NEVER,
@@ -127,7 +131,7 @@ impl fmt::Display for FaultSpecProblem {
             Self::MissingEquals => "expected `name=value`, missing `=`",
             Self::EmptyItem => "empty item between commas",
             Self::UnknownName => {
-                "unknown name; expected one of drop_after_commit, delay_ms, overload, \
+                "unknown name; expected one of drop_after_commit, drop_first, delay_ms, overload, \
                  overload_writes, bare_503_after_commit, retry_after_secs, refuse, redeliver, \
                  retention_secs, ignore_keys"
             }
@@ -188,6 +192,7 @@ impl FromStr for FaultSpec {
 fn apply(out: &mut FaultSpec, name: &str, value: &str) -> Result<(), FaultSpecProblem> {
     match name {
         "drop_after_commit" => out.drop_after_commit = probability(value)?,
+        "drop_first" => out.drop_first = number(value)?,
         "delay_ms" => {
             let (ms, p) = match value.split_once('@') {
                 Some((ms, p)) => (number(ms.trim())?, probability(p.trim())?),
@@ -248,6 +253,9 @@ impl fmt::Display for FaultSpec {
         let mut items: Vec<String> = Vec::new();
         if !self.drop_after_commit.is_never() {
             items.push(format!("drop_after_commit={}", self.drop_after_commit));
+        }
+        if self.drop_first > 0 {
+            items.push(format!("drop_first={}", self.drop_first));
         }
         if let Some(delay) = self.delay.filter(|d| d.ms > 0 && !d.probability.is_never()) {
             if delay.probability == Probability::ALWAYS {

@@ -48,6 +48,14 @@ fn every_item_from_the_design_example_parses() {
 }
 
 #[test]
+fn drop_first_counts_creations_and_writes_back() {
+    let spec = parse("drop_first=3");
+    assert_eq!(spec.drop_first, 3);
+    assert_eq!(spec.to_string(), "drop_first=3");
+    assert!("drop_first=-1".parse::<FaultSpec>().is_err());
+}
+
+#[test]
 fn delay_without_probability_always_applies() {
     let spec = parse("delay_ms=250");
     assert_eq!(

@@ -168,7 +168,8 @@ pub(crate) async fn create(
         tracing::info!(id = %record.id, "answering 503 without Retry-After after commit");
         return Err(ApiError::bare_unavailable());
     }
-    if state.roll(faults.drop_after_commit) {
+    let drop_first = !replayed && state.take_first_drop(faults.drop_first);
+    if drop_first || state.roll(faults.drop_after_commit) {
         match connection {
             Some(Extension(kill)) => {
                 tracing::info!(id = %record.id, "dropping the connection after commit");

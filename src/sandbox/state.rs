@@ -49,6 +49,8 @@ struct Inner {
     seed: u64,
     instance: String,
     next_event: AtomicU64,
+    /// Creations whose response was lost by `drop_first`.
+    dropped_first: AtomicU64,
     webhooks: Option<WebhookQueue>,
 }
 
@@ -92,6 +94,7 @@ impl SandboxState {
                 seed,
                 instance,
                 next_event: AtomicU64::new(1),
+                dropped_first: AtomicU64::new(0),
                 webhooks: webhook.map(WebhookQueue::new),
             }),
         }
@@ -121,6 +124,18 @@ impl SandboxState {
 
     pub fn now_ms(&self) -> u64 {
         self.inner.clock.now_ms()
+    }
+
+    /// Whether this creation's response is one of the first `n` to be lost; counts it if so.
+    pub(crate) fn take_first_drop(&self, n: u64) -> bool {
+        n > 0
+            && self
+                .inner
+                .dropped_first
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| {
+                    (d < n).then_some(d + 1)
+                })
+                .is_ok()
     }
 
     /// Draws one fault decision.

@@ -49,7 +49,14 @@ pub struct Mix {
     pub latency_scale: f64,
     /// Multiplies every deadline (at least one second remains).
     pub deadline_scale: f64,
+    /// Mutating work sent through the [`LEGACY_CONNECTOR`] instead of `erp`: a downstream
+    /// that cannot look keys up, so a lost response leaves its intent indeterminate until
+    /// an operator settles it. Zero unless the coordinator has such a connector.
+    pub legacy: f64,
 }
+
+/// The connector of the [`Mix::legacy`] share of mutating work.
+pub const LEGACY_CONNECTOR: &str = "legacy-erp";
 
 impl Default for Mix {
     fn default() -> Self {
@@ -65,6 +72,7 @@ impl Default for Mix {
             double_dispatch: 0.05,
             latency_scale: 1.0,
             deadline_scale: 1.0,
+            legacy: 0.0,
         }
     }
 }
@@ -221,6 +229,9 @@ impl Generator {
         let approver = tenant.approvers[self.below(tenant.approvers.len())].to_string();
         let deadline_secs =
             ((op.deadline_secs as f64 * self.mix.deadline_scale).round() as u64).max(1);
+        // Drawn only when asked for, so other mixes keep their sequence of plans.
+        let legacy = op.tier.is_mutating() && self.chance(self.mix.legacy);
+        let connector = if legacy { LEGACY_CONNECTOR } else { "erp" };
         let request = CreateIntent {
             tenant: tenant.name.to_string(),
             actor,
@@ -233,7 +244,7 @@ impl Generator {
             max_attempts: op.max_attempts,
             release_id: release.clone(),
             locale: tenant.locale,
-            connector: "erp".to_string(),
+            connector: connector.to_string(),
         };
         let work = if op.tier.is_mutating() {
             let calls = if self.chance(self.mix.double_dispatch) {

@@ -1,0 +1,78 @@
+//! The demo's opening scene, set once per database when the embedded default starts, so
+//! that the first minute shows what intentdesk is for rather than a quiet dashboard:
+//!
+//! - **An unprovable payment.** A Persian employee's payment to ACME-IR goes to the
+//!   `legacy-erp` connector, a downstream that cannot look keys up and whose first
+//!   response is lost after it commits. The intent stays indeterminate, never "failed",
+//!   until an operator reconciles it against the ERP or closes it with evidence.
+//! - **A paused scope.** Northwind's payments are paused for a bank's settlement window, so
+//!   they wait visibly instead of being sent.
+//!
+//! Both are sent under fixed keys (the caller key, the command id): starting the demo again
+//! over the same database replays them instead of adding new ones, and an operator's resume
+//! or close from an earlier run stands.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::client::Client;
+use crate::client::ingest::{Created, IngestClient};
+use crate::domain::{ConsequenceTier, Locale};
+use crate::wire::CreateIntent;
+use crate::workload::generator::LEGACY_CONNECTOR;
+
+/// The caller key of the scene's payment.
+pub const STORY_KEY: &str = "demo-scene-payment-acme-ir";
+/// The purpose its employee typed.
+pub const STORY_PURPOSE: &str = "پرداخت ۳۵٫۵ میلیون ریال به تأمین‌کننده ACME-IR در ۱۴۰۵/۰۹/۱۰";
+
+/// The command id of the scene's pause: one id for every run.
+pub const PAUSE_COMMAND_ID: &str = "demo-scene-pause-northwind-payments";
+
+/// Sets the scene on the coordinator at `coordinator` with an admin `token`, waiting (within
+/// `patience`) for it to start listening.
+pub async fn stage(coordinator: &str, token: &str, patience: Duration) -> anyhow::Result<()> {
+    let agent = IngestClient::new(
+        coordinator.parse().context("the coordinator's address")?,
+        token,
+        Duration::from_secs(10),
+        patience,
+        0x5ce4e,
+    )?;
+    let payment = CreateIntent {
+        tenant: "pars-trading".into(),
+        actor: "agent:kharid-bot".into(),
+        purpose: STORY_PURPOSE.into(),
+        operation: "payment.initiate".into(),
+        tool: "erp.payments".into(),
+        consequence: ConsequenceTier::Financial,
+        args: json!({
+            "supplier": "ACME-IR",
+            "amount": "۳۵٬۵۰۰٬۰۰۰",
+            "currency": "IRR",
+            "invoice": "INV-1405-0910",
+            "note": "پرداخت فاکتور کاغذ A4",
+        }),
+        deadline_secs: 3_600,
+        max_attempts: 3,
+        release_id: "procure-agent@2.4.0".into(),
+        locale: Locale::FaIr,
+        connector: LEGACY_CONNECTOR.into(),
+    };
+    if let Created::New(intent) = agent.create(STORY_KEY, &payment).await? {
+        agent.authorize(&intent.id, "s.karimi", None).await?;
+        agent.dispatch(&intent.id).await?;
+    }
+
+    let operator = Client::new(coordinator, token)?;
+    let pause = json!({
+        "command_id": PAUSE_COMMAND_ID,
+        "kind": "pause",
+        "target": {"scope": {"tenant": "northwind", "operation": "payment.initiate"}},
+        "reason": "Bank settlement window closed: Northwind's payments wait until it reopens (ticket OPS-4411)",
+    });
+    operator.command(&pause).await?;
+    Ok(())
+}
