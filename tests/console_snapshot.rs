@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use egui_kittest::Harness;
 use intentdesk::console::cache::Cache;
 use intentdesk::console::commands::ConsoleCommand;
-use intentdesk::console::model::IntentPage;
+use intentdesk::console::model::{IntentDetail, IntentPage};
+use intentdesk::console::views::intent_view::IntentTab;
 use intentdesk::console::worker::cache_key;
 use intentdesk::console::{ConsoleApp, ConsoleOptions};
 use serde_json::json;
@@ -139,7 +140,52 @@ fn page() -> IntentPage {
     .expect("page")
 }
 
+/// The indeterminate order of the page, whole: a Persian purchase order.
+const OPEN_ID: &str = "int_01kb01p7q3x9d2m8v4r6t0y5zs";
+
+fn detail() -> IntentDetail {
+    let created = NOW_MS - 240_000;
+    let args = json!({"supplier": "ACME-IR", "item": "کاغذ A4", "qty": 1200, "unit_price": 29_500, "currency": "IRR"});
+    let hash = intentdesk::domain::canonical::canonicalize(&args)
+        .expect("canonical")
+        .hash;
+    serde_json::from_value(json!({
+        "intent": {
+            "id": OPEN_ID, "tenant": "pars-trading", "actor": "agent:kharid-bot",
+            "purpose": "سفارش PO-1234 برای ۱۲۰۰ واحد", "operation": "purchase_order.create",
+            "tool": "erp.purchase_orders", "consequence": "write", "state": "indeterminate",
+            "attempts": 2, "max_attempts": 3, "created_at_ms": created, "updated_at_ms": created + 9_000,
+            "deadline_at_ms": created + 600_000, "indeterminate_since_ms": created + 9_000,
+            "action_key": format!("po:pars-trading:{OPEN_ID}"), "connector": "erp", "release_id": "procure-agent@2.4.0",
+            "locale": "fa-IR", "args": args, "canonical_args_hash": hash,
+            "authorization_version": "procurement-policy-v7", "approver": "s.karimi",
+        },
+        "attempts": [
+            {"id": "att_01kb01p7q3x9d2m8v4r6t0y5a1", "kind": "dispatch", "provider": "erp", "outcome": "failed",
+             "http_status": 503, "sent": true, "started_at_ms": created + 200, "ended_at_ms": created + 700},
+            {"id": "att_01kb01p7q3x9d2m8v4r6t0y5a2", "kind": "dispatch", "provider": "erp", "outcome": "lost",
+             "sent": true, "detail": "the connection closed after the request was sent",
+             "started_at_ms": created + 2_700, "ended_at_ms": created + 9_000},
+        ],
+        "transitions": [
+            {"from": null, "to": "prepared", "event": "validated", "at_ms": created},
+            {"from": "prepared", "to": "authorized", "event": "authorized", "at_ms": created + 100},
+            {"from": "authorized", "to": "executing", "event": "dispatch", "at_ms": created + 200},
+            {"from": "executing", "to": "indeterminate", "event": "outcome_unknown", "at_ms": created + 9_000},
+        ],
+        "key_forget_at_ms": created + 200 + 600_000,
+    }))
+    .expect("detail")
+}
+
 fn harness(dir: &std::path::Path) -> (tokio::runtime::Runtime, Harness<'static, ConsoleApp>) {
+    harness_opening(dir, None)
+}
+
+fn harness_opening(
+    dir: &std::path::Path,
+    open: Option<&str>,
+) -> (tokio::runtime::Runtime, Harness<'static, ConsoleApp>) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -152,23 +198,29 @@ fn harness(dir: &std::path::Path) -> (tokio::runtime::Runtime, Harness<'static, 
         ("limit".to_string(), "200".to_string()),
     ];
     runtime.block_on(cache.put_page(&cache_key(&query, None), &page()));
+    runtime.block_on(cache.put_detail(OPEN_ID, &detail()));
     let options = ConsoleOptions {
         label: URL.into(),
         coordinator_url: URL.into(),
         token: String::new(),
         offline: true,
-        open: None,
+        open: open.map(str::to_string),
         cache_path: Some(cache_path),
         fixed_now_ms: Some(NOW_MS),
         utc: true,
         ca_file: None,
     };
     let handle = runtime.handle().clone();
+    let height = if open.is_some() { 640.0 } else { 420.0 };
     let mut harness = Harness::builder()
-        .with_size(egui::vec2(1280.0, 420.0))
+        .with_size(egui::vec2(1280.0, height))
         .build_eframe(move |cc| ConsoleApp::new(&cc.egui_ctx, None, options, &handle));
     let started = Instant::now();
-    while harness.state().table.rows.len() < 9 {
+    let shown = |app: &ConsoleApp| {
+        app.table.rows.len() == 9
+            && (open.is_none() || app.open.as_ref().is_some_and(|o| o.detail.is_some()))
+    };
+    while !shown(harness.state()) {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "the cached page never showed"
@@ -194,4 +246,25 @@ fn main_screen_in_persian() {
     harness.state_mut().queue(ConsoleCommand::SwitchLocale);
     harness.run_steps(4);
     harness.snapshot("console_main_fa");
+}
+
+#[test]
+fn an_open_intent_in_persian_stands_beside_the_table() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_runtime, mut harness) = harness_opening(dir.path(), Some(OPEN_ID));
+    harness.state_mut().queue(ConsoleCommand::SwitchLocale);
+    harness.run_steps(4);
+    harness.snapshot("console_intent_fa");
+    harness.state_mut().intent_view.tab = IntentTab::Envelope;
+    harness.run_steps(4);
+    harness.snapshot("console_envelope_fa");
+}
+
+#[test]
+fn an_open_intent_in_english() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_runtime, mut harness) = harness_opening(dir.path(), Some(OPEN_ID));
+    harness.state_mut().intent_view.tab = IntentTab::Envelope;
+    harness.run_steps(4);
+    harness.snapshot("console_envelope_en");
 }

@@ -136,10 +136,23 @@ pub fn intent_json(detail: &IntentDetail, coordinator: &str, now_ms: u64) -> Val
             })
         })
         .collect();
+    let intent = &detail.intent;
+    let canonical = intent
+        .args
+        .as_ref()
+        .and_then(|args| crate::domain::canonical::canonicalize(args).ok());
     json!({
         "exported_at_ms": now_ms,
         "exported_at": iso_utc(now_ms),
         "coordinator": coordinator,
+        // What was, or may have been, ordered: the exact text the hash covers.
+        "frozen_command": {
+            "operation": intent.operation,
+            "connector": intent.connector,
+            "canonical_args": canonical.as_ref().map(|c| c.json.clone()),
+            "canonical_args_hash": intent.canonical_args_hash,
+            "hash_matches": canonical.as_ref().is_some_and(|c| c.hash == intent.canonical_args_hash),
+        },
         "intent": detail.intent,
         "attempts": detail.attempts,
         "receipts": detail.receipts,
@@ -219,6 +232,29 @@ mod tests {
         assert_eq!(iso_utc(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso_utc(1_796_031_355_123), "2026-11-30T09:35:55.123Z");
         assert_eq!(iso_utc(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn an_exported_intent_carries_its_frozen_command() {
+        let args = json!({"supplier": "ACME-IR", "amount": "۳۵٬۵۰۰٬۰۰۰", "currency": "IRR"});
+        let hash = crate::domain::canonical::canonicalize(&args)
+            .expect("canonical")
+            .hash;
+        let detail: IntentDetail = serde_json::from_value(json!({"intent": {
+            "id": "int_01kbx7q3p9d2m8v4r6t0y5zs09", "tenant": "pars-trading", "operation": "payment.initiate",
+            "consequence": "financial", "state": "indeterminate", "created_at_ms": 1, "connector": "legacy-erp",
+            "action_key": "pay:pars-trading:int_01kbx7q3p9d2m8v4r6t0y5zs09", "args": args, "canonical_args_hash": hash,
+        }}))
+        .expect("detail");
+        let exported = intent_json(&detail, "http://c", 2);
+        let frozen = &exported["frozen_command"];
+        assert_eq!(
+            frozen["canonical_args"],
+            r#"{"amount":35500000,"currency":"IRR","supplier":"ACME-IR"}"#
+        );
+        assert_eq!(frozen["canonical_args_hash"], hash.as_str());
+        assert_eq!(frozen["hash_matches"], true);
+        assert_eq!(frozen["connector"], "legacy-erp");
     }
 
     #[test]
