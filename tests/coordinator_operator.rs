@@ -413,6 +413,15 @@ async fn search_text_is_only_text(backend: Backend) {
         ids(&found.body["items"]),
         vec![intent["id"].as_str().expect("id").to_string()]
     );
+    // An amount written with Persian digits and separators is found as the number it is.
+    let payment = c
+        .intent("acme", "pay", "fa-IR", json!({ "amount": "۳۵٬۵۰۰٬۰۰۰" }))
+        .await;
+    let found = c.get(VIEWER, "/v1/intents?q=35500000").await;
+    assert_eq!(
+        ids(&found.body["items"]),
+        vec![payment["id"].as_str().expect("id").to_string()]
+    );
     c.stop().await;
 }
 

@@ -188,7 +188,9 @@ async fn create_intent(
         operation: req.operation.trim().to_string(),
         tool: req.tool.trim().to_string(),
         tier,
-        search_text: search_form(&args_text),
+        // As written and in canonical form, so an amount typed `۳۵٬۵۰۰٬۰۰۰` is found as
+        // `35500000` too.
+        search_text: search_form(&format!("{args_text}\n{}", canonical.json)),
         args_json: args_text,
         canonical_json: canonical.json,
         args_hash: canonical.hash,
