@@ -362,6 +362,7 @@ envelope-indeterminate-since = Indeterminate since
 envelope-committed-at = Committed at
 envelope-args = The frozen command: what was, or may have been, ordered
 envelope-args-empty = No arguments
+envelope-args-marks = Warning: this text holds invisible direction marks, written out here as ⟦U+…⟧. They can make a supplier or an amount look like something else; check it with the agent's owner.
 envelope-args-hash-matches = These arguments are exactly the ones the hash covers.
 envelope-args-hash-differs = Warning: these arguments do not give the recorded hash. Do not act on them before the coordinator's data is checked.
 envelope-args-canonical = Canonical JSON (the text the hash covers)

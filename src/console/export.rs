@@ -151,7 +151,8 @@ pub fn intent_json(detail: &IntentDetail, coordinator: &str, now_ms: u64) -> Val
             "connector": intent.connector,
             "canonical_args": canonical.as_ref().map(|c| c.json.clone()),
             "canonical_args_hash": intent.canonical_args_hash,
-            "hash_matches": canonical.as_ref().is_some_and(|c| c.hash == intent.canonical_args_hash),
+            // Unknown (null) when the arguments were not part of the read.
+            "hash_matches": canonical.as_ref().map(|c| c.hash == intent.canonical_args_hash),
         },
         "intent": detail.intent,
         "attempts": detail.attempts,

@@ -29,9 +29,11 @@ use crate::workload::generator::LEGACY_CONNECTOR;
 /// overload that some intents are amplified and some indeterminate at any moment.
 pub const DEMO_FAULTS: &str = "drop_after_commit=0.06,delay_ms=2500@0.05,overload=0.12,retry_after_secs=1,refuse=0.02,redeliver=2";
 
-/// The faults of the legacy downstream: its first response (the scene's payment) and one in
-/// ten after it are lost after they commit, and one in twenty is slower than the timeout.
-pub const LEGACY_FAULTS: &str = "drop_first=1,drop_after_commit=0.1,delay_ms=1500@0.05";
+/// The faults of the legacy downstream: it keeps no idempotency keys, its first response (the
+/// scene's payment, sent before the workload starts) and one in ten after it are lost after
+/// they commit, and one in twenty is slower than the timeout.
+pub const LEGACY_FAULTS: &str =
+    "drop_first=1,drop_after_commit=0.1,delay_ms=1500@0.05,ignore_keys=true";
 
 /// The share of the workload's mutating work sent to the legacy downstream.
 const LEGACY_SHARE: f64 = 0.05;
@@ -179,16 +181,22 @@ impl Embedded {
                 clock.clone(),
             );
             driver.mix.legacy = LEGACY_SHARE;
+            let (url, admin) = (coordinator_url.clone(), token.clone());
             let rx = stopped.clone();
             tasks.push(tokio::spawn(async move {
+                // The scene first, so its payment is the legacy downstream's first creation
+                // (whose response is certain to be lost); then the steady agents.
+                let stage = scene::stage(&url, &admin, Duration::from_secs(30));
+                tokio::select! {
+                    staged = stage => {
+                        if let Err(e) = staged {
+                            tracing::warn!(error = %e, "the demo's opening scene was not set");
+                        }
+                    }
+                    () = until_stopped(rx.clone()) => return,
+                }
                 if let Err(e) = crate::workload::drive(&driver, until_stopped(rx)).await {
                     tracing::error!(error = %e, "the embedded workload stopped");
-                }
-            }));
-            let (url, admin) = (coordinator_url.clone(), token.clone());
-            tasks.push(tokio::spawn(async move {
-                if let Err(e) = scene::stage(&url, &admin, Duration::from_secs(30)).await {
-                    tracing::warn!(error = %e, "the demo's opening scene was not set");
                 }
             }));
         }

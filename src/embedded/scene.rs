@@ -18,7 +18,7 @@ use anyhow::Context;
 use serde_json::json;
 
 use crate::client::Client;
-use crate::client::ingest::{Created, IngestClient};
+use crate::client::ingest::{Answer, Created, IngestClient};
 use crate::domain::{ConsequenceTier, Locale};
 use crate::wire::CreateIntent;
 use crate::workload::generator::LEGACY_CONNECTOR;
@@ -61,10 +61,23 @@ pub async fn stage(coordinator: &str, token: &str, patience: Duration) -> anyhow
         locale: Locale::FaIr,
         connector: LEGACY_CONNECTOR.into(),
     };
-    if let Created::New(intent) = agent.create(STORY_KEY, &payment).await? {
-        agent.authorize(&intent.id, "s.karimi", None).await?;
-        agent.dispatch(&intent.id).await?;
+    // On a replay (a later start over the same database) the two steps are asked again: an
+    // earlier run may have stopped between them. Both are idempotent; a refusal says the
+    // intent has moved on, which is the operator's business now.
+    let paid = async {
+        let intent = match agent.create(STORY_KEY, &payment).await? {
+            Created::New(intent) | Created::Replayed(intent) => intent,
+            Created::Mismatch => anyhow::bail!("{STORY_KEY} names another payment"),
+        };
+        if let Answer::Refused { code } = agent.authorize(&intent.id, "s.karimi", None).await? {
+            tracing::debug!(%code, "the scene's payment was not authorized again");
+        }
+        if let Answer::Refused { code } = agent.dispatch(&intent.id).await? {
+            tracing::debug!(%code, "the scene's payment was not dispatched again");
+        }
+        anyhow::Ok(())
     }
+    .await;
 
     let operator = Client::new(coordinator, token)?;
     let pause = json!({
@@ -73,6 +86,8 @@ pub async fn stage(coordinator: &str, token: &str, patience: Duration) -> anyhow
         "target": {"scope": {"tenant": "northwind", "operation": "payment.initiate"}},
         "reason": "Bank settlement window closed: Northwind's payments wait until it reopens (ticket OPS-4411)",
     });
-    operator.command(&pause).await?;
+    let paused = operator.command(&pause).await;
+    paid?;
+    paused?;
     Ok(())
 }

@@ -142,16 +142,11 @@ pub fn isolate_ltr(text: &str) -> String {
     format!("\u{2066}{text}\u{2069}")
 }
 
-/// Wraps text a user or agent wrote in a first-strong isolate (FSI … PDI) when it holds
-/// right-to-left letters, so that inside an interface sentence it keeps its own direction
-/// and order (HTML's `<bdi>`). Text without any is returned as it is: it reads the same
-/// either way, and a plain label never meets a mark it cannot draw.
+/// Wraps text a user or agent wrote in a first-strong isolate (FSI … PDI), so that inside
+/// an interface sentence it keeps its own direction and order and lends none to its
+/// neighbours (HTML's `<bdi>`). The marks are resolved and removed by [`visual_runs`].
 pub fn isolate_auto(text: &str) -> String {
-    if has_rtl(text) {
-        format!("\u{2068}{text}\u{2069}")
-    } else {
-        text.to_string()
-    }
+    format!("\u{2068}{text}\u{2069}")
 }
 
 fn visual_line(line: &str, offset: usize, base: Direction) -> Vec<Piece> {
@@ -436,11 +431,10 @@ mod tests {
             visual_string(&sentence, Direction::Ltr),
             format!("Why: {own}")
         );
-        assert_eq!(
-            isolate_auto("PO-1234"),
-            "PO-1234",
-            "Latin text gets no marks"
-        );
+        // Latin text ending in a bracket keeps it at its end inside a Persian sentence.
+        let reason = "ticket (OPS-4411)";
+        let persian = format!("دلیل: {}", isolate_auto(reason));
+        assert!(visual_string(&persian, Direction::Rtl).starts_with("ticket (OPS-4411) "));
     }
 
     #[test]

@@ -106,9 +106,11 @@ impl SandboxState {
     }
 
     /// Replaces every fault setting at once; requests already past a decision keep it.
+    /// `drop_first` counts again from the next creation.
     pub fn set_faults(&self, faults: FaultSpec) {
         tracing::info!(faults = %faults, "sandbox faults replaced");
         *lock(&self.inner.faults) = faults;
+        self.inner.dropped_first.store(0, Ordering::SeqCst);
     }
 
     /// The seed of the fault decisions, for reproducing a run.

@@ -188,6 +188,15 @@ pub fn search_form(s: &str) -> String {
     fold_digits(&normalize_text(s)).to_lowercase()
 }
 
+/// The canonical number a search term stands for, by the canonical rules for numeric
+/// strings (`1,200`, `۱٬۲۰۰` and `1200.0` all stand for `1200`); `None` for other text.
+fn canonical_number(q: &str) -> Option<String> {
+    let args = serde_json::json!({ "q": q });
+    let json = crate::domain::canonical::canonicalize(&args).ok()?.json;
+    let value = json.strip_prefix("{\"q\":")?.strip_suffix('}')?;
+    (!value.starts_with('"')).then(|| value.to_string())
+}
+
 /// Build the `WHERE` for an intent filter over intents aliased `i`.
 pub(crate) fn filter_where(f: &IntentFilter) -> Where {
     let mut w = Where::default();
@@ -244,9 +253,20 @@ pub(crate) fn filter_where(f: &IntentFilter) -> Where {
             .replace('%', "\\%")
             .replace('_', "\\_");
         let like = w.bind(format!("%{escaped}%"));
+        // An amount typed as the console shows it (`35,500,000`, `۳۵٬۵۰۰٬۰۰۰`) is also looked
+        // for as the canonical number the arguments were indexed under.
+        let number = canonical_number(q)
+            .filter(|n| *n != folded)
+            .map(|n| {
+                format!(
+                    " OR i.search_text LIKE {} ESCAPE '\\'",
+                    w.bind(format!("%{n}%"))
+                )
+            })
+            .unwrap_or_default();
         w.push(&format!(
             "(i.id = {exact} OR i.action_key = {exact} OR i.receipt_id = {exact} OR i.downstream_ref = {exact} \
-             OR i.search_text LIKE {like} ESCAPE '\\')"
+             OR i.search_text LIKE {like} ESCAPE '\\'{number})"
         ));
     }
     w

@@ -9,7 +9,6 @@ use super::intent_widgets::{copyable_ui, instant, say, say_colored, say_strong, 
 use crate::console::model::{CommandRow, IntentDetail};
 use crate::console::theme;
 use crate::i18n::Localizer;
-use crate::i18n::bidi::isolate_auto;
 use crate::wire::TargetBody;
 
 /// What a command's recorded result says, in words: for pauses how many intents they cover,
@@ -140,8 +139,8 @@ fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &s
         &i18n.tr_args(
             "audit-who",
             &[
-                ("actor", isolate_auto(&c.actor).into()),
-                ("role", c.role.as_str().into()),
+                ("actor", format::isolate(i18n, &c.actor).into()),
+                ("role", format::isolate(i18n, c.role.as_str()).into()),
             ],
         ),
     );
@@ -157,7 +156,10 @@ fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &s
         Some(reason) => say(
             ui,
             i18n,
-            &i18n.tr_args("audit-why", &[("reason", isolate_auto(reason).into())]),
+            &i18n.tr_args(
+                "audit-why",
+                &[("reason", format::isolate(i18n, reason).into())],
+            ),
         ),
         None => say_colored(
             ui,
@@ -167,7 +169,8 @@ fn command_ui(ui: &mut egui::Ui, i18n: &Localizer, c: &CommandRow, intent_id: &s
         ),
     };
     if let Some(evidence) = c.body.get("evidence") {
-        let part = |k: &str| isolate_auto(evidence.get(k).and_then(Value::as_str).unwrap_or("-"));
+        let part =
+            |k: &str| format::isolate(i18n, evidence.get(k).and_then(Value::as_str).unwrap_or("-"));
         say(
             ui,
             i18n,

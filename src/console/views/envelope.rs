@@ -116,21 +116,21 @@ pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
     fields_grid(ui, i18n, "attempt_fields", |ui| {
         id_row(ui, i18n, "attempt-id", a.id.as_str());
         field_row(ui, i18n, "attempt-kind", a.kind.as_str());
-        field_row(ui, i18n, "attempt-provider", &a.provider);
-        field_row(ui, i18n, "attempt-region", &or_dash(&a.region));
-        field_row(ui, i18n, "attempt-model", &or_dash(&a.model));
-        field_row(ui, i18n, "field-release", &or_dash(&a.release_id));
-        field_row(ui, i18n, "attempt-worker", &or_dash(&a.worker));
+        user_row(ui, i18n, "attempt-provider", &a.provider);
+        user_row(ui, i18n, "attempt-region", &or_dash(&a.region));
+        user_row(ui, i18n, "attempt-model", &or_dash(&a.model));
+        user_row(ui, i18n, "field-release", &or_dash(&a.release_id));
+        user_row(ui, i18n, "attempt-worker", &or_dash(&a.worker));
         id_row(
             ui,
             i18n,
             "attempt-provider-request-id",
             a.provider_request_id.as_deref().unwrap_or(""),
         );
-        field_row(ui, i18n, "attempt-hedge-group", &or_dash(&a.hedge_group));
+        user_row(ui, i18n, "attempt-hedge-group", &or_dash(&a.hedge_group));
         let outcome = super::intent_widgets::tr_named(i18n, "timeline-outcome", a.outcome.as_str());
         field_row(ui, i18n, "attempt-outcome", &outcome);
-        field_row(ui, i18n, "attempt-error-class", &or_dash(&a.error_class));
+        user_row(ui, i18n, "attempt-error-class", &or_dash(&a.error_class));
         let status = a.http_status.map(|s| s.to_string()).unwrap_or("-".into());
         field_row(ui, i18n, "attempt-http-status", &status);
         let retry_after = a

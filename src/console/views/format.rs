@@ -70,6 +70,19 @@ pub fn user_wt(ui: &egui::Ui, text: &str) -> egui::WidgetText {
     }
 }
 
+/// Text a user or agent wrote, ready to go inside an interface sentence: isolated so it keeps
+/// its own direction and order, wherever the sentence goes through the bidi layout (always
+/// in a right-to-left locale, and in a left-to-right one when the text holds Persian). Plain
+/// Latin text in the English console is left as it is, so no label meets a mark it cannot
+/// draw.
+pub fn isolate(i18n: &Localizer, text: &str) -> String {
+    if needs_bidi(i18n, text) {
+        crate::i18n::bidi::isolate_auto(text)
+    } else {
+        text.to_string()
+    }
+}
+
 /// A label of text a user or agent wrote, in its own direction (see [`user_wt`]).
 pub fn user_label(ui: &mut egui::Ui, text: &str) -> egui::Response {
     let response = ui.label(user_wt(ui, text));

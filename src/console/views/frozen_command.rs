@@ -2,14 +2,19 @@
 //! been, ordered), one row per value, beside the hash they were frozen under. Names and
 //! strings are the agent's text, in their own direction; numbers take the locale's digits;
 //! the canonical JSON itself is copyable, and its hash is checked against the envelope's.
+//! Invisible direction marks in the agent's text are shown, never obeyed: a supervisor must
+//! read the supplier and amount that were sent, not what the marks make them look like.
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::format;
 use super::intent_widgets::{fields_grid, grid_row_named, id_row, say_colored, say_strong};
 use crate::console::theme;
-use crate::domain::canonical::canonicalize;
+use crate::domain::canonical::{AMOUNT_FIELDS, canonicalize, normalize_text};
 use crate::i18n::Localizer;
+use crate::i18n::bidi::is_bidi_control;
 
 /// One value of the arguments and where it sits (`supplier`, `lines[0].qty`).
 #[derive(Debug, Clone, PartialEq)]
@@ -31,11 +36,41 @@ pub enum ArgValue {
     Empty(&'static str),
 }
 
-/// Every leaf of `args`, depth first, in the canonical order of keys.
+/// Every leaf of `args`, depth first, in the canonical order of keys; none for an empty
+/// object.
 pub fn arg_lines(args: &Value) -> Vec<ArgLine> {
     let mut out = Vec::new();
+    if args.as_object().is_some_and(|m| m.is_empty()) {
+        return out;
+    }
     walk(args, String::new(), &mut out);
     out
+}
+
+/// Whether the value at `path` is an amount (its key is one of the canonical rules' amount
+/// fields): grouped in thousands when shown. Other numbers (invoice numbers, years) are not.
+pub fn is_amount(path: &str) -> bool {
+    let key = path.rsplit('.').next().unwrap_or(path);
+    let key = key.split('[').next().unwrap_or(key);
+    AMOUNT_FIELDS.contains(&normalize_text(key).as_str())
+}
+
+/// `text` with every explicit direction mark written out as `⟦U+202E⟧`, and whether it had
+/// any.
+pub fn marks_shown(text: &str) -> (String, bool) {
+    let mut any = false;
+    let shown = text
+        .chars()
+        .map(|c| {
+            if is_bidi_control(c) {
+                any = true;
+                format!("⟦U+{:04X}⟧", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    (shown, any)
 }
 
 fn walk(value: &Value, path: String, out: &mut Vec<ArgLine>) {
@@ -68,20 +103,24 @@ fn walk(value: &Value, path: String, out: &mut Vec<ArgLine>) {
     }
 }
 
-/// A canonical number in the locale's digits: integers grouped in thousands, decimals with
-/// the locale's separator (`35,500,000`, `۳۵٬۵۰۰٬۰۰۰`, `۱۲٫۵`).
-pub fn number_text(i18n: &Localizer, canonical: &str) -> String {
+/// A canonical number in the locale's digits, decimals with the locale's separator; with
+/// `grouped`, thousands grouped (`35,500,000`, `۳۵٬۵۰۰٬۰۰۰`, `۱۲٫۵`). A number written with
+/// an exponent is shown as it is.
+pub fn number_text(i18n: &Localizer, canonical: &str, grouped: bool) -> String {
+    if canonical.contains(['e', 'E']) {
+        return canonical.to_string();
+    }
     let (int, frac) = canonical.split_once('.').unwrap_or((canonical, ""));
     let negative = int.starts_with('-');
     let digits = int.trim_start_matches('-');
-    let mut grouped = String::new();
+    let mut whole = String::new();
     for (n, c) in digits.chars().enumerate() {
-        if n > 0 && (digits.len() - n) % 3 == 0 {
-            grouped.push(if i18n.is_rtl() { '٬' } else { ',' });
+        if grouped && n > 0 && (digits.len() - n) % 3 == 0 {
+            whole.push(if i18n.is_rtl() { '٬' } else { ',' });
         }
-        grouped.push(c);
+        whole.push(c);
     }
-    let mut text = format!("{}{grouped}", if negative { "-" } else { "" });
+    let mut text = format!("{}{whole}", if negative { "-" } else { "" });
     if !frac.is_empty() {
         text.push(if i18n.is_rtl() { '٫' } else { '.' });
         text.push_str(frac);
@@ -89,29 +128,56 @@ pub fn number_text(i18n: &Localizer, canonical: &str) -> String {
     format::localize_digits(i18n, &text)
 }
 
-/// The arguments of the open intent, under the envelope's fields.
-pub fn frozen_command_ui(ui: &mut egui::Ui, i18n: &Localizer, args: &Value, hash: &str) {
-    ui.add_space(6.0);
-    say_strong(ui, i18n, &i18n.tr("envelope-args"));
+/// What the frozen command shows, worked out once per intent and hash rather than every
+/// frame: the canonical text and whether it gives the recorded hash, and its rows.
+struct Frozen {
+    json: Option<String>,
+    matches: bool,
+    lines: Vec<ArgLine>,
+}
+
+fn frozen(ui: &egui::Ui, args: &Value, hash: &str) -> Arc<Frozen> {
+    let key = egui::Id::unique("intentdesk.frozen_command").with(hash);
+    if let Some(done) = ui.data(|d| d.get_temp::<Arc<Frozen>>(key)) {
+        return done;
+    }
     let canonical = canonicalize(args).ok();
     let shown: Value = canonical
         .as_ref()
         .and_then(|c| serde_json::from_str(&c.json).ok())
         .unwrap_or_else(|| args.clone());
+    let done = Arc::new(Frozen {
+        matches: canonical.as_ref().is_some_and(|c| c.hash == hash),
+        json: canonical.map(|c| c.json),
+        lines: arg_lines(&shown),
+    });
+    ui.data_mut(|d| d.insert_temp(key, done.clone()));
+    done
+}
+
+/// The arguments of the open intent, under the envelope's fields.
+pub fn frozen_command_ui(ui: &mut egui::Ui, i18n: &Localizer, args: &Value, hash: &str) {
+    ui.add_space(6.0);
+    say_strong(ui, i18n, &i18n.tr("envelope-args"));
+    let frozen = frozen(ui, args, hash);
+    let mut marked = false;
     fields_grid(ui, i18n, "envelope_args", |ui| {
-        let lines = arg_lines(&shown);
-        if lines.is_empty() {
+        if frozen.lines.is_empty() {
             grid_row_named(ui, i18n, "-", |ui| {
                 format::label(ui, i18n, &i18n.tr("envelope-args-empty"));
             });
         }
-        for line in lines {
-            grid_row_named(ui, i18n, &line.path, |ui| match &line.value {
+        for line in &frozen.lines {
+            let (path, path_marked) = marks_shown(&line.path);
+            marked |= path_marked;
+            grid_row_named(ui, i18n, &path, |ui| match &line.value {
                 ArgValue::Text(s) => {
-                    super::intent_widgets::user_say(ui, s);
+                    let (shown, text_marked) = marks_shown(s);
+                    marked |= text_marked;
+                    super::intent_widgets::user_say(ui, &shown);
                 }
                 ArgValue::Number(n) => {
-                    format::label(ui, i18n, &number_text(i18n, n));
+                    format::label(ui, i18n, &number_text(i18n, n, is_amount(&line.path)));
                 }
                 ArgValue::Bool(b) => {
                     format::label(
@@ -130,34 +196,41 @@ pub fn frozen_command_ui(ui: &mut egui::Ui, i18n: &Localizer, args: &Value, hash
         }
         id_row(ui, i18n, "field-args-hash", hash);
     });
-    match &canonical {
-        Some(c) if c.hash == hash => {
-            say_colored(
-                ui,
-                i18n,
-                &i18n.tr("envelope-args-hash-matches"),
-                theme::QUIET,
-            );
-        }
-        _ => {
-            say_colored(
-                ui,
-                i18n,
-                &i18n.tr("envelope-args-hash-differs"),
-                theme::REJECTED,
-            );
-        }
+    if marked {
+        say_colored(ui, i18n, &i18n.tr("envelope-args-marks"), theme::REJECTED);
     }
-    if let Some(c) = &canonical {
+    if frozen.matches {
+        say_colored(
+            ui,
+            i18n,
+            &i18n.tr("envelope-args-hash-matches"),
+            theme::QUIET,
+        );
+    } else {
+        say_colored(
+            ui,
+            i18n,
+            &i18n.tr("envelope-args-hash-differs"),
+            theme::REJECTED,
+        );
+    }
+    if let Some(json) = &frozen.json {
         let title = i18n.tr("envelope-args-canonical");
         let shown = egui::CollapsingHeader::new(format::wt(i18n, ui, &title))
             .id_salt("envelope_args_json")
             .show(ui, |ui| {
                 if format::small_button(ui, i18n, &i18n.tr("envelope-args-copy")).clicked() {
-                    ui.ctx().copy_text(c.json.clone());
+                    ui.ctx().copy_text(json.clone());
                 }
-                // JSON is never translated: left to right, Latin digits.
-                ui.add(egui::Label::new(egui::RichText::new(&c.json).monospace()).wrap());
+                // JSON is never translated: left to right, Latin digits; Persian strings
+                // inside it still read in their own order.
+                let (text, _) = marks_shown(json);
+                let font = egui::TextStyle::Monospace.resolve(ui.style());
+                ui.add(
+                    crate::console::text::BidiLabel::new(&text, crate::i18n::bidi::Direction::Ltr)
+                        .font(font)
+                        .wrap(),
+                );
             });
         format::said(i18n, &title, shown.header_response);
     }
@@ -181,9 +254,34 @@ mod tests {
     fn numbers_take_the_locales_digits_and_separators() {
         let en = Localizer::new(Locale::EnUs);
         let fa = Localizer::new(Locale::FaIr);
-        assert_eq!(number_text(&en, "35500000"), "35,500,000");
-        assert_eq!(number_text(&fa, "35500000"), "۳۵٬۵۰۰٬۰۰۰");
-        assert_eq!(number_text(&fa, "-1200.5"), "-۱٬۲۰۰٫۵");
-        assert_eq!(number_text(&en, "12"), "12");
+        assert_eq!(number_text(&en, "35500000", true), "35,500,000");
+        assert_eq!(number_text(&fa, "35500000", true), "۳۵٬۵۰۰٬۰۰۰");
+        assert_eq!(number_text(&fa, "-1200.5", true), "-۱٬۲۰۰٫۵");
+        assert_eq!(number_text(&en, "12", true), "12");
+        // An invoice number is not an amount: no grouping.
+        assert_eq!(number_text(&fa, "14050910", false), "۱۴۰۵۰۹۱۰");
+        assert_eq!(number_text(&en, "1e-7", true), "1e-7");
+    }
+
+    #[test]
+    fn only_amount_fields_are_grouped() {
+        assert!(is_amount("amount"));
+        assert!(is_amount("lines[2].unit_price"));
+        assert!(!is_amount("invoice"));
+        assert!(!is_amount("lines[0].sku"));
+    }
+
+    #[test]
+    fn direction_marks_are_written_out() {
+        let (shown, any) = marks_shown("ACME\u{202E}RI-");
+        assert!(any);
+        assert_eq!(shown, "ACME⟦U+202E⟧RI-");
+        assert_eq!(marks_shown("ACME-IR"), ("ACME-IR".to_string(), false));
+    }
+
+    #[test]
+    fn an_empty_object_has_no_rows() {
+        assert!(arg_lines(&json!({})).is_empty());
+        assert_eq!(arg_lines(&json!({"a": {}})).len(), 1);
     }
 }

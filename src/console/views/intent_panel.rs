@@ -141,7 +141,7 @@ fn state_line_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
         if intent.paused || !detail.pauses.is_empty() {
             format::label_colored(ui, i18n, &i18n.tr("state-paused"), theme::PAUSED);
         }
-        ui.label(format!("{} · {}", intent.tenant, intent.operation));
+        format::user_label(ui, &format!("{} · {}", intent.tenant, intent.operation));
         let attempts = i18n.tr_args(
             "intent-attempts-of",
             &[

@@ -52,8 +52,19 @@ pub fn say_strong(ui: &mut egui::Ui, i18n: &Localizer, text: &str) -> Response {
 /// a right-to-left locale; the id itself always reads left to right).
 pub fn copyable_ui(ui: &mut egui::Ui, i18n: &Localizer, value: &str) {
     let add = |ui: &mut egui::Ui| {
-        ui.add(egui::Label::new(RichText::new(value).monospace()).truncate())
-            .on_hover_text(value);
+        // The button's room is kept first, so a long id is cut to what is left rather than
+        // pushing the button past the edge (and the panel wider).
+        let copy = i18n.tr("text-copy");
+        let font = egui::TextStyle::Button.resolve(ui.style());
+        let button = crate::console::text::measure(ui, &copy, i18n.direction(), &font)
+            + 2.0 * ui.spacing().button_padding.x
+            + ui.spacing().item_spacing.x;
+        let room = (ui.available_width() - button).max(0.0);
+        let label = egui::Label::new(RichText::new(value).monospace()).truncate();
+        let line = ui.spacing().interact_size.y;
+        ui.allocate_ui(egui::vec2(room, line), |ui| {
+            ui.add(label).on_hover_text(value)
+        });
         if !value.is_empty()
             && format::small_button(ui, i18n, &i18n.tr("text-copy"))
                 .on_hover_text(value)
@@ -128,10 +139,18 @@ pub fn fields_grid(
             )
         });
         add(ui);
-        ui.data_mut(|d| {
+        let changed = ui.data_mut(|d| {
             let fields = d.get_temp_mut_or_default::<RtlFields>(key);
+            let changed = fields.widest != fields.seen;
             fields.widest = fields.seen;
+            changed
         });
+        if changed {
+            // The names' column was not known yet (a first frame): draw it again at once
+            // rather than showing ragged rows until the next repaint.
+            ui.ctx()
+                .request_discard("the names' column of a right-to-left fields grid");
+        }
     });
 }
 
@@ -179,7 +198,7 @@ fn row_of(
 ) {
     let name_ui = |ui: &mut egui::Ui| {
         if users {
-            format::user_label(ui, name)
+            user_name(ui, name)
         } else {
             format::label(ui, i18n, name)
         }
@@ -198,10 +217,14 @@ fn row_of(
     let gap = ui.spacing().item_spacing.x;
     let width = ui.available_width();
     let line = ui.spacing().interact_size.y;
+    // A very long name (an argument's deep path) is cut rather than leaving its value no room.
+    let most = width * 0.4;
+    let names_width = fields.widest.min(most);
     let rtl = egui::Layout::right_to_left(egui::Align::Min);
     let row = ui.allocate_ui_with_layout(egui::vec2(width, line), rtl, |ui| {
-        let names = ui.allocate_ui_with_layout(egui::vec2(fields.widest, line), rtl, |ui| {
-            ui.set_min_width(fields.widest);
+        let names = ui.allocate_ui_with_layout(egui::vec2(names_width, line), rtl, |ui| {
+            ui.set_min_width(names_width);
+            ui.set_max_width(most);
             name_ui(ui).rect.width()
         });
         ui.add_space(gap);
@@ -225,6 +248,15 @@ fn row_of(
         fields.seen = fields.seen.max(row.inner);
         fields.row += 1;
     });
+}
+
+/// A name a user or agent wrote, cut at its logical end when it is wider than the room.
+fn user_name(ui: &mut egui::Ui, name: &str) -> Response {
+    if crate::i18n::bidi::has_rtl(name) {
+        ui.add(BidiLabel::new(name, crate::i18n::bidi::Direction::Auto).truncate())
+    } else {
+        ui.add(egui::Label::new(name).truncate())
+    }
 }
 
 /// One row of [`fields_grid`]: a localized name and a value in the interface's words.

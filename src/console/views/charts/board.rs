@@ -75,10 +75,10 @@ pub fn board_ui(
                             }
                         }
                         Column::Tenant => {
-                            ui.label(row.tenant.as_str());
+                            crate::console::views::format::user_label(ui, row.tenant.as_str());
                         }
                         Column::Operation => {
-                            ui.label(&row.operation);
+                            crate::console::views::format::user_label(ui, &row.operation);
                         }
                         Column::Age => {
                             let age_ms = row
@@ -94,7 +94,10 @@ pub fn board_ui(
                             ui.add(text::BidiLabel::new(&age, dir).color(color));
                         }
                         Column::Providers => {
-                            ui.label(row.providers.join(", "));
+                            crate::console::views::format::user_label(
+                                ui,
+                                &row.providers.join(", "),
+                            );
                         }
                     }
                 }

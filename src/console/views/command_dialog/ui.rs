@@ -183,14 +183,16 @@ fn body_ui(
                 providers.push(intent.connector.clone());
             }
             for p in providers {
-                let text =
-                    i18n.tr_args("dialog-scope-provider", &[("provider", p.as_str().into())]);
+                let text = i18n.tr_args(
+                    "dialog-scope-provider",
+                    &[("provider", format::isolate(i18n, &p).into())],
+                );
                 choice(ui, i18n, &mut dialog.scope, ScopeChoice::Provider(p), &text);
             }
             if !intent.tool.is_empty() {
                 let text = i18n.tr_args(
                     "dialog-scope-tool",
-                    &[("tool", intent.tool.as_str().into())],
+                    &[("tool", format::isolate(i18n, &intent.tool).into())],
                 );
                 choice(ui, i18n, &mut dialog.scope, ScopeChoice::Tool, &text);
             }
@@ -215,8 +217,8 @@ fn body_ui(
             say_strong(ui, i18n, &i18n.tr("dialog-resume-which"));
             for (k, p) in detail.pauses.iter().enumerate() {
                 let scope = describe_target(i18n, Some(&resume_target(p, intent.id.as_str())));
-                let who = p.created_by.as_str();
-                let why = p.reason.as_str();
+                let who = format::isolate(i18n, &p.created_by);
+                let why = format::isolate(i18n, &p.reason);
                 let text = format!("{scope} ({who}: {why})");
                 choice(ui, i18n, &mut dialog.pause_index, k, &text);
             }
@@ -261,8 +263,9 @@ fn body_ui(
             );
             // Committed needs the downstream's reference as evidence; cancelled needs a
             // note saying why. The other of the two stays optional.
-            let reference =
-                CommandDialog::trimmed(&dialog.reference).unwrap_or_else(|| "...".into());
+            let reference = CommandDialog::trimmed(&dialog.reference)
+                .map(|r| format::isolate(i18n, &r))
+                .unwrap_or_else(|| "...".into());
             let (will, args, required, optional) = match dialog.closing {
                 Closing::Committed => (
                     "dialog-close-committed-will",

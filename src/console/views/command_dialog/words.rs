@@ -10,7 +10,10 @@ pub fn describe_target(i18n: &Localizer, target: Option<&TargetBody>) -> String 
         return i18n.tr("dialog-target-unchosen");
     };
     if let Some(id) = &target.intent_id {
-        return i18n.tr_args("dialog-target-intent", &[("intent", id.as_str().into())]);
+        return i18n.tr_args(
+            "dialog-target-intent",
+            &[("intent", crate::i18n::bidi::isolate_ltr(id).into())],
+        );
     }
     let scope = target.scope.clone().unwrap_or_default();
     let parts: Vec<String> = [
@@ -20,7 +23,10 @@ pub fn describe_target(i18n: &Localizer, target: Option<&TargetBody>) -> String 
         ("operation", &scope.operation),
     ]
     .iter()
-    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
+    .filter_map(|(k, v)| {
+        v.as_ref()
+            .map(|v| format!("{k}={}", crate::console::views::format::isolate(i18n, v)))
+    })
     .collect();
     let scope = if parts.is_empty() {
         i18n.tr("dialog-target-everything")

@@ -47,7 +47,10 @@ pub(super) fn hover_ui(
             if let Some(g) = lane.group.and_then(|g| model.groups.get(g)) {
                 say(
                     ui,
-                    &i18n.tr_args("timeline-hedge-group", &[("group", g.name.as_str().into())]),
+                    &i18n.tr_args(
+                        "timeline-hedge-group",
+                        &[("group", format::isolate(i18n, &g.name).into())],
+                    ),
                 );
             }
             say(ui, &i18n.tr("timeline-click-to-select"));
@@ -126,7 +129,7 @@ fn cluster_ui(
                     t.event
                 ));
                 if let Some(reason) = &t.reason {
-                    say(ui, reason);
+                    intent_widgets::user_say(ui, reason);
                 }
                 if let Some(cmd) = &t.command_id {
                     ui.label(egui::RichText::new(cmd).monospace());
@@ -144,7 +147,7 @@ fn cluster_ui(
         }
         MarkKind::Command => {
             if let Some(cmd) = detail.commands.get(m.source) {
-                let actor = crate::i18n::bidi::isolate_auto(&cmd.actor);
+                let actor = format::isolate(i18n, &cmd.actor);
                 say(
                     ui,
                     &format!("{} · {actor} ({}) · {}", cmd.kind, cmd.role, cmd.status),
