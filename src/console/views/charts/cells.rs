@@ -201,8 +201,13 @@ pub(crate) fn y_format(i18n: &Localizer, chart: ChartId, v: f64) -> String {
 
 /// A share as a percentage in the locale's digits and sign.
 pub(crate) fn percent(i18n: &Localizer, share: f64) -> String {
+    percent_to(i18n, share, 0)
+}
+
+/// [`percent`] with `places` fraction digits.
+pub(crate) fn percent_to(i18n: &Localizer, share: f64, places: usize) -> String {
     let sign = if i18n.is_rtl() { '\u{066A}' } else { '%' };
-    format!("{}{sign}", i18n.decimal(share * 100.0, 0))
+    format!("{}{sign}", i18n.decimal(share * 100.0, places))
 }
 
 /// Every group name across the charts, so one value has one colour everywhere.

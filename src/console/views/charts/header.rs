@@ -3,7 +3,7 @@
 //! (amplification, indeterminate count and ages, goodput by the hour, and the rest), red
 //! where a threshold fired.
 
-use super::cells::percent;
+use super::cells::{percent, percent_to};
 use crate::console::views::dashboard::state::{DashboardSettings, DashboardState, ThresholdField};
 use crate::console::views::dashboard::thresholds::{Threshold, goodput_drop_pct};
 use crate::console::views::format::{self, duration_ms};
@@ -68,7 +68,7 @@ pub(crate) fn controls_ui(
 }
 
 /// The width of one threshold's label, field and reason.
-const THRESHOLD_WIDTH: f32 = 200.0;
+const THRESHOLD_WIDTH: f32 = 215.0;
 
 /// One threshold: its label, the field, and in place of nothing the reason a typed value
 /// was refused. A value the threshold accepts is in force as soon as it is typed; one it
@@ -90,7 +90,7 @@ fn threshold_field_ui(
     let size = egui::vec2(THRESHOLD_WIDTH, ui.spacing().interact_size.y);
     ui.allocate_ui_with_layout(size, egui::Layout::top_down(align), |ui| {
         let small = egui::TextStyle::Small.resolve(ui.style());
-        let label = ui.add(text::BidiLabel::new(&i18n.tr(t.label_key()), dir).font(small.clone()));
+        let label = ui.add(text::BidiLabel::new(&i18n.tr(t.label_key()), dir).wrap());
         let in_force = t.value(settings);
         let mut typed = field
             .text
@@ -123,13 +123,6 @@ fn threshold_field_ui(
             format::said(i18n, &reason, ui.add(shown));
         }
     });
-}
-
-/// A wrapping row laid out left to right whatever the locale (callers order the items).
-fn row_ui(ui: &mut egui::Ui, add: impl FnOnce(&mut egui::Ui)) {
-    let layout = egui::Layout::left_to_right(egui::Align::Center).with_main_wrap(true);
-    let size = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
-    ui.allocate_ui_with_layout(size, layout, add);
 }
 
 fn group_label(i18n: &Localizer, g: GroupBy) -> String {
@@ -217,7 +210,7 @@ pub(crate) fn tiles_ui(
             format!(
                 "{} ({})",
                 i18n.int(o.late_results as i64),
-                percent(i18n, o.late_result_rate)
+                percent_to(i18n, o.late_result_rate, 1)
             ),
             fires(Threshold::LateResults),
         ),
@@ -228,27 +221,69 @@ pub(crate) fn tiles_ui(
         ),
     ];
     let dir = i18n.direction();
-    let mut tiles = tiles;
-    if i18n.is_rtl() {
-        tiles.reverse();
-    }
-    row_ui(ui, |ui| {
-        for (key, value, alarm) in tiles {
-            egui::Frame::group(ui.style()).show(ui, |ui| {
-                ui.vertical(|ui| {
-                    text::rtl_label(ui, &i18n.tr(key), dir);
-                    let color = if alarm {
-                        theme::THRESHOLD
-                    } else {
-                        ui.visuals().strong_text_color()
-                    };
-                    ui.add(
-                        text::BidiLabel::new(&value, dir)
-                            .font(egui::FontId::proportional(16.0))
-                            .color(color),
-                    );
-                });
-            });
+    // Frames do not wrap by themselves: measure each tile and break the row by hand, so in
+    // a narrow window (or in Persian, whose words are wider) the tiles go on a second line
+    // instead of past the edge.
+    let value_font = egui::FontId::proportional(16.0);
+    let body = egui::TextStyle::Body.resolve(ui.style());
+    let frame = egui::Frame::group(ui.style());
+    let chrome = frame.total_margin().sum().x;
+    let gap = ui.spacing().item_spacing.x;
+    let widths: Vec<f32> = tiles
+        .iter()
+        .map(|(key, value, _)| {
+            let label = text::measure(ui, &i18n.tr(key), dir, &body);
+            let value = text::measure(ui, value, dir, &value_font);
+            label.max(value) + chrome
+        })
+        .collect();
+    let available = ui.available_width();
+    let mut lines: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut used = 0.0;
+    for (k, w) in widths.iter().enumerate() {
+        let line = lines.last_mut().expect("a line");
+        if !line.is_empty() && used + gap + w > available {
+            lines.push(vec![k]);
+            used = *w;
+        } else {
+            used += if line.is_empty() { *w } else { gap + w };
+            line.push(k);
         }
-    });
+    }
+    // In Persian each line runs from the right, first tile rightmost: laid out left to
+    // right (frames inside a right-to-left layout take the whole width), reversed and
+    // pushed to the right edge.
+    let layout = egui::Layout::left_to_right(egui::Align::Min);
+    for mut line in lines {
+        let size = egui::vec2(available, ui.spacing().interact_size.y);
+        let width: f32 = line.iter().map(|&k| widths[k]).sum::<f32>()
+            + gap * line.len().saturating_sub(1) as f32;
+        let rtl = i18n.is_rtl();
+        if rtl {
+            line.reverse();
+        }
+        ui.allocate_ui_with_layout(size, layout, |ui| {
+            if rtl {
+                ui.add_space((available - width - gap).max(0.0));
+            }
+            for k in line {
+                let (key, value, alarm) = &tiles[k];
+                frame.show(ui, |ui| {
+                    ui.vertical(|ui| {
+                        text::rtl_label(ui, &i18n.tr(key), dir);
+                        let color = if *alarm {
+                            theme::THRESHOLD
+                        } else {
+                            ui.visuals().strong_text_color()
+                        };
+                        ui.add(
+                            text::BidiLabel::new(value, dir)
+                                .font(value_font.clone())
+                                .color(color),
+                        );
+                    });
+                });
+            }
+        });
+    }
 }

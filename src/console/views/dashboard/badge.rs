@@ -7,7 +7,7 @@ use crate::console::actions::Actions;
 use crate::console::commands::ConsoleCommand;
 use crate::console::views::format::{self, BidiHover};
 use crate::console::{text, theme};
-use crate::i18n::Localizer;
+use crate::i18n::{Localizer, bidi};
 use crate::wire::Overview;
 
 /// Draw the badge when `overview` crosses a threshold of `settings`.
@@ -31,18 +31,21 @@ pub fn threshold_badge_ui(
         .collect();
     let label = format!("! {}", parts.join(" | "));
     let dir = i18n.direction();
-    let galley = text::layout_job(
-        &label,
-        dir,
-        egui::TextStyle::Button.resolve(ui.style()),
-        egui::Color32::WHITE,
-    );
+    let font = egui::TextStyle::Button.resolve(ui.style());
+    // The top bar keeps its one line: past its width the badge is cut at its logical end,
+    // and says everything on hover and to a screen reader.
+    let shown = bidi::truncate_logical(&label, MAX_WIDTH, |line| {
+        text::measure(ui, line, dir, &font)
+    });
+    let galley = text::layout_job(&shown, dir, font, egui::Color32::WHITE);
     let button = egui::Button::new(ui.painter().layout_job(galley)).fill(theme::THRESHOLD);
-    let badge = format::said(i18n, &label, ui.add(button));
-    if badge
-        .bidi_hover(i18n, &i18n.tr("dashboard-badge-hint"))
-        .clicked()
-    {
+    let badge = ui.add(button);
+    format::relabel(&badge, &label);
+    let hint = format!("{label}\n{}", i18n.tr("dashboard-badge-hint"));
+    if badge.bidi_hover(i18n, &hint).clicked() {
         actions.command(ConsoleCommand::ShowDashboard);
     }
 }
+
+/// The widest the badge is drawn.
+const MAX_WIDTH: f32 = 300.0;
