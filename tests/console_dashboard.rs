@@ -318,7 +318,7 @@ fn the_dashboard_in_persian_sliced_by_provider() {
 
 #[test]
 fn the_dashboards_controls_in_persian_show_persian_digits() {
-    let (_rig, mut harness) = snapshot_harness_of(egui::vec2(1400.0, 300.0));
+    let (_rig, mut harness) = snapshot_harness_of(egui::vec2(1400.0, 340.0));
     harness.state_mut().queue(ConsoleCommand::SwitchLocale);
     harness.run_steps(4);
     let fields = [

@@ -70,8 +70,8 @@ pub(crate) fn controls_ui(
 /// The width of one threshold's label, field and reason.
 const THRESHOLD_WIDTH: f32 = 215.0;
 
-/// One threshold: its label, the field, and in place of nothing the reason a typed value
-/// was refused. A value the threshold accepts is in force as soon as it is typed; one it
+/// One threshold: its label, the field and, under it, the reason a typed value was
+/// refused. A value the threshold accepts is in force as soon as it is typed; one it
 /// refuses leaves the previous value in force. Off focus, a field that holds an accepted
 /// value shows it again in the locale's digits.
 fn threshold_field_ui(
@@ -89,7 +89,6 @@ fn threshold_field_ui(
     };
     let size = egui::vec2(THRESHOLD_WIDTH, ui.spacing().interact_size.y);
     ui.allocate_ui_with_layout(size, egui::Layout::top_down(align), |ui| {
-        let small = egui::TextStyle::Small.resolve(ui.style());
         let label = ui.add(text::BidiLabel::new(&i18n.tr(t.label_key()), dir).wrap());
         let in_force = t.value(settings);
         let mut typed = field
@@ -117,7 +116,6 @@ fn threshold_field_ui(
         if let Some(e) = &field.error {
             let reason = e.message(t, t.value(settings), i18n);
             let shown = text::BidiLabel::new(&reason, dir)
-                .font(small)
                 .color(theme::REJECTED)
                 .wrap();
             format::said(i18n, &reason, ui.add(shown));
