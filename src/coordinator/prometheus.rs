@@ -1,5 +1,7 @@
 //! `GET /metrics`: Prometheus text within the caller's tenants (`Permission::Read`), all
-//! computed at scrape time from the store and the dashboard's metric index.
+//! computed at scrape time from the store and the dashboard's metric index (brought up to
+//! date from the change feed first; a scrape while the coordinator is still loading the
+//! index at start waits for it, as a dashboard does).
 //!
 //! Metric families:
 //! - `intentdesk_intents{state}` and `intentdesk_intents_by_tenant{tenant,state}`
