@@ -263,12 +263,16 @@ fn generated(db: &Path) {
 }
 
 fn snapshot_harness() -> (Rig, Harness<'static, ConsoleApp>) {
+    snapshot_harness_of(egui::vec2(1400.0, 1500.0))
+}
+
+fn snapshot_harness_of(size: egui::Vec2) -> (Rig, Harness<'static, ConsoleApp>) {
     let rig = Rig::start_with(RigOptions {
         reconcile: false,
         prepare: Some(generated),
         ..RigOptions::default()
     });
-    let mut harness = rig.harness_at(END_MS, egui::vec2(1400.0, 1500.0));
+    let mut harness = rig.harness_at(END_MS, size);
     harness.state_mut().queue(ConsoleCommand::ShowDashboard);
     harness.run_steps(2);
     until(&mut harness, "the dashboard", |app| {
@@ -281,9 +285,10 @@ fn snapshot_harness() -> (Rig, Harness<'static, ConsoleApp>) {
 /// masked, so changes there do not move these pictures.
 fn snapshot_dashboard(harness: &mut Harness<'static, ConsoleApp>, name: &str) {
     harness.run_steps(4);
+    let width = harness.ctx.content_rect().width();
     harness.mask(egui::Rect::from_min_max(
         egui::pos2(0.0, 0.0),
-        egui::pos2(1400.0, 54.0),
+        egui::pos2(width, 54.0),
     ));
     harness.snapshot(name);
 }
@@ -309,4 +314,38 @@ fn the_dashboard_in_persian_sliced_by_provider() {
         loaded(app, GroupBy::Provider)
     });
     snapshot_dashboard(&mut harness, "dashboard_provider_fa");
+}
+
+#[test]
+fn the_dashboards_controls_in_persian_show_persian_digits() {
+    let (_rig, mut harness) = snapshot_harness_of(egui::vec2(1400.0, 340.0));
+    harness.state_mut().queue(ConsoleCommand::SwitchLocale);
+    harness.run_steps(4);
+    let fields = [
+        ("اثرهای تکراری بیش از", "۰"),
+        ("صدک ۹۹ تکثیر بیش از", "۳"),
+        ("قدیمی‌ترین نامعلوم بیش از (دقیقه)", "۱۰"),
+        ("افت بازده مفید از ساعت قبل (٪)", "۵۰"),
+        ("نتیجه‌های دیررس (٪ تلاش‌ها)", "۵"),
+    ];
+    for (label, shown) in fields {
+        let value = harness.get_by_label(label).value();
+        assert_eq!(value.as_deref(), Some(shown), "{label}");
+    }
+    // One threshold refused in place, its reason in Persian beside it.
+    harness.get_by_label(fields[4].0).click();
+    harness.run_steps(2);
+    harness.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::A);
+    harness.event(egui::Event::Text("۱۲۰".into()));
+    harness.run_steps(2);
+    harness.key_press(egui::Key::Escape);
+    harness.run_steps(2);
+    assert!(
+        harness
+            .query_by_label("باید بین ۰ و ۱۰۰ باشد؛ ۵ همچنان برقرار است.")
+            .is_some()
+    );
+    // The pointer rests on an empty place of the controls' line.
+    harness.hover_at(egui::pos2(300.0, 80.0));
+    snapshot_dashboard(&mut harness, "dashboard_controls_fa");
 }

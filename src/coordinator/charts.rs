@@ -115,11 +115,6 @@ impl Drop for ReadyWhenDropped {
     }
 }
 
-/// Roughly the bytes the metric index holds (waits for a chart being computed).
-pub fn index_bytes(index: &Shared) -> usize {
-    lock(index).memory_bytes()
-}
-
 /// The metric index, also after a panic while it was held: the index it left may be half
 /// brought up to date, so it is dropped and loaded anew from the store.
 fn lock(index: &Shared) -> std::sync::MutexGuard<'_, MetricIndex> {
@@ -133,7 +128,7 @@ fn lock(index: &Shared) -> std::sync::MutexGuard<'_, MetricIndex> {
 }
 
 /// Run `f` with the index brought up to date on a read connection.
-async fn with_index<T: Send + 'static>(
+pub(super) async fn with_index<T: Send + 'static>(
     state: &AppState,
     f: impl FnOnce(&mut Store, &MetricIndex) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {

@@ -20,6 +20,7 @@ pub mod ingest;
 pub mod limits;
 pub mod operator;
 pub mod ops;
+pub mod prometheus;
 pub mod reconciler;
 mod server;
 pub mod whoami;

@@ -3,23 +3,7 @@
 //! `GET /metrics` (Prometheus text, `Permission::Read`, limited to the caller's tenants) and
 //! `GET /v1/openapi.json` (the API description, for any valid token).
 //!
-//! Metric families, all computed from the store at scrape time:
-//! - `intentdesk_intents{state}` and `intentdesk_intents_by_tenant{tenant,state}`
-//! - `intentdesk_attempt_amplification{quantile}` (a summary: `_sum` attempts, `_count`
-//!   intents) with `intentdesk_attempt_amplification_mean` and `_max`
-//! - `intentdesk_indeterminate_count`, `intentdesk_indeterminate_oldest_age_seconds` and
-//!   their `_by_tenant{tenant}` forms
-//! - `intentdesk_duplicate_effects_total`, `intentdesk_late_results_total`,
-//!   `intentdesk_goodput_committed_total`
-//! - only for unrestricted tokens, as they describe the coordinator every tenant shares:
-//!   `intentdesk_dispatcher_queue_depth` (the outbox), `intentdesk_ingest_writes_waiting`,
-//!   `intentdesk_ingest_writes_limit` and `intentdesk_ingest_shed_total` (agents' writes
-//!   refused with 503 because the write queue was full), `intentdesk_metric_index_bytes`.
-//!
-//! The per-tenant families use their own names so that summing a family never counts an
-//! intent twice.
-
-use std::fmt::Write;
+//! The metric families `/metrics` exposes are described in [`super::prometheus`].
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -29,13 +13,9 @@ use axum::{Json, Router};
 
 use super::AppState;
 use super::auth::Principal;
-use super::error::ApiError;
-use crate::domain::{IntentState, Permission};
-use crate::store::db::IngestLoad;
-use crate::store::operator_queries::TenantCounts;
+use crate::store::StoreError;
 use crate::store::ops::*;
-use crate::store::{IntentFilter, StoreError};
-use crate::wire::{Health, HealthPart, HealthStatus, PartStatus, Summary};
+use crate::wire::{Health, HealthPart, HealthStatus, PartStatus};
 
 /// The OpenAPI 3.1 description of every coordinator route.
 pub const OPENAPI_JSON: &str = include_str!("../../docs/openapi.json");
@@ -43,7 +23,7 @@ pub const OPENAPI_JSON: &str = include_str!("../../docs/openapi.json");
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
-        .route("/metrics", get(prometheus))
+        .route("/metrics", get(super::prometheus::scrape))
         .route("/v1/openapi.json", get(openapi))
 }
 
@@ -110,251 +90,6 @@ async fn openapi(_principal: Principal) -> Response {
         HeaderValue::from_static("application/json"),
     );
     response
-}
-
-/// Everything one scrape reports.
-struct Scrape {
-    summary: Summary,
-    tenants: Vec<TenantCounts>,
-    /// What only an unrestricted token sees.
-    process: Option<Process>,
-}
-
-/// The coordinator's own figures, shared by every tenant.
-struct Process {
-    outbox_depth: u64,
-    ingest: IngestLoad,
-    index_bytes: usize,
-}
-
-async fn prometheus(
-    State(state): State<AppState>,
-    principal: Principal,
-) -> Result<Response, ApiError> {
-    principal.require(Permission::Read, "read metrics")?;
-    let filter = IntentFilter {
-        allowed_tenants: principal.tenants.clone(),
-        ..IntentFilter::default()
-    };
-    let unrestricted = principal.tenants.is_none();
-    let now = state.clock.now_ms();
-    let ingest = state.db.ingest_load();
-    let index = state.metrics.clone();
-    let scrape = state
-        .db
-        .read(move |s| {
-            Ok(Scrape {
-                summary: s.summary(&filter, now)?,
-                tenants: s.tenant_counts(&filter, now)?,
-                process: if unrestricted {
-                    Some(Process {
-                        outbox_depth: s.outbox_depth()?,
-                        ingest,
-                        index_bytes: super::charts::index_bytes(&index),
-                    })
-                } else {
-                    None
-                },
-            })
-        })
-        .await?;
-    let mut response = render(&scrape).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-    );
-    Ok(response)
-}
-
-/// A label value with `\`, `"` and line breaks escaped.
-fn label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-fn render(scrape: &Scrape) -> String {
-    let s = &scrape.summary;
-    let mut out = String::new();
-
-    family(&mut out, "intentdesk_intents", "gauge", "Intents by state.");
-    for state in IntentState::ALL {
-        let n = s.states.get(state.as_str()).copied().unwrap_or(0);
-        let _ = writeln!(out, "intentdesk_intents{{state=\"{state}\"}} {n}");
-    }
-    family(
-        &mut out,
-        "intentdesk_intents_by_tenant",
-        "gauge",
-        "Intents by tenant and state.",
-    );
-    for t in &scrape.tenants {
-        for (state, n) in &t.states {
-            let _ = writeln!(
-                out,
-                "intentdesk_intents_by_tenant{{tenant=\"{}\",state=\"{}\"}} {n}",
-                label(&t.tenant),
-                label(state)
-            );
-        }
-    }
-
-    let a = &s.amplification;
-    family(
-        &mut out,
-        "intentdesk_attempt_amplification",
-        "summary",
-        "Attempts per intent.",
-    );
-    for (q, v) in [("0.5", a.p50), ("0.95", a.p95), ("0.99", a.p99)] {
-        let _ = writeln!(
-            out,
-            "intentdesk_attempt_amplification{{quantile=\"{q}\"}} {v}"
-        );
-    }
-    let _ = writeln!(out, "intentdesk_attempt_amplification_sum {}", s.attempts);
-    let _ = writeln!(out, "intentdesk_attempt_amplification_count {}", s.intents);
-    family(
-        &mut out,
-        "intentdesk_attempt_amplification_mean",
-        "gauge",
-        "Attempts divided by intents.",
-    );
-    let _ = writeln!(out, "intentdesk_attempt_amplification_mean {}", a.mean);
-    family(
-        &mut out,
-        "intentdesk_attempt_amplification_max",
-        "gauge",
-        "The most attempts any one intent took.",
-    );
-    let _ = writeln!(out, "intentdesk_attempt_amplification_max {}", a.max);
-
-    family(
-        &mut out,
-        "intentdesk_indeterminate_count",
-        "gauge",
-        "Intents whose outcome is not proved either way.",
-    );
-    let _ = writeln!(
-        out,
-        "intentdesk_indeterminate_count {}",
-        s.indeterminate.count
-    );
-    family(
-        &mut out,
-        "intentdesk_indeterminate_oldest_age_seconds",
-        "gauge",
-        "How long the oldest indeterminate intent has been indeterminate.",
-    );
-    let _ = writeln!(
-        out,
-        "intentdesk_indeterminate_oldest_age_seconds {}",
-        s.indeterminate.oldest_age_secs
-    );
-    family(
-        &mut out,
-        "intentdesk_indeterminate_count_by_tenant",
-        "gauge",
-        "Indeterminate intents by tenant.",
-    );
-    for t in &scrape.tenants {
-        let _ = writeln!(
-            out,
-            "intentdesk_indeterminate_count_by_tenant{{tenant=\"{}\"}} {}",
-            label(&t.tenant),
-            t.indeterminate
-        );
-    }
-    family(
-        &mut out,
-        "intentdesk_indeterminate_oldest_age_seconds_by_tenant",
-        "gauge",
-        "Age of the oldest indeterminate intent, by tenant.",
-    );
-    for t in &scrape.tenants {
-        let _ = writeln!(
-            out,
-            "intentdesk_indeterminate_oldest_age_seconds_by_tenant{{tenant=\"{}\"}} {}",
-            label(&t.tenant),
-            t.indeterminate_oldest_age_secs
-        );
-    }
-
-    family(
-        &mut out,
-        "intentdesk_duplicate_effects_total",
-        "counter",
-        "Downstream effects beyond an intent's first.",
-    );
-    let _ = writeln!(
-        out,
-        "intentdesk_duplicate_effects_total {}",
-        s.duplicate_effects
-    );
-    family(
-        &mut out,
-        "intentdesk_late_results_total",
-        "counter",
-        "Attempts that completed after their intent's deadline or cancellation.",
-    );
-    let _ = writeln!(out, "intentdesk_late_results_total {}", s.late_results);
-    family(
-        &mut out,
-        "intentdesk_goodput_committed_total",
-        "counter",
-        "Committed intents.",
-    );
-    let _ = writeln!(out, "intentdesk_goodput_committed_total {}", s.committed);
-
-    if let Some(process) = &scrape.process {
-        render_process(&mut out, process);
-    }
-    out
-}
-
-fn render_process(out: &mut String, p: &Process) {
-    let figures = [
-        (
-            "intentdesk_dispatcher_queue_depth",
-            "gauge",
-            "Dispatches waiting or in flight.",
-            p.outbox_depth,
-        ),
-        (
-            "intentdesk_ingest_writes_waiting",
-            "gauge",
-            "Agents' writes waiting for or in the store.",
-            p.ingest.in_flight as u64,
-        ),
-        (
-            "intentdesk_ingest_writes_limit",
-            "gauge",
-            "Agents' writes allowed to wait at once (limits.max_queued_writes).",
-            p.ingest.cap as u64,
-        ),
-        (
-            "intentdesk_ingest_shed_total",
-            "counter",
-            "Agents' writes refused with 503 because the write queue was full.",
-            p.ingest.shed_total,
-        ),
-        (
-            "intentdesk_metric_index_bytes",
-            "gauge",
-            "Memory the dashboard's metric index holds, roughly.",
-            p.index_bytes as u64,
-        ),
-    ];
-    for (name, kind, help, value) in figures {
-        family(out, name, kind, help);
-        let _ = writeln!(out, "{name} {value}");
-    }
 }
 
 #[cfg(test)]

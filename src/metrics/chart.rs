@@ -157,6 +157,34 @@ pub(super) fn chart_over(
         other => single_group(other, r),
     };
     match q.metric {
+        M::LateResultRate => {
+            // Of the attempts started in the bucket, the share that completed late.
+            let (mut started, mut late) = (Dense::new(n), Dense::new(n));
+            for (_, r) in index.live() {
+                if !f.matches(r) {
+                    continue;
+                }
+                for a in index.attempts_of(r) {
+                    if let Some(k) = b.of(a.started_ms) {
+                        let g = attempt_group(r, a);
+                        started.at(g)[k] += 1.0;
+                        late.at(g)[k] += f64::from(u8::from(a.late()));
+                    }
+                }
+            }
+            counts = started.into_grid();
+            let late = late.into_grid();
+            for (g, attempts) in &counts {
+                let v = cell(&mut values, *g, n);
+                for k in 0..n {
+                    v[k] = if attempts[k] > 0.0 {
+                        late.get(g).map_or(0.0, |l| l[k]) / attempts[k]
+                    } else {
+                        f64::NAN
+                    };
+                }
+            }
+        }
         M::Attempts | M::LateResults | M::GoodputPerAttempt => {
             let mut dense = Dense::new(n);
             for (_, r) in index.live() {

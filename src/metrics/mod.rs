@@ -15,6 +15,7 @@
 //! | `committed`, `goodput_per_min` | intents committed in the bucket, and that per minute |
 //! | `goodput_per_attempt` | intents committed in the bucket ÷ attempts started in it |
 //! | `late_results` | attempts that completed late (after the deadline or a final state), by completion time |
+//! | `late_result_rate` | of the attempts started in the bucket, the share that completed late |
 //! | `duplicate_effects` | downstream effects beyond the intent's receipt, by when they were seen |
 //! | `failover_divergence` | of the intents created in the bucket with ≥ 2 proposals, the share whose proposals differ |
 //!
@@ -27,12 +28,14 @@ mod chart;
 mod index;
 mod records;
 mod select;
+mod slices;
 
 use std::collections::HashMap;
 
 use chart::chart_over;
 pub use index::MetricIndex;
 use select::{Compiled, group_name, intent_groups, rank, rank_of_counts};
+pub use slices::{PROVIDERS_PER_TENANT, ProviderSlice, provider_slices};
 
 use crate::store::metric_source::MetricSource;
 use crate::store::{IntentFilter, StoreError};
@@ -142,7 +145,10 @@ pub fn first_created(
         .min())
 }
 
-/// The headline figures of the selected intents as of `at_ms`.
+const HOUR_MS: u64 = 3_600_000;
+
+/// The headline figures of the selected intents as of `at_ms`; goodput is counted in the
+/// hour up to `at_ms` and the hour before, the late-result rate over every attempt.
 pub fn overview(
     source: &mut dyn MetricSource,
     index: &MetricIndex,
@@ -174,6 +180,11 @@ pub fn overview(
         o.last_created_ms = o.last_created_ms.max(r.created_ms);
         if r.committed_ms != 0 && r.committed_ms <= at_ms {
             o.committed += 1;
+            match at_ms - r.committed_ms {
+                age if age < HOUR_MS => o.committed_last_hour += 1,
+                age if age < 2 * HOUR_MS => o.committed_previous_hour += 1,
+                _ => {}
+            }
         }
         o.late_results += u64::from(r.late);
         o.duplicate_effects += index.duplicates.get(&pos).map_or(0, |d| d.len() as u64);
@@ -207,6 +218,11 @@ pub fn overview(
     o.indeterminate_oldest_age_secs = ages.last().copied().unwrap_or(0);
     o.indeterminate_p50_age_secs = rank(&ages, 50);
     o.indeterminate_p95_age_secs = rank(&ages, 95);
+    o.late_result_rate = if o.attempts == 0 {
+        0.0
+    } else {
+        o.late_results as f64 / o.attempts as f64
+    };
     o.failover_divergence = if with_two == 0 {
         0.0
     } else {

@@ -101,6 +101,66 @@ fn the_overview_matches_the_summary_under_a_filter() {
 }
 
 #[test]
+fn the_overview_counts_goodput_per_hour_and_the_late_result_rate() {
+    let (_dir, mut store) = bulk(2_000);
+    let mut index = MetricIndex::default();
+    refresh(&mut index, &mut store).expect("refresh");
+    let filter = IntentFilter::default();
+    let at = END - HOUR / 2;
+    let o = overview(&mut store, &index, &filter, at).expect("overview");
+    use crate::store::sql::ConnExt;
+    let committed_between = |store: &mut Store, from: u64, to: u64| -> u64 {
+        let n: i64 = store
+            .conn()
+            .one(
+                "SELECT count(*) FROM intents WHERE committed_at_ms > ?1 AND committed_at_ms <= ?2",
+                crate::store::sql::params![from as i64, to as i64],
+                |r| r.get(0),
+            )
+            .expect("count");
+        n as u64
+    };
+    let last = committed_between(&mut store, at - HOUR, at);
+    let previous = committed_between(&mut store, at - 2 * HOUR, at - HOUR);
+    assert!(last > 0 && previous > 0, "{last} {previous}");
+    assert_eq!(
+        (o.committed_last_hour, o.committed_previous_hour),
+        (last, previous)
+    );
+    let summary = store.summary(&filter, at).expect("summary");
+    assert!(summary.late_results > 0);
+    let rate = summary.late_results as f64 / summary.attempts as f64;
+    assert!(
+        (o.late_result_rate - rate).abs() < 1e-12,
+        "{}",
+        o.late_result_rate
+    );
+}
+
+#[test]
+fn the_late_result_rate_chart_weighs_back_to_the_late_results() {
+    let (_dir, mut store) = bulk(2_000);
+    let mut index = MetricIndex::default();
+    refresh(&mut index, &mut store).expect("refresh");
+    let filter = IntentFilter::default();
+    let summary = store.summary(&filter, END).expect("summary");
+    let chart = super::chart(
+        &mut store,
+        &index,
+        &query(ChartMetric::LateResultRate, GroupBy::None),
+        &filter,
+    )
+    .expect("chart");
+    let points = &chart.series[0].points;
+    assert!(points.iter().all(|p| (0.0..=1.0).contains(&p[1])));
+    // Each point is a share of the attempts started in its bucket: weighed by them, the
+    // late attempts come back.
+    let late: f64 = points.iter().map(|p| p[1] * p[2]).sum();
+    assert_eq!(late.round() as u64, summary.late_results);
+    assert_eq!(chart.series[0].total as u64, summary.attempts);
+}
+
+#[test]
 fn a_search_filter_is_applied_through_sql() {
     let (_dir, mut store) = bulk(500);
     let mut index = MetricIndex::default();

@@ -56,6 +56,7 @@ pub enum ChartMetric {
     GoodputPerMin,
     GoodputPerAttempt,
     LateResults,
+    LateResultRate,
     DuplicateEffects,
     FailoverDivergence,
 }
@@ -73,6 +74,7 @@ impl ChartMetric {
         ChartMetric::GoodputPerMin,
         ChartMetric::GoodputPerAttempt,
         ChartMetric::LateResults,
+        ChartMetric::LateResultRate,
         ChartMetric::DuplicateEffects,
         ChartMetric::FailoverDivergence,
     ];
@@ -90,6 +92,7 @@ impl ChartMetric {
             ChartMetric::GoodputPerMin => "goodput_per_min",
             ChartMetric::GoodputPerAttempt => "goodput_per_attempt",
             ChartMetric::LateResults => "late_results",
+            ChartMetric::LateResultRate => "late_result_rate",
             ChartMetric::DuplicateEffects => "duplicate_effects",
             ChartMetric::FailoverDivergence => "failover_divergence",
         }
@@ -207,4 +210,13 @@ pub struct Overview {
     /// When the first and last selected intents were created (0 when none).
     pub first_created_ms: u64,
     pub last_created_ms: u64,
+    /// Selected intents committed in the hour up to `at_ms`, and in the hour before it: the
+    /// goodput a drop is measured against.
+    #[serde(default)]
+    pub committed_last_hour: u64,
+    #[serde(default)]
+    pub committed_previous_hour: u64,
+    /// Late results ÷ attempts of the selected intents (0 when there is no attempt).
+    #[serde(default)]
+    pub late_result_rate: f64,
 }

@@ -9,14 +9,17 @@ use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
 use intentdesk::console::{ConsoleApp, ConsoleOptions};
-use intentdesk::sandbox::SandboxState;
+use intentdesk::sandbox::{SandboxState, WebhookTarget};
 use serde_json::{Value, json};
+use tokio::net::TcpListener;
 
 use super::deploy::{self, Setup, Token};
 
 pub const ADMIN: &str = "common-admin-token";
 /// A supervisor of every tenant: reads, and may reconcile and close, but not pause.
 pub const SUPERVISOR: &str = "common-supervisor-token";
+/// The `erp` connector's token, which the sandbox presents with its receipts.
+pub const CONNECTOR: &str = "common-connector-token";
 /// Guards against a hang; never a stand-in for synchronisation.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -40,6 +43,10 @@ pub struct RigOptions {
     pub reconcile: bool,
     /// Writes the database before the coordinator first opens it (a generated data set).
     pub prepare: Option<fn(&Path)>,
+    /// Whether the sandbox sends its receipts to the coordinator's webhook, as the `erp`
+    /// connector: every effect it makes, even one the coordinator did not ask for, reaches
+    /// the coordinator.
+    pub webhooks: bool,
 }
 
 impl Default for RigOptions {
@@ -48,6 +55,7 @@ impl Default for RigOptions {
             faults: "none",
             reconcile: true,
             prepare: None,
+            webhooks: false,
         }
     }
 }
@@ -70,7 +78,22 @@ impl Rig {
             let database = Setup::new(dir.path(), "", Vec::new()).database;
             prepare(database.path().expect("the console's rig runs on SQLite"));
         }
-        let downstream = runtime.block_on(deploy::sandbox(options.faults, None, None));
+        // With webhooks the coordinator's address comes first: the sandbox sends there.
+        let listener = options.webhooks.then(|| {
+            runtime
+                .block_on(TcpListener::bind("127.0.0.1:0"))
+                .expect("bind the coordinator")
+        });
+        let webhook = listener.as_ref().map(|l| WebhookTarget {
+            url: format!(
+                "http://{}/v1/receipts/erp",
+                l.local_addr().expect("address")
+            )
+            .parse()
+            .expect("webhook URL"),
+            token: Some(CONNECTOR.into()),
+        });
+        let downstream = runtime.block_on(deploy::sandbox(options.faults, webhook, None));
         let mut rig = Rig {
             runtime,
             base: String::new(),
@@ -81,24 +104,50 @@ impl Rig {
             dir,
             coordinator: None,
         };
-        rig.start_coordinator("127.0.0.1:0");
+        match listener {
+            Some(listener) => {
+                let setup = rig.setup("");
+                let coordinator = rig
+                    .runtime
+                    .block_on(async { deploy::Coordinator::serve(listener, &setup) });
+                rig.serving(coordinator);
+            }
+            None => rig.start_coordinator("127.0.0.1:0"),
+        }
         rig
+    }
+
+    /// The sandbox's base URL.
+    pub fn sandbox_url(&self) -> &str {
+        &self.downstream.url
+    }
+
+    fn setup(&self, at: &str) -> Setup {
+        let tokens = vec![
+            Token::all_tenants("admin", ADMIN),
+            Token::all_tenants("supervisor", SUPERVISOR),
+            Token::erp_connector(CONNECTOR),
+        ];
+        let mut setup = Setup::new(self.dir.path(), &self.downstream.url, tokens);
+        if !at.is_empty() {
+            setup.listen = at.into();
+        }
+        setup.reconcile = self.reconcile;
+        setup
+    }
+
+    fn serving(&mut self, coordinator: deploy::Coordinator) {
+        self.addr = coordinator.addr;
+        self.base = coordinator.base.clone();
+        self.coordinator = Some(coordinator);
     }
 
     /// Start the coordinator on `at` (`127.0.0.1:0` for any port) over the rig's database,
     /// with an admin and a supervisor token.
     pub fn start_coordinator(&mut self, at: &str) {
-        let tokens = vec![
-            Token::all_tenants("admin", ADMIN),
-            Token::all_tenants("supervisor", SUPERVISOR),
-        ];
-        let mut setup = Setup::new(self.dir.path(), &self.downstream.url, tokens);
-        setup.listen = at.into();
-        setup.reconcile = self.reconcile;
+        let setup = self.setup(at);
         let coordinator = self.runtime.block_on(deploy::Coordinator::start(&setup));
-        self.addr = coordinator.addr;
-        self.base = coordinator.base.clone();
-        self.coordinator = Some(coordinator);
+        self.serving(coordinator);
     }
 
     /// Stop the coordinator and wait until it has shut down.

@@ -14,11 +14,7 @@ use crate::wire::ChartMetric;
 const BUCKETS: u32 = 300;
 /// Counts drawn as bars are asked for in fewer, wider buckets.
 const BAR_BUCKETS: u32 = 120;
-const BAR_METRICS: &[ChartMetric] = &[
-    ChartMetric::Attempts,
-    ChartMetric::LateResults,
-    ChartMetric::DuplicateEffects,
-];
+const BAR_METRICS: &[ChartMetric] = &[ChartMetric::Attempts, ChartMetric::DuplicateEffects];
 const BOARD_ROWS: u32 = 10;
 
 /// The time-series metrics the dashboard asks for.
@@ -32,7 +28,7 @@ const METRICS: &[ChartMetric] = &[
     ChartMetric::IndeterminateAgeP95,
     ChartMetric::GoodputPerMin,
     ChartMetric::GoodputPerAttempt,
-    ChartMetric::LateResults,
+    ChartMetric::LateResultRate,
     ChartMetric::DuplicateEffects,
     ChartMetric::FailoverDivergence,
 ];

@@ -88,7 +88,7 @@ impl ChartId {
             ChartId::Attempts => &[(ChartMetric::Attempts, "", SOLID)],
             ChartId::Goodput => &[(ChartMetric::GoodputPerMin, "", SOLID)],
             ChartId::GoodputPerAttempt => &[(ChartMetric::GoodputPerAttempt, "", SOLID)],
-            ChartId::LateResults => &[(ChartMetric::LateResults, "", SOLID)],
+            ChartId::LateResults => &[(ChartMetric::LateResultRate, "", SOLID)],
             ChartId::Duplicates => &[(ChartMetric::DuplicateEffects, "", SOLID)],
             ChartId::Divergence => &[(ChartMetric::FailoverDivergence, "", SOLID)],
         }
@@ -96,7 +96,7 @@ impl ChartId {
 
     fn kind(self) -> Kind {
         match self {
-            ChartId::Attempts | ChartId::LateResults | ChartId::Duplicates => Kind::StackedBars,
+            ChartId::Attempts | ChartId::Duplicates => Kind::StackedBars,
             _ => Kind::Lines,
         }
     }
@@ -141,7 +141,7 @@ impl ChartId {
             ),
             ChartId::LateResults => (
                 "dashboard-chart-late",
-                "dashboard-axis-attempts",
+                "dashboard-axis-ratio",
                 "dashboard-click-created",
             ),
             ChartId::Duplicates => (
@@ -158,6 +158,30 @@ impl ChartId {
     }
 }
 
+/// Where a chart draws the operator's threshold, in its own units: amplification p99 on the
+/// amplification chart, the oldest age on the age chart, the late-result rate on the late
+/// results chart, and on the goodput chart the rate a drop past the threshold would leave
+/// of the previous hour's (known from the overview, and only when that hour committed
+/// something). Duplicate effects fire on their total, which no chart of per-interval
+/// counts can show as a line; their tile and the badge say it.
+fn threshold_line(
+    chart: ChartId,
+    settings: &DashboardSettings,
+    overview: Option<&crate::wire::Overview>,
+) -> Option<f64> {
+    match chart {
+        ChartId::Amplification => Some(settings.amplification_p99_max),
+        ChartId::Age => Some((settings.oldest_indeterminate_max_mins * 60) as f64),
+        ChartId::LateResults => Some(settings.late_result_rate_max_pct / 100.0),
+        ChartId::Goodput => {
+            let before = overview?.committed_previous_hour;
+            (before > 0)
+                .then(|| before as f64 / 60.0 * (1.0 - settings.goodput_drop_max_pct / 100.0))
+        }
+        _ => None,
+    }
+}
+
 /// How a chart's values read.
 pub(crate) fn y_format(i18n: &Localizer, chart: ChartId, v: f64) -> String {
     match chart {
@@ -169,7 +193,7 @@ pub(crate) fn y_format(i18n: &Localizer, chart: ChartId, v: f64) -> String {
             )
         }
         ChartId::Amplification | ChartId::Goodput => i18n.decimal(v, 1),
-        ChartId::GoodputPerAttempt | ChartId::Divergence => percent(i18n, v),
+        ChartId::GoodputPerAttempt | ChartId::Divergence | ChartId::LateResults => percent(i18n, v),
         _ if v.fract() == 0.0 => i18n.int(v as i64),
         _ => i18n.decimal(v, 1),
     }
@@ -177,8 +201,13 @@ pub(crate) fn y_format(i18n: &Localizer, chart: ChartId, v: f64) -> String {
 
 /// A share as a percentage in the locale's digits and sign.
 pub(crate) fn percent(i18n: &Localizer, share: f64) -> String {
+    percent_to(i18n, share, 0)
+}
+
+/// [`percent`] with `places` fraction digits.
+pub(crate) fn percent_to(i18n: &Localizer, share: f64, places: usize) -> String {
     let sign = if i18n.is_rtl() { '\u{066A}' } else { '%' };
-    format!("{}{sign}", i18n.decimal(share * 100.0, 0))
+    format!("{}{sign}", i18n.decimal(share * 100.0, places))
 }
 
 /// Every group name across the charts, so one value has one colour everywhere.
@@ -221,6 +250,7 @@ pub(crate) fn chart_cell_ui(
         histogram,
         hidden,
         transforms,
+        overview,
         ..
     } = dashboard;
     let hidden = hidden.entry(chart.id()).or_default();
@@ -294,17 +324,8 @@ pub(crate) fn chart_cell_ui(
         if bucket_ms == 0 || series.iter().all(|s| s.points.is_empty()) {
             return placeholder_ui(ui, i18n, loading && bucket_ms == 0);
         }
-        let threshold = match chart {
-            ChartId::Amplification => Some((
-                settings.amplification_p99_max,
-                i18n.tr("dashboard-threshold"),
-            )),
-            ChartId::Age => Some((
-                (settings.oldest_indeterminate_max_mins * 60) as f64,
-                i18n.tr("dashboard-threshold"),
-            )),
-            _ => None,
-        };
+        let threshold = threshold_line(chart, settings, overview.as_ref())
+            .map(|y| (y, i18n.tr("dashboard-threshold")));
         let format = |v: f64| y_format(i18n, chart, v);
         TimeChart {
             id: chart.id(),

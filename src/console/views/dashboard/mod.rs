@@ -7,17 +7,21 @@
 //! events say intents changed, and every [`state::REFRESH`] anyway (ages grow by
 //! themselves); [`state`] keeps the figures and when they were asked for.
 //! A click on a bar or point sets the intents table's filters to the intents behind it and
-//! shows the table. Thresholds are the operator's, persisted, drawn on the charts and
-//! watched by the top bar's badge ([`badge`]) whichever view is open; [`hits`] turns a click
-//! into filters.
+//! shows the table. Thresholds are the operator's ([`thresholds`]: duplicate effects,
+//! amplification p99, oldest indeterminate, goodput drop against the previous hour,
+//! late-result rate), persisted, drawn on the charts and watched by the top bar's badge
+//! ([`badge`]), which names what fired, whichever view is open; [`hits`] turns a click into
+//! filters.
 
 pub mod badge;
 pub mod hits;
 pub mod state;
+pub mod thresholds;
 
 pub use badge::threshold_badge_ui;
 pub use hits::filters_for_hit;
 pub use state::{DashboardSettings, DashboardState};
+pub use thresholds::{Fired, Threshold};
 
 use super::charts::Hit;
 pub use super::charts::cells::ChartId;

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use egui_plot::PlotTransform;
 use serde::{Deserialize, Serialize};
 
+use super::thresholds::{self, Fired, Threshold, ThresholdError};
 use crate::console::model::IntentRow;
+use crate::console::text::BidiEditState;
 use crate::console::worker::{DashboardAnswer, DashboardRead, MetricsError};
 use crate::wire::{AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview};
 
@@ -25,30 +27,50 @@ pub const BADGE_REFRESH: Duration = Duration::from_secs(10);
 #[serde(default)]
 pub struct DashboardSettings {
     pub group_by: GroupBy,
+    /// Duplicate effects beyond this many light the badge (0: any duplicate).
+    pub duplicate_effects_max: u64,
     /// Amplification p99 above this lights the badge.
     pub amplification_p99_max: f64,
     /// The oldest indeterminate intent older than this lights the badge.
     pub oldest_indeterminate_max_mins: u64,
+    /// Goodput of the last hour this many percent below the hour before lights the badge.
+    pub goodput_drop_max_pct: f64,
+    /// Late results above this percentage of attempts light the badge.
+    pub late_result_rate_max_pct: f64,
 }
 
 impl Default for DashboardSettings {
     fn default() -> Self {
         DashboardSettings {
             group_by: GroupBy::None,
+            duplicate_effects_max: 0,
             amplification_p99_max: 3.0,
             oldest_indeterminate_max_mins: 10,
+            goodput_drop_max_pct: 50.0,
+            late_result_rate_max_pct: 5.0,
         }
     }
 }
 
 impl DashboardSettings {
-    /// Which thresholds the overview crosses: (amplification, oldest indeterminate).
-    pub fn crossed(&self, o: &Overview) -> (bool, bool) {
-        (
-            o.amplification_p99 as f64 > self.amplification_p99_max,
-            o.indeterminate_oldest_age_secs > self.oldest_indeterminate_max_mins * 60,
-        )
+    /// The thresholds the overview crosses.
+    pub fn fired(&self, o: &Overview) -> Vec<Fired> {
+        thresholds::fired(self, o)
     }
+
+    /// Whether the overview crosses `threshold`.
+    pub fn fires(&self, o: &Overview, threshold: Threshold) -> bool {
+        self.fired(o).iter().any(|f| f.threshold == threshold)
+    }
+}
+
+/// A threshold's field while the operator types in it: the text as typed (none while it
+/// shows the value in force), its caret, and why the text was refused.
+#[derive(Debug, Clone, Default)]
+pub struct ThresholdField {
+    pub text: Option<String>,
+    pub edit: BidiEditState,
+    pub error: Option<ThresholdError>,
 }
 
 /// What the dashboard keeps between frames.
@@ -63,6 +85,8 @@ pub struct DashboardState {
     pub transforms: HashMap<&'static str, PlotTransform>,
     /// Series hidden through each chart's legend, by chart id and series label.
     pub hidden: HashMap<&'static str, BTreeSet<String>>,
+    /// The threshold fields being typed in.
+    pub fields: HashMap<Threshold, ThresholdField>,
     generation: u64,
     key: Option<String>,
     sent_at: Option<Instant>,
@@ -180,6 +204,17 @@ mod tests {
             indeterminate_oldest_age_secs: 599,
             ..Overview::default()
         };
-        assert_eq!(s.crossed(&o), (true, false));
+        assert!(s.fires(&o, Threshold::AmplificationP99));
+        assert!(!s.fires(&o, Threshold::OldestIndeterminate));
+    }
+
+    #[test]
+    fn settings_saved_before_the_new_thresholds_load_with_their_defaults() {
+        let old = r#"{"group_by":"provider","amplification_p99_max":4.0,"oldest_indeterminate_max_mins":20}"#;
+        let s: DashboardSettings = serde_json::from_str(old).expect("old settings load");
+        assert_eq!(s.amplification_p99_max, 4.0);
+        assert_eq!(s.duplicate_effects_max, 0);
+        assert_eq!(s.goodput_drop_max_pct, 50.0);
+        assert_eq!(s.late_result_rate_max_pct, 5.0);
     }
 }
