@@ -15,8 +15,8 @@ use intentdesk::store::ops::*;
 use intentdesk::store::sql::{ConnExt, params};
 use intentdesk::store::{
     ApplyContext, CommandAction, CreateOutcome, DispatchPlan, Durability, IntentFilter, NewCommand,
-    NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand, SortKey, Store, StoreError,
-    search_form,
+    NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand, SendTerms, SortKey, Store,
+    StoreError, search_form,
 };
 use intentdesk::wire::{PauseScope, WebhookOutcome};
 use serde_json::json;
@@ -51,12 +51,15 @@ fn new_intent(n: u64, tenant: &str, caller_key: &str, args: serde_json::Value) -
     }
 }
 
-/// The erp connector's key contract, as a claim asks for it.
-fn erp(_connector: &str, _operation: &str) -> Result<KeyContract, String> {
-    Ok(KeyContract {
-        supports_idempotency: true,
-        retention_ms: 86_400_000,
-        timeout_ms: 100,
+/// The erp connector's terms for a purchase order, as a claim asks for them.
+fn erp(_connector: &str, _operation: &str) -> Result<SendTerms, String> {
+    Ok(SendTerms {
+        key: KeyContract {
+            supports_idempotency: true,
+            retention_ms: 86_400_000,
+            timeout_ms: 100,
+        },
+        resource: "purchase-orders".into(),
     })
 }
 
@@ -389,7 +392,7 @@ on_both_backends! {
             store.intent(&id).expect("intent").state,
             IntentState::Expired
         );
-        let unsendable = |_: &str, _: &str| Err::<KeyContract, _>("no such connector".to_string());
+        let unsendable = |_: &str, _: &str| Err::<SendTerms, _>("no such connector".to_string());
         let other = dispatched(&mut store, 2);
         let claim = store
             .claim_outbox("w1", T0 + 10, 1_000, 10, &unsendable)
@@ -793,7 +796,10 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     assert_eq!(figures(&plain), 1, "the generator analysed the index");
     plain
         .execute_batch(
-            "DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
+            "DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
+             ALTER TABLE attempts DROP COLUMN downstream_resource; \
+             ALTER TABLE attempts DROP COLUMN key_retention_secs; \
+             DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
              DROP INDEX ingest_keys_principal; ALTER TABLE ingest_keys DROP COLUMN principal; \
              DROP INDEX outbox_intent; \
              ALTER TABLE attempts DROP COLUMN reported_by; \

@@ -29,6 +29,15 @@ fn or_dash(v: &Option<String>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// The downstream resource the intent's latest send went to, as stored when it was claimed.
+pub fn sent_resource(detail: &IntentDetail) -> Option<String> {
+    detail
+        .attempts
+        .iter()
+        .rev()
+        .find_map(|a| a.downstream_resource.clone())
+}
+
 pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
     let i = &detail.intent;
     say_strong(ui, i18n, &i18n.tr("envelope-title"));
@@ -55,6 +64,13 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                     or_dash(&i.approver)
                 ),
             );
+            time_row(ui, i18n, "envelope-approved-at", i.authorized_at_ms);
+            time_row(
+                ui,
+                i18n,
+                "envelope-approval-expires",
+                i.authorization_expires_at_ms,
+            );
             field_row(ui, i18n, "field-release", &i.release_id);
             id_row(ui, i18n, "field-action-key", i.action_key.as_str());
             field_row(
@@ -62,6 +78,12 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                 i18n,
                 "envelope-downstream",
                 &format!("{} / {}", i.connector, i.operation),
+            );
+            field_row(
+                ui,
+                i18n,
+                "envelope-downstream-resource",
+                &or_dash(&sent_resource(detail)),
             );
             time_row(ui, i18n, "envelope-created", Some(i.created_at_ms));
             time_row(ui, i18n, "envelope-deadline", Some(i.deadline_at_ms));
@@ -81,7 +103,8 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                     i18n.int(i64::from(i.max_attempts))
                 ),
             );
-            field_row(ui, i18n, "envelope-retry-owner", &i.retry_owner);
+            let owner = i18n.tr(&format!("retry-owner-{}", i.retry_owner));
+            field_row(ui, i18n, "envelope-retry-owner", &owner);
             id_row(
                 ui,
                 i18n,
@@ -166,6 +189,17 @@ pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
             field_row(ui, i18n, "attempt-sent", &yes_no(a.sent));
             field_row(ui, i18n, "attempt-late", &yes_no(a.late));
             field_row(ui, i18n, "attempt-detail", &or_dash(&a.detail));
+            field_row(
+                ui,
+                i18n,
+                "attempt-downstream-resource",
+                &or_dash(&a.downstream_resource),
+            );
+            let retention = a
+                .key_retention_secs
+                .map(|s| super::format::duration_ms(i18n, (s * 1000) as i64))
+                .unwrap_or_else(|| "-".into());
+            field_row(ui, i18n, "attempt-key-retention", &retention);
             time_row(ui, i18n, "attempt-started", Some(a.started_at_ms));
             time_row(ui, i18n, "attempt-ended", a.ended_at_ms);
             let took = a
