@@ -362,7 +362,7 @@ envelope-authorization = Authorization (approver)
 envelope-downstream = Downstream scope
 envelope-created = Created
 envelope-deadline = Deadline
-envelope-key-retention = Key retention
+envelope-key-retention = Key retention (sent under)
 envelope-key-forget = Key may be forgotten at
 envelope-max-attempts = Attempts / budget
 envelope-retry-owner = Retry owner
@@ -377,6 +377,7 @@ envelope-args = Arguments
 envelope-approved-at = Approved at
 envelope-approval-expires = Approval expires
 envelope-downstream-resource = Downstream resource (as sent)
+envelope-key-retention-now = Key retention configured now
 retry-owner-coordinator = Coordinator (it alone sends and retries mutating work)
 retry-owner-agent = Agent (it retries the work it reports, within the budget)
 

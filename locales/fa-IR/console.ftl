@@ -335,7 +335,7 @@ envelope-authorization = مجوز (تأییدکننده)
 envelope-downstream = سامانهٔ مقصد و عملیات
 envelope-created = ایجاد
 envelope-deadline = پایان مهلت
-envelope-key-retention = مدت نگهداری کلید
+envelope-key-retention = مدت نگهداری کلید (هنگام ارسال)
 envelope-key-forget = زمان احتمالی فراموشی کلید
 envelope-max-attempts = تلاش‌ها / سقف
 envelope-retry-owner = مسئول تلاش دوباره
@@ -350,6 +350,7 @@ envelope-args = آرگومان‌ها
 envelope-approved-at = زمان تأیید
 envelope-approval-expires = پایان اعتبار تأیید
 envelope-downstream-resource = منبع در سامانهٔ مقصد (هنگام ارسال)
+envelope-key-retention-now = مدت نگهداری کلید در پیکربندی کنونی
 retry-owner-coordinator = هماهنگ‌کننده (فقط خودش کارهای تغییردهنده را می‌فرستد و دوباره تلاش می‌کند)
 retry-owner-agent = عامل (کارهایی را که گزارش می‌دهد، در سقف تلاش‌ها، خودش دوباره تلاش می‌کند)
 

@@ -29,6 +29,8 @@ pub struct Rig {
     reconcile: bool,
     dir: tempfile::TempDir,
     coordinator: Option<deploy::Coordinator>,
+    /// The `erp` connector's key retention at the next start of the coordinator.
+    pub key_retention_secs: u64,
 }
 
 /// How the rig's coordinator and sandbox behave.
@@ -80,6 +82,7 @@ impl Rig {
             reconcile: options.reconcile,
             dir,
             coordinator: None,
+            key_retention_secs: 86_400,
         };
         rig.start_coordinator("127.0.0.1:0");
         rig
@@ -95,6 +98,7 @@ impl Rig {
         let mut setup = Setup::new(self.dir.path(), &self.downstream.url, tokens);
         setup.listen = at.into();
         setup.reconcile = self.reconcile;
+        setup.key_retention_secs = self.key_retention_secs;
         let coordinator = self.runtime.block_on(deploy::Coordinator::start(&setup));
         self.addr = coordinator.addr;
         self.base = coordinator.base.clone();

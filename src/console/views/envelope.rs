@@ -38,6 +38,19 @@ pub fn sent_resource(detail: &IntentDetail) -> Option<String> {
         .find_map(|a| a.downstream_resource.clone())
 }
 
+/// When the key may be forgotten as the coordinator takes it: the ledger's rule.
+fn forget_at(detail: &IntentDetail) -> Option<u64> {
+    let i = &detail.intent;
+    match (i.first_dispatch_at_ms, i.key_retention_secs) {
+        (Some(first), Some(sent)) => Some(super::ledger::effective_forget_at(
+            first,
+            sent,
+            detail.live_key_retention_secs,
+        )),
+        _ => detail.key_forget_at_ms,
+    }
+}
+
 pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
     let i = &detail.intent;
     say_strong(ui, i18n, &i18n.tr("envelope-title"));
@@ -92,7 +105,14 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                 .map(|s| super::format::duration_ms(i18n, (s * 1000) as i64))
                 .unwrap_or_else(|| "-".into());
             field_row(ui, i18n, "envelope-key-retention", &retention);
-            time_row(ui, i18n, "envelope-key-forget", detail.key_forget_at_ms);
+            if let Some(live) = detail
+                .live_key_retention_secs
+                .filter(|&live| i.key_retention_secs.is_some_and(|sent| sent != live))
+            {
+                let live = super::format::duration_ms(i18n, (live * 1000) as i64);
+                field_row(ui, i18n, "envelope-key-retention-now", &live);
+            }
+            time_row(ui, i18n, "envelope-key-forget", forget_at(detail));
             field_row(
                 ui,
                 i18n,

@@ -125,7 +125,7 @@ pub struct Ledger {
 /// When the key first sent at `first_ms` under `sent_under_secs` may be forgotten, with the
 /// connector's retention now `live_secs`: the rule the coordinator's send gate and
 /// reconciler apply ([`KeyContract::retention_at_most`]), so the ledger says what they do.
-fn effective_forget_at(first_ms: u64, sent_under_secs: u64, live_secs: Option<u64>) -> u64 {
+pub fn effective_forget_at(first_ms: u64, sent_under_secs: u64, live_secs: Option<u64>) -> u64 {
     let live_ms = live_secs.map_or(u64::MAX, |s| s.saturating_mul(1000));
     KeyContract {
         supports_idempotency: true,

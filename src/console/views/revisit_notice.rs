@@ -165,7 +165,14 @@ pub fn revisit_notice_ui(
         .fill(theme::REVISIT_BANNER)
         .inner_margin(6.0)
         .show(ui, |ui| {
-            format::row(i18n.is_rtl(), ui, |ui| {
+            // One line (wrapping when narrow), from the side the locale reads from.
+            let layout = if i18n.is_rtl() {
+                egui::Layout::right_to_left(egui::Align::Center)
+            } else {
+                egui::Layout::left_to_right(egui::Align::Center)
+            };
+            let line = egui::vec2(ui.available_width(), ui.spacing().interact_size.y);
+            ui.allocate_ui_with_layout(line, layout.with_main_wrap(true), |ui| {
                 let title = i18n.tr("revisit-notice-title");
                 format::label_colored(ui, i18n, &title, theme::REVISIT_TEXT);
                 let newest_text = revisit_text(i18n, newest);
