@@ -247,6 +247,58 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    fn a_claim_keeps_the_resource_and_retention_the_send_crossed_under(store) {
+        let id = dispatched(&mut store, 1);
+        let terms = |retention_ms: u64| {
+            move |_: &str, _: &str| {
+                Ok::<_, String>(SendTerms {
+                    key: KeyContract {
+                        supports_idempotency: true,
+                        retention_ms,
+                        timeout_ms: 100,
+                    },
+                    resource: "purchase-orders".into(),
+                })
+            }
+        };
+        let hour = terms(3_600_000);
+        let claimed = store
+            .claim_outbox("w1", T0 + 10, 1_000, 10, &hour)
+            .expect("claim")
+            .rows;
+        assert_eq!(claimed[0].resource.as_deref(), Some("purchase-orders"));
+        let intent = store.intent(&id).expect("intent");
+        assert_eq!(
+            intent.key_retention_secs,
+            Some(3_600),
+            "the retention the key was first sent under replaces the one at creation"
+        );
+        let attempts = store.attempts_of(&id).expect("attempts");
+        assert_eq!(attempts[0].downstream_resource.as_deref(), Some("purchase-orders"));
+        assert_eq!(attempts[0].key_retention_secs, Some(3_600));
+        assert_eq!(
+            store.sent_resource(&id).expect("resource").as_deref(),
+            Some("purchase-orders")
+        );
+
+        // Given back unsent and claimed again under another retention: the attempt says
+        // what it is sent under now, the intent keeps its first send's.
+        store
+            .release_claim(claimed[0].outbox_seq, claimed[0].fence, T0 + 20)
+            .expect("release");
+        let minute = terms(60_000);
+        store
+            .claim_outbox("w1", T0 + 30, 1_000, 10, &minute)
+            .expect("claim again");
+        assert_eq!(store.intent(&id).expect("intent").key_retention_secs, Some(3_600));
+        assert_eq!(
+            store.attempts_of(&id).expect("attempts")[0].key_retention_secs,
+            Some(60)
+        );
+    }
+}
+
+on_both_backends! {
     fn a_row_whose_dispatcher_died_is_reclaimed_as_possibly_sent(store) {
         dispatched(&mut store, 1);
         assert_eq!(

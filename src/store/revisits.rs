@@ -24,6 +24,10 @@ pub struct Sighting {
     pub variant: String,
 }
 
+/// Turns a first sighting, given the variants of its name seen before, into the change a
+/// revisit event records.
+pub type Signal<'a> = &'a dyn Fn(&Sighting, &[String]) -> Change;
+
 /// The gate's revisit signals.
 pub trait Revisits {
     /// Every stored contract, by connector: the JSON the coordinator stored.
@@ -50,7 +54,7 @@ pub trait Revisits {
         &mut self,
         sightings: &[Sighting],
         tenant: Option<&str>,
-        signal: Option<&dyn Fn(&Sighting, &[String]) -> Change>,
+        signal: Option<Signal<'_>>,
         now_ms: u64,
     ) -> Result<Vec<Sighting>, StoreError>;
 
@@ -155,7 +159,7 @@ impl Revisits for Store {
         &mut self,
         sightings: &[Sighting],
         tenant: Option<&str>,
-        signal: Option<&dyn Fn(&Sighting, &[String]) -> Change>,
+        signal: Option<Signal<'_>>,
         now_ms: u64,
     ) -> Result<Vec<Sighting>, StoreError> {
         let tx = self.conn.savepoint()?;
