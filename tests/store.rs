@@ -299,6 +299,39 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    fn a_contract_replaced_meanwhile_is_not_replaced_again_and_records_nothing(store) {
+        use intentdesk::domain::RevisitKind;
+        use intentdesk::domain::revisit::Change;
+        let change = |new: &str| Change {
+            kind: RevisitKind::RetentionShortened,
+            field: "key_retention_secs".into(),
+            old: Some("86400".into()),
+            new: new.into(),
+        };
+        assert!(store.replace_contract("erp", None, "{\"v\":1}", &[], T0).expect("baseline"));
+        assert!(
+            !store.replace_contract("erp", None, "{\"v\":1}", &[], T0).expect("again"),
+            "a second baseline of the same connector is no-op"
+        );
+        // Two coordinators compared against the same stored contract: the first replaces it
+        // and records its change, the second finds it replaced and records nothing.
+        assert!(store
+            .replace_contract("erp", Some("{\"v\":1}"), "{\"v\":2}", &[change("3600")], T0 + 1)
+            .expect("first"));
+        assert!(!store
+            .replace_contract("erp", Some("{\"v\":1}"), "{\"v\":2}", &[change("3600")], T0 + 2)
+            .expect("second"));
+        let events = store.revisits(0, None, 10).expect("events");
+        assert_eq!(events.len(), 1);
+        assert_eq!((events[0].old.as_deref(), events[0].new.as_str()), (Some("86400"), "3600"));
+        assert_eq!(
+            store.contracts().expect("contracts"),
+            vec![("erp".to_string(), "{\"v\":2}".to_string())]
+        );
+    }
+}
+
+on_both_backends! {
     fn a_row_whose_dispatcher_died_is_reclaimed_as_possibly_sent(store) {
         dispatched(&mut store, 1);
         assert_eq!(
