@@ -225,3 +225,49 @@ fn the_notice_envelope_and_ledger_in_english() {
 fn the_notice_envelope_and_ledger_in_persian() {
     picture("revisit_envelope_ledger_fa", Locale::FaIr);
 }
+
+/// The real app's top bar, offline, with the events of [`revisits`] read: the notice sits
+/// under the bar's controls.
+fn top_bar_picture(name: &str, persian: bool) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let options = intentdesk::console::ConsoleOptions {
+        label: "http://coordinator.example:7410".into(),
+        coordinator_url: "http://coordinator.example:7410".into(),
+        token: String::new(),
+        offline: true,
+        open: None,
+        cache_path: None,
+        fixed_now_ms: Some(T0),
+        utc: true,
+        ca_file: None,
+    };
+    let handle = runtime.handle().clone();
+    let mut harness = Harness::builder()
+        .with_size(egui::vec2(1280.0, 130.0))
+        .build_eframe(move |cc| {
+            intentdesk::console::ConsoleApp::new(&cc.egui_ctx, None, options, &handle)
+        });
+    harness.run_steps(2);
+    harness.state_mut().revisits = revisits();
+    if persian {
+        harness
+            .state_mut()
+            .queue(intentdesk::console::commands::ConsoleCommand::SwitchLocale);
+    }
+    harness.run_steps(4);
+    harness.snapshot(name);
+}
+
+#[test]
+fn the_notice_in_the_top_bar_in_english() {
+    top_bar_picture("revisit_top_bar_en", false);
+}
+
+#[test]
+fn the_notice_in_the_top_bar_in_persian() {
+    top_bar_picture("revisit_top_bar_fa", true);
+}
