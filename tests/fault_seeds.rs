@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use intentdesk::domain::{AttemptId, Event, IntentId, KeyContract};
 use intentdesk::sandbox::{FaultSpec, Resource, SandboxState, WebhookTarget};
 use intentdesk::store::ops::*;
-use intentdesk::store::{ApplyContext, ClaimedRow, DispatchPlan};
+use intentdesk::store::{ApplyContext, ClaimedRow, DispatchPlan, SendTerms};
 use intentdesk::workload::{DriverConfig, Mix, drive};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -315,11 +315,21 @@ impl Rig {
     fn dispatch_as_a_coordinator_that_dies(&self, id: &str) -> ClaimedRow {
         let id: IntentId = id.parse().expect("an intent id");
         let now = intentdesk::clock::Clock::now_ms(&intentdesk::clock::SystemClock);
-        let contract = |_: &str, _: &str| {
-            Ok(KeyContract {
-                supports_idempotency: true,
-                retention_ms: 86_400_000,
-                timeout_ms: 300,
+        // The `erp` connector of the test's configuration.
+        let contract = |_: &str, operation: &str| {
+            let resource = match operation {
+                "purchase_order.create" => "purchase-orders",
+                "inventory.reserve" => "inventory-reservations",
+                "payment.initiate" => "payments",
+                other => return Err(format!("no resource for `{other}`")),
+            };
+            Ok(SendTerms {
+                key: KeyContract {
+                    supports_idempotency: true,
+                    retention_ms: 86_400_000,
+                    timeout_ms: 300,
+                },
+                resource: resource.to_string(),
             })
         };
         common::backends::with_store(&self.db, |store| {

@@ -15,8 +15,8 @@ use intentdesk::store::ops::*;
 use intentdesk::store::sql::{ConnExt, params};
 use intentdesk::store::{
     ApplyContext, CommandAction, CreateOutcome, DispatchPlan, Durability, IntentFilter, NewCommand,
-    NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand, SortKey, Store, StoreError,
-    search_form,
+    NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand, SendTerms, SortKey, Store,
+    StoreError, search_form,
 };
 use intentdesk::wire::{PauseScope, WebhookOutcome};
 use serde_json::json;
@@ -51,12 +51,15 @@ fn new_intent(n: u64, tenant: &str, caller_key: &str, args: serde_json::Value) -
     }
 }
 
-/// The erp connector's key contract, as a claim asks for it.
-fn erp(_connector: &str, _operation: &str) -> Result<KeyContract, String> {
-    Ok(KeyContract {
-        supports_idempotency: true,
-        retention_ms: 86_400_000,
-        timeout_ms: 100,
+/// The erp connector's terms for a purchase order, as a claim asks for them.
+fn erp(_connector: &str, _operation: &str) -> Result<SendTerms, String> {
+    Ok(SendTerms {
+        key: KeyContract {
+            supports_idempotency: true,
+            retention_ms: 86_400_000,
+            timeout_ms: 100,
+        },
+        resource: "purchase-orders".into(),
     })
 }
 
@@ -244,6 +247,91 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    fn a_claim_keeps_the_resource_and_retention_the_send_crossed_under(store) {
+        let id = dispatched(&mut store, 1);
+        let terms = |retention_ms: u64| {
+            move |_: &str, _: &str| {
+                Ok::<_, String>(SendTerms {
+                    key: KeyContract {
+                        supports_idempotency: true,
+                        retention_ms,
+                        timeout_ms: 100,
+                    },
+                    resource: "purchase-orders".into(),
+                })
+            }
+        };
+        let hour = terms(3_600_000);
+        let claimed = store
+            .claim_outbox("w1", T0 + 10, 1_000, 10, &hour)
+            .expect("claim")
+            .rows;
+        assert_eq!(claimed[0].resource.as_deref(), Some("purchase-orders"));
+        let intent = store.intent(&id).expect("intent");
+        assert_eq!(
+            intent.key_retention_secs,
+            Some(3_600),
+            "the retention the key was first sent under replaces the one at creation"
+        );
+        let attempts = store.attempts_of(&id).expect("attempts");
+        assert_eq!(attempts[0].downstream_resource.as_deref(), Some("purchase-orders"));
+        assert_eq!(attempts[0].key_retention_secs, Some(3_600));
+        assert_eq!(
+            store.sent_resource(&id).expect("resource").as_deref(),
+            Some("purchase-orders")
+        );
+
+        // Given back unsent and claimed again under another retention: the attempt says
+        // what it is sent under now, the intent keeps its first send's.
+        store
+            .release_claim(claimed[0].outbox_seq, claimed[0].fence, T0 + 20)
+            .expect("release");
+        let minute = terms(60_000);
+        store
+            .claim_outbox("w1", T0 + 30, 1_000, 10, &minute)
+            .expect("claim again");
+        assert_eq!(store.intent(&id).expect("intent").key_retention_secs, Some(3_600));
+        assert_eq!(
+            store.attempts_of(&id).expect("attempts")[0].key_retention_secs,
+            Some(60)
+        );
+    }
+}
+
+on_both_backends! {
+    fn a_contract_replaced_meanwhile_is_not_replaced_again_and_records_nothing(store) {
+        use intentdesk::domain::RevisitKind;
+        use intentdesk::domain::revisit::Change;
+        let change = |new: &str| Change {
+            kind: RevisitKind::RetentionShortened,
+            field: "key_retention_secs".into(),
+            old: Some("86400".into()),
+            new: new.into(),
+        };
+        assert!(store.replace_contract("erp", None, "{\"v\":1}", &[], T0).expect("baseline"));
+        assert!(
+            !store.replace_contract("erp", None, "{\"v\":1}", &[], T0).expect("again"),
+            "a second baseline of the same connector is no-op"
+        );
+        // Two coordinators compared against the same stored contract: the first replaces it
+        // and records its change, the second finds it replaced and records nothing.
+        assert!(store
+            .replace_contract("erp", Some("{\"v\":1}"), "{\"v\":2}", &[change("3600")], T0 + 1)
+            .expect("first"));
+        assert!(!store
+            .replace_contract("erp", Some("{\"v\":1}"), "{\"v\":2}", &[change("3600")], T0 + 2)
+            .expect("second"));
+        let events = store.revisits(0, None, 10).expect("events");
+        assert_eq!(events.len(), 1);
+        assert_eq!((events[0].old.as_deref(), events[0].new.as_str()), (Some("86400"), "3600"));
+        assert_eq!(
+            store.contracts().expect("contracts"),
+            vec![("erp".to_string(), "{\"v\":2}".to_string())]
+        );
+    }
+}
+
+on_both_backends! {
     fn a_row_whose_dispatcher_died_is_reclaimed_as_possibly_sent(store) {
         dispatched(&mut store, 1);
         assert_eq!(
@@ -389,7 +477,7 @@ on_both_backends! {
             store.intent(&id).expect("intent").state,
             IntentState::Expired
         );
-        let unsendable = |_: &str, _: &str| Err::<KeyContract, _>("no such connector".to_string());
+        let unsendable = |_: &str, _: &str| Err::<SendTerms, _>("no such connector".to_string());
         let other = dispatched(&mut store, 2);
         let claim = store
             .claim_outbox("w1", T0 + 10, 1_000, 10, &unsendable)
@@ -793,7 +881,10 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     assert_eq!(figures(&plain), 1, "the generator analysed the index");
     plain
         .execute_batch(
-            "DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
+            "DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
+             ALTER TABLE attempts DROP COLUMN downstream_resource; \
+             ALTER TABLE attempts DROP COLUMN key_retention_secs; \
+             DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
              DROP INDEX ingest_keys_principal; ALTER TABLE ingest_keys DROP COLUMN principal; \
              DROP INDEX outbox_intent; \
              ALTER TABLE attempts DROP COLUMN reported_by; \

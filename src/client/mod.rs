@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::wire::{
-    CommandTargets, ErrorBody, IntentDetail, IntentPage, KeyLedger, StateName, Whoami,
+    CommandTargets, ErrorBody, IntentDetail, IntentPage, KeyLedger, RevisitPage, StateName, Whoami,
 };
 
 /// The largest answer the console reads; a larger one is refused, not buffered.
@@ -176,6 +176,15 @@ impl Client {
     pub async fn action_key(&self, key: &str) -> Result<KeyLedger<StateName>, ClientError> {
         self.get(&format!("/v1/action-keys/{}", urlencode(key)), &[])
             .await
+    }
+
+    /// The gate's revisit events after `after_seq`, newest first.
+    pub async fn revisits(&self, after_seq: u64, limit: u32) -> Result<RevisitPage, ClientError> {
+        let query = [
+            ("after".to_string(), after_seq.to_string()),
+            ("limit".to_string(), limit.to_string()),
+        ];
+        self.get("/v1/revisits", &query).await
     }
 
     /// What this client's token is and may do.

@@ -19,6 +19,8 @@ pub enum UiAction {
     Export { kind: ExportKind, path: PathBuf },
     /// The operator closed the notice under the top bar.
     DismissNotice,
+    /// The operator acknowledged the gate-revisit events up to this one.
+    AcknowledgeRevisits { up_to_seq: u64 },
 }
 
 /// What the views of one frame asked for, each kind in the order asked.

@@ -15,6 +15,9 @@ pub const PREPARED: Color32 = Color32::from_rgb(120, 110, 200);
 pub const UNKNOWN: Color32 = Color32::from_rgb(170, 90, 170);
 pub const CHANGED_ROW: Color32 = Color32::from_rgba_unmultiplied_const(56, 132, 244, 40);
 pub const STALE_BANNER: Color32 = Color32::from_rgb(120, 80, 0);
+/// Behind the gate-revisit notice; its text is [`REVISIT_TEXT`].
+pub const REVISIT_BANNER: Color32 = Color32::from_rgb(64, 44, 0);
+pub const REVISIT_TEXT: Color32 = Color32::from_rgb(255, 214, 120);
 pub const PAUSED: Color32 = Color32::from_rgb(180, 120, 40);
 
 /// The colour a state is drawn in.

@@ -100,9 +100,12 @@ async fn handle(state: &AppState, row: ClaimedRow) {
     let span = tracing::info_span!("dispatch", intent = %row.intent_id, attempt = %row.attempt_id, action_key = %row.action_key);
     let _enter = span.enter();
     let connector = state.config.connector(&row.connector).cloned();
-    let resource = connector
-        .as_ref()
-        .and_then(|c| c.operations.get(&row.operation).cloned());
+    // The resource the claim resolved and stored with the attempt.
+    let resource = row.resource.clone().or_else(|| {
+        connector
+            .as_ref()
+            .and_then(|c| c.operations.get(&row.operation).cloned())
+    });
     let (Some(connector), Some(resource)) = (connector, resource) else {
         // The claim's gate checked the configuration, which does not change while running.
         tracing::error!("a claimed dispatch has no connector resource");

@@ -12,6 +12,7 @@ use axum::{Json, Router};
 use super::AppState;
 use super::auth::Principal;
 use super::body::{parse_body, parse_body_with};
+use super::core::revisit;
 use super::error::ApiError;
 use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
 use crate::domain::{
@@ -207,6 +208,11 @@ async fn create_intent(
     match outcome? {
         CreateOutcome::Created(intent) => {
             tracing::info!(intent = %intent.id, action_key = %intent.action_key, "intent created");
+            let named = vec![
+                revisit::release(&intent.release_id),
+                revisit::tool(&intent.tool, intent.consequence),
+            ];
+            super::revisit::sighted(&state, intent.tenant.as_str(), named).await;
             Ok((StatusCode::CREATED, Json(intent)).into_response())
         }
         CreateOutcome::Replayed(intent) => Ok((
@@ -240,13 +246,22 @@ pub async fn visible_intent(
     principal: &Principal,
     raw_id: &str,
 ) -> Result<IntentId, ApiError> {
+    Ok(visible_intent_of(state, principal, raw_id).await?.0)
+}
+
+/// [`visible_intent`] with the intent's tenant.
+async fn visible_intent_of(
+    state: &AppState,
+    principal: &Principal,
+    raw_id: &str,
+) -> Result<(IntentId, Tenant), ApiError> {
     let id: IntentId = raw_id
         .parse()
         .map_err(|_| ApiError::not_found("intent", raw_id))?;
     let lookup = id.clone();
     let intent = state.db.read(move |s| s.intent(&lookup)).await?;
     principal.check_tenant(&intent.tenant, "intent", raw_id)?;
-    Ok(id)
+    Ok((id, intent.tenant))
 }
 
 async fn authorize(
@@ -402,15 +417,22 @@ async fn report_attempt(
     principal.require(Permission::Ingest, "report attempts")?;
     let req: NewAttempt = parse_body(&body)?;
     check_new_attempt(&req)?;
-    let id = visible_intent(&state, &principal, &raw_id).await?;
+    let (id, tenant) = visible_intent_of(&state, &principal, &raw_id).await?;
     let now = state.clock.now_ms();
     let attempt_id = AttemptId::generate(now, state.entropy.next_u128());
     let reporter = principal.name.clone();
+    let mut named = vec![revisit::provider(req.provider.trim())];
+    named.extend(
+        req.release_id
+            .as_deref()
+            .map(|r| revisit::release(r.trim())),
+    );
     let attempt = state
         .db
         .ingest(move |s| s.record_attempt(&id, &attempt_id, &req, Some(&reporter), now))
         .await?;
     state.events_wake.notify_waiters();
+    super::revisit::sighted(&state, tenant.as_str(), named).await;
     Ok((StatusCode::CREATED, Json(attempt)).into_response())
 }
 

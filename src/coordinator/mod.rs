@@ -22,6 +22,7 @@ pub mod operator;
 pub mod ops;
 pub mod prometheus;
 pub mod reconciler;
+pub mod revisit;
 mod server;
 pub mod whoami;
 
@@ -72,6 +73,8 @@ pub struct AppState {
     pub health: Arc<health::Liveness>,
     /// The change feed's one follower, shared by every event stream.
     pub feed: Arc<feed::Feed>,
+    /// The providers, releases and tools known to be seen (`revisit`).
+    pub sighted: Arc<revisit::Sighted>,
 }
 
 impl AppState {
@@ -114,6 +117,7 @@ impl AppState {
             streams: limits::StreamSlots::new(&config),
             health: Arc::default(),
             feed: Arc::default(),
+            sighted: Arc::default(),
             config: Arc::new(config),
         })
     }
@@ -162,6 +166,8 @@ pub async fn run_with(
         _ => None,
     };
     let state = AppState::with_sources(config, stop_rx, clock, entropy)?;
+    // What changed since the last start is in the audit before the first request is served.
+    revisit::at_start(&state).await?;
     // Each runs supervised: restarted when it panics, reported by `/healthz`.
     let dispatcher = {
         let (s, health, stopping) = (state.clone(), state.health.clone(), state.stopping.clone());

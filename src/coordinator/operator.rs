@@ -9,6 +9,7 @@
 
 pub mod commands;
 pub mod params;
+pub mod revisits;
 
 use axum::extract::{Path, State};
 use axum::routing::get;
@@ -52,7 +53,14 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/metrics/summary", get(metrics_summary))
         .route("/v1/metrics/series", get(metrics_series))
         .route("/v1/pauses", get(active_pauses))
+        .route("/v1/revisits", get(revisits::revisits))
         .merge(commands::routes())
+}
+
+/// The key retention `connector` is configured with now, to hold beside the one an intent's
+/// key was sent under.
+fn live_retention(config: &crate::coordinator::Config, connector: &str) -> Option<u64> {
+    config.connector(connector).map(|c| c.key_retention_secs)
 }
 
 /// An id as echoed in a 404: clipped, so a long path is never repeated whole.
@@ -112,10 +120,12 @@ async fn intent_detail(
     let missing = || ApiError::not_found("intent", &shown(&raw_id));
     let id: IntentId = raw_id.parse().map_err(|_| missing())?;
     let tenants = principal.tenants.clone();
+    let config = state.config.clone();
     let detail = state
         .db
         .read(move |s| {
             let mut detail = s.intent_detail(&id)?;
+            detail.live_key_retention_secs = live_retention(&config, &detail.intent.connector);
             if let Some(list) = &tenants {
                 if !list.iter().any(|t| t == detail.intent.tenant.as_str()) {
                     return Ok(None);
@@ -157,6 +167,8 @@ async fn key_ledger(
     if !principal.sees(ledger.intent.tenant.as_str()) {
         return Err(missing());
     }
+    let mut ledger = ledger;
+    ledger.live_key_retention_secs = live_retention(&state.config, &ledger.intent.connector);
     Ok(Json(ledger))
 }
 

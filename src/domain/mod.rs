@@ -7,6 +7,7 @@ pub mod decision;
 pub mod ids;
 pub mod metrics;
 pub mod retry;
+pub mod revisit;
 pub mod send;
 pub mod state;
 pub mod text;
@@ -28,5 +29,5 @@ pub use send::{Hold, KeyContract, may_send};
 pub use state::{Effect, Event, Evidence, IntentFacts, Refusal, Transition};
 pub use vocab::{
     AttemptKind, AttemptOutcome, CommandKind, ConsequenceTier, Disposition, IntentState, Locale,
-    Permission, Role, UnknownName,
+    Permission, RetryOwner, RevisitKind, Role, UnknownName,
 };

@@ -22,8 +22,10 @@ pub struct KeyContract {
 }
 
 impl KeyContract {
-    /// The contract with the retention no longer than `stored_secs`, the retention an intent
-    /// was created under: when the configuration changed since, the shorter one is kept.
+    /// The contract with the retention no longer than `stored_secs`, the retention the
+    /// intent's key was first sent under (before any send: the one it was created under):
+    /// when the configuration changed since, the shorter one is kept. The send gate, the
+    /// reconciler and the console's ledger all take a key's forget time by this rule.
     pub fn retention_at_most(self, stored_secs: Option<u64>) -> Self {
         let retention_ms = stored_secs.map_or(self.retention_ms, |s| {
             self.retention_ms.min(s.saturating_mul(1000))

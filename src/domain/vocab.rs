@@ -108,6 +108,42 @@ vocabulary!(
     }
 );
 
+vocabulary!(
+    /// Which layer retries an intent's work: the coordinator for the mutating work only its
+    /// dispatcher may send, the agent for the reads, inference and proposals it reports
+    /// (each report still inside the intent's budget and deadline, which the coordinator
+    /// enforces).
+    RetryOwner, "retry owner" {
+        Coordinator => "coordinator",
+        Agent => "agent",
+    }
+);
+
+impl RetryOwner {
+    /// Who retries work of `tier`.
+    pub fn of(tier: ConsequenceTier) -> RetryOwner {
+        if tier.is_mutating() {
+            RetryOwner::Coordinator
+        } else {
+            RetryOwner::Agent
+        }
+    }
+}
+
+vocabulary!(
+    /// Why the retry/failover gate should be looked at again: a connector's contract
+    /// changed (its key retention shortened above all), or a provider, operation, release
+    /// or tool was seen for the first time.
+    RevisitKind, "revisit kind" {
+        RetentionShortened => "retention_shortened",
+        ContractChanged => "contract_changed",
+        ProviderFirstSeen => "provider_first_seen",
+        OperationFirstSeen => "operation_first_seen",
+        ReleaseFirstSeen => "release_first_seen",
+        ToolFirstSeen => "tool_first_seen",
+    }
+);
+
 impl ConsequenceTier {
     /// Whether work of this tier changes something outside intentdesk.
     pub fn is_mutating(self) -> bool {

@@ -101,7 +101,7 @@ fn every_file_parses_cleanly_and_every_scanned_message_is_one_fluent_loaded() {
 }
 
 #[test]
-fn every_state_tier_and_command_has_a_name() {
+fn every_state_tier_command_and_retry_owner_has_a_name() {
     let mut ids: Vec<String> = IntentState::ALL
         .iter()
         .map(|s| format!("state-{}", s.as_str()))
@@ -115,6 +115,11 @@ fn every_state_tier_and_command_has_a_name() {
         CommandKind::ALL
             .iter()
             .map(|c| format!("command-{}", c.as_str())),
+    );
+    ids.extend(
+        crate::domain::RetryOwner::ALL
+            .iter()
+            .map(|o| format!("retry-owner-{}", o.as_str())),
     );
     for locale in Locale::ALL {
         let messages = all_messages(*locale);

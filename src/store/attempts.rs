@@ -52,7 +52,8 @@ pub enum ReportedFinish {
 
 pub(crate) const ATTEMPT_COLUMNS: &str = "a.id, i.id, a.kind, a.provider, a.region, a.model, a.release_id, a.worker, \
      a.provider_request_id, a.hedge_group, a.outcome, a.error_class, a.http_status, a.retry_after_ms, a.proposal_hash, \
-     a.presented_key, a.replayed, a.sent, a.late, a.detail, a.started_at_ms, a.ended_at_ms, a.reported_by";
+     a.presented_key, a.replayed, a.sent, a.late, a.detail, a.started_at_ms, a.ended_at_ms, a.reported_by, \
+     a.downstream_resource, a.key_retention_secs";
 
 pub(crate) fn attempt_from_row(row: &Row<'_>) -> Result<Attempt, StoreError> {
     let text = |i: usize| row.get::<String>(i);
@@ -80,6 +81,8 @@ pub(crate) fn attempt_from_row(row: &Row<'_>) -> Result<Attempt, StoreError> {
         started_at_ms: row.get(20)?,
         ended_at_ms: row.get(21)?,
         reported_by: row.get(22)?,
+        downstream_resource: row.get(23)?,
+        key_retention_secs: row.get(24)?,
     })
 }
 
@@ -154,6 +157,10 @@ pub trait Attempts {
 
     /// Every attempt of one intent, oldest first.
     fn attempts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Attempt>, StoreError>;
+
+    /// The downstream resource the intent's latest send went to, as its claim resolved it;
+    /// `None` when no send recorded one.
+    fn sent_resource(&mut self, intent_id: &IntentId) -> Result<Option<String>, StoreError>;
 }
 
 /// Attempts of one hedge group that may run at once: the first and two hedges.
@@ -374,5 +381,19 @@ impl Attempts for Store {
         );
         self.conn
             .rows(&sql, params![intent_id.as_str()], attempt_from_row)
+    }
+
+    fn sent_resource(&mut self, intent_id: &IntentId) -> Result<Option<String>, StoreError> {
+        let found: Option<Option<String>> = self
+            .conn
+            .one(
+                "SELECT a.downstream_resource FROM attempts a JOIN intents i ON i.seq = a.intent_seq \
+                 WHERE i.id = ?1 AND a.kind = 'dispatch' AND a.downstream_resource IS NOT NULL \
+                 ORDER BY a.seq DESC LIMIT 1",
+                params![intent_id.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(found.flatten())
     }
 }

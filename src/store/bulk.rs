@@ -118,9 +118,9 @@ impl Store {
             "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
              canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, attempts, \
              max_attempts, crossed, created_at_ms, updated_at_ms, deadline_at_ms, indeterminate_since_ms, \
-             committed_at_ms, first_dispatch_at_ms, key_retention_secs, receipt_id, downstream_ref)",
+             committed_at_ms, first_dispatch_at_ms, key_retention_secs, receipt_id, downstream_ref, retry_owner)",
             "RETURNING seq, caller_key",
-            29,
+            30,
         );
         // Each attempt row waits for its intent's seq: (intent number, the row without it).
         let mut attempts: Vec<(u64, &str, Vec<Value>)> = Vec::new();
@@ -204,6 +204,7 @@ impl Store {
                     Value::Int(86_400),
                     text(receipt),
                     text(downstream),
+                    (if mutating { "coordinator" } else { "agent" }).into(),
                 ]);
                 for a in 0..attempt_count {
                     let last = a + 1 == attempt_count;

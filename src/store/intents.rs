@@ -3,7 +3,7 @@
 
 use super::sql::{Conn, ConnExt, Optional, Row, params};
 use super::{Store, StoreError, events, to_i64};
-use crate::domain::{ActionKey, ConsequenceTier, IntentId, Locale, Tenant};
+use crate::domain::{ActionKey, ConsequenceTier, IntentId, Locale, RetryOwner, Tenant};
 use crate::wire::Intent;
 
 /// A validated intent as the ingest API hands it to the store.
@@ -29,6 +29,8 @@ pub struct NewIntent {
     pub max_attempts: u32,
     pub created_at_ms: u64,
     pub deadline_at_ms: u64,
+    /// The connector's key retention when the intent was created; replaced by the one its
+    /// key is first sent under, when it is.
     pub key_retention_secs: Option<u64>,
 }
 
@@ -106,7 +108,7 @@ pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError
         key_retention_secs: row.get(28)?,
         receipt_id: row.get(29)?,
         downstream_ref: row.get(30)?,
-        retry_owner: row.get(31)?,
+        retry_owner: text(31)?.parse()?,
         providers,
         paused: row.get(33)?,
         may_have_crossed_boundary: row.get(34)?,
@@ -231,8 +233,8 @@ impl Intents for Store {
         let seq: i64 = tx.one(
             "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
              canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, \
-             max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20) RETURNING seq",
+             max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs, retry_owner) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20, ?21) RETURNING seq",
             params![
                 new.id.as_str(),
                 new.tenant.as_str(),
@@ -254,6 +256,7 @@ impl Intents for Store {
                 now,
                 to_i64(new.deadline_at_ms),
                 new.key_retention_secs.map(to_i64),
+                RetryOwner::of(new.tier).as_str(),
             ],
             |r| r.get(0),
         )?;

@@ -274,6 +274,39 @@ CREATE TABLE events_pending (
 CREATE INDEX intents_open_deadline ON intents (deadline_at_ms)
     WHERE state IN ('new', 'prepared', 'authorized', 'executing');
 "#,
+    // 8: the gate's revisit signals and what a send crossed under. Each connector's contract
+    // as last seen at start, the names (providers, releases, tools at a tier) seen so far,
+    // and the revisit events that changes and first sightings make. A dispatch attempt keeps
+    // the resource and key retention it was sent with, and an intent's `key_retention_secs`
+    // becomes the retention its key was first sent under. Who retries an intent's work
+    // follows its tier: the agent for the work it reports, the coordinator for mutating work.
+    r#"
+CREATE TABLE connector_contracts (
+    connector     TEXT PRIMARY KEY,
+    contract_json TEXT NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+CREATE TABLE gate_sightings (
+    kind             TEXT NOT NULL,
+    name             TEXT NOT NULL,
+    variant          TEXT NOT NULL,
+    first_seen_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (kind, name, variant)
+);
+CREATE TABLE revisits (
+    seq       INTEGER PRIMARY KEY,
+    kind      TEXT NOT NULL,
+    subject   TEXT NOT NULL,
+    field     TEXT NOT NULL,
+    old_value TEXT,
+    new_value TEXT NOT NULL,
+    tenant    TEXT,
+    at_ms     INTEGER NOT NULL
+);
+ALTER TABLE attempts ADD COLUMN downstream_resource TEXT;
+ALTER TABLE attempts ADD COLUMN key_retention_secs INTEGER;
+UPDATE intents SET retry_owner = 'agent' WHERE tier IN ('read', 'compute', 'proposal');
+"#,
 ];
 
 /// A migration as PostgreSQL runs it.

@@ -30,6 +30,7 @@ pub mod postgres;
 mod query;
 pub mod queue;
 mod receipts;
+mod revisits;
 pub mod sql;
 pub mod sqlite;
 mod sweeps;
@@ -57,6 +58,7 @@ pub mod ops {
     pub use super::pauses::Pauses;
     pub use super::query::Queries;
     pub use super::receipts::Receipts;
+    pub use super::revisits::Revisits;
     pub use super::sweeps::Sweeps;
 }
 
@@ -74,6 +76,7 @@ pub trait StoreOps:
     + ops::Metrics
     + ops::ChangeFeed
     + ops::Sweeps
+    + ops::Revisits
 {
 }
 
@@ -90,6 +93,7 @@ impl<T> StoreOps for T where
         + ops::Metrics
         + ops::ChangeFeed
         + ops::Sweeps
+        + ops::Revisits
 {
 }
 pub use attempts::{AttemptFinish, ReportedFinish};
@@ -107,9 +111,10 @@ pub fn open_db(location: &Location, durability: Durability) -> Result<Db, StoreE
 pub use events::StoredEvent;
 pub use intents::{CreateOutcome, NewIntent};
 pub use metrics::{MetricFilter, SERIES_METRICS};
-pub use outbox::{Claim, ClaimedRow, ContractOf, HeldSend};
+pub use outbox::{Claim, ClaimedRow, ContractOf, HeldSend, SendTerms};
 pub use query::{Cursor, IntentFilter, MAX_PAGE, SortKey, forget_at, search_form};
 pub use receipts::ReceiptObservation;
+pub use revisits::{MAX_REVISITS, Sighting};
 
 /// Everything that can go wrong in the store.
 #[derive(Debug, thiserror::Error)]

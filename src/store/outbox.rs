@@ -33,6 +33,8 @@ pub struct ClaimedRow {
     pub connector: String,
     pub operation: String,
     pub payload_json: String,
+    /// The downstream resource the send goes to, as resolved when it was first claimed.
+    pub resource: Option<String>,
     /// True when an earlier claim's lease ran out: the command may already have been sent.
     pub reclaimed: bool,
     pub deadline_at_ms: u64,
@@ -61,9 +63,18 @@ pub struct Claim {
     pub held: Vec<HeldSend>,
 }
 
-/// A connector's key contract for a send of `operation` by `connector`, or why no send of
-/// it can be made (the connector or its resource is not configured).
-pub type ContractOf<'a> = &'a dyn Fn(&str, &str) -> Result<KeyContract, String>;
+/// What a send of one operation crosses under: the connector's key contract and the
+/// downstream resource the operation creates, as configured when the send is claimed. Both
+/// are stored with the attempt, and the retention with the intent at its first send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendTerms {
+    pub key: KeyContract,
+    pub resource: String,
+}
+
+/// The terms of a send of `operation` by `connector`, or why no send of it can be made (the
+/// connector or its resource is not configured).
+pub type ContractOf<'a> = &'a dyn Fn(&str, &str) -> Result<SendTerms, String>;
 
 /// Why a due send is not made.
 enum Stop {
@@ -137,24 +148,28 @@ impl Outbox for Store {
         let mut claim = Claim::default();
         for (outbox_seq, reclaimed, intent_id) in due {
             let intent_id: IntentId = intent_id.parse()?;
+            let mut terms_sent: Option<SendTerms> = None;
             if !reclaimed {
                 let (_, intent) = load_for_update(&tx, &intent_id)?;
                 let facts = facts_of(&intent, now_ms, false);
                 let stop = match contract_of(&intent.connector, &intent.operation) {
-                    Err(why) => Some(Stop::Unsendable(why)),
-                    Ok(key) => may_send(
+                    Err(why) => Err(Stop::Unsendable(why)),
+                    Ok(terms) => may_send(
                         &facts,
                         intent.first_dispatch_at_ms,
-                        &key.retention_at_most(intent.key_retention_secs),
+                        &terms.key.retention_at_most(intent.key_retention_secs),
                     )
-                    .err()
-                    .map(Stop::Gate),
+                    .map(|()| terms)
+                    .map_err(Stop::Gate),
                 };
-                if let Some(stop) = stop {
-                    claim
-                        .held
-                        .push(hold_back(&tx, outbox_seq, &intent, &stop, now_ms)?);
-                    continue;
+                match stop {
+                    Err(stop) => {
+                        claim
+                            .held
+                            .push(hold_back(&tx, outbox_seq, &intent, &stop, now_ms)?);
+                        continue;
+                    }
+                    Ok(terms) => terms_sent = Some(terms),
                 }
             }
             let fence: u32 = tx.one(
@@ -163,17 +178,28 @@ impl Outbox for Store {
                 params![outbox_seq, worker, to_i64(lease_expires_at_ms)],
                 |r| r.get(0),
             )?;
+            // What the send crosses under is kept with it: the resource and retention with
+            // the attempt, the retention with the intent when its key is first sent.
+            let resource = terms_sent.as_ref().map(|t| t.resource.as_str());
+            let retention_secs = terms_sent
+                .as_ref()
+                .map(|t| to_i64(t.key.retention_ms / 1000));
             tx.run(
-                "UPDATE attempts SET sent = 1 WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
-                params![outbox_seq],
+                "UPDATE attempts SET sent = 1, downstream_resource = coalesce(?2, downstream_resource), \
+                 key_retention_secs = coalesce(?3, key_retention_secs) \
+                 WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
+                params![outbox_seq, resource, retention_secs],
             )?;
             tx.run(
-                "UPDATE intents SET crossed = 1, first_dispatch_at_ms = coalesce(first_dispatch_at_ms, ?2) \
+                "UPDATE intents SET crossed = 1, first_dispatch_at_ms = coalesce(first_dispatch_at_ms, ?2), \
+                 key_retention_secs = CASE WHEN first_dispatch_at_ms IS NULL \
+                     THEN coalesce(?3, key_retention_secs) ELSE key_retention_secs END \
                  WHERE id = ?1",
-                params![intent_id.as_str(), now],
+                params![intent_id.as_str(), now, retention_secs],
             )?;
             let row = tx.one(
-                "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms \
+                "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms, \
+                 a.downstream_resource \
                  FROM outbox o JOIN intents i ON i.seq = o.intent_seq JOIN attempts a ON a.seq = o.attempt_seq \
                  WHERE o.seq = ?1",
                 params![outbox_seq],
@@ -186,6 +212,7 @@ impl Outbox for Store {
                         r.get::<String>(4)?,
                         r.get::<String>(5)?,
                         r.get::<i64>(6)?,
+                        r.get::<Option<String>>(7)?,
                     ))
                 },
             )?;
@@ -198,6 +225,7 @@ impl Outbox for Store {
                 connector: row.3,
                 operation: row.4,
                 payload_json: row.5,
+                resource: row.7,
                 reclaimed,
                 deadline_at_ms: to_u64(row.6),
                 fence,

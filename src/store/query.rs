@@ -432,6 +432,8 @@ impl Queries for Store {
                 commands,
                 pauses,
                 key_forget_at_ms,
+                // The configuration is the coordinator's, which fills it in.
+                live_key_retention_secs: None,
                 ingest_replays: replays,
                 ingest_mismatches: mismatches,
             })
@@ -464,6 +466,7 @@ impl Queries for Store {
         Ok(KeyLedger {
             action_key: key.clone(),
             key_forget_at_ms: detail.key_forget_at_ms,
+            live_key_retention_secs: None,
             intent: detail.intent,
             attempts,
             replays,
@@ -473,7 +476,8 @@ impl Queries for Store {
     }
 }
 
-/// When the downstream may forget an intent's key: its first dispatch plus the retention.
+/// When the downstream may forget an intent's key: its first send plus the retention it was
+/// sent under.
 pub fn forget_at(intent: &Intent) -> Option<u64> {
     Some(intent.first_dispatch_at_ms? + intent.key_retention_secs? * 1000)
 }

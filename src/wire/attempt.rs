@@ -114,4 +114,11 @@ pub struct Attempt {
     /// lookups.
     #[serde(default)]
     pub reported_by: Option<String>,
+    /// For a dispatch, the downstream resource it was sent to, resolved and stored when it
+    /// was claimed.
+    #[serde(default)]
+    pub downstream_resource: Option<String>,
+    /// For a dispatch, the connector's key retention it was sent under.
+    #[serde(default)]
+    pub key_retention_secs: Option<u64>,
 }

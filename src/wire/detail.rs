@@ -55,9 +55,14 @@ pub struct IntentDetail<S = IntentState> {
     pub commands: Vec<CommandRecord>,
     #[serde(default)]
     pub pauses: Vec<Pause>,
-    /// When the downstream may forget the action key (first dispatch + retention).
+    /// When the downstream may forget the action key: its first send plus the retention it
+    /// was sent under (`intent.key_retention_secs`).
     #[serde(default)]
     pub key_forget_at_ms: Option<u64>,
+    /// The key retention the intent's connector is configured with now. When it is shorter
+    /// than the one the key was sent under, the coordinator keeps to the shorter.
+    #[serde(default)]
+    pub live_key_retention_secs: Option<u64>,
     #[serde(default)]
     pub ingest_replays: u32,
     #[serde(default)]
@@ -77,6 +82,10 @@ pub struct KeyLedger<S = IntentState> {
     pub mismatches: u32,
     #[serde(default)]
     pub receipts: Vec<Receipt>,
+    /// As [`IntentDetail::key_forget_at_ms`].
     #[serde(default)]
     pub key_forget_at_ms: Option<u64>,
+    /// As [`IntentDetail::live_key_retention_secs`].
+    #[serde(default)]
+    pub live_key_retention_secs: Option<u64>,
 }

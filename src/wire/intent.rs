@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale, Tenant};
+use crate::domain::{
+    ActionKey, ConsequenceTier, IntentId, IntentState, Locale, RetryOwner, Tenant,
+};
 
 /// An intent with its envelope. `args` is filled only when one intent is read whole.
 ///
@@ -61,14 +63,18 @@ pub struct Intent<S = IntentState> {
     pub committed_at_ms: Option<u64>,
     #[serde(default)]
     pub first_dispatch_at_ms: Option<u64>,
+    /// The connector's key retention the action key was first sent under (before any send:
+    /// the one configured when the intent was created).
     #[serde(default)]
     pub key_retention_secs: Option<u64>,
     #[serde(default)]
     pub receipt_id: Option<String>,
     #[serde(default)]
     pub downstream_ref: Option<String>,
-    #[serde(default)]
-    pub retry_owner: String,
+    /// Who retries the intent's work: the coordinator (mutating work, which only its
+    /// dispatcher sends) or the agent (the work it reports, within the coordinator's budget).
+    #[serde(default = "default_retry_owner")]
+    pub retry_owner: RetryOwner,
     #[serde(default)]
     pub providers: Vec<String>,
     #[serde(default)]
@@ -80,6 +86,10 @@ pub struct Intent<S = IntentState> {
 
 fn default_locale() -> Locale {
     Locale::EnUs
+}
+
+fn default_retry_owner() -> RetryOwner {
+    RetryOwner::Coordinator
 }
 
 impl<S> Intent<S> {

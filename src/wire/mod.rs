@@ -20,6 +20,7 @@ pub mod intent;
 pub mod metrics;
 pub mod pause;
 pub mod receipt;
+pub mod revisit;
 pub mod whoami;
 
 pub use attempt::{Attempt, AttemptReport, NewAttempt};
@@ -37,4 +38,5 @@ pub use metrics::{
 };
 pub use pause::{Pause, PauseScope};
 pub use receipt::{Receipt, ReceiptDelivery, WebhookOutcome};
+pub use revisit::{Revisit, RevisitPage};
 pub use whoami::{Permissions, Whoami};

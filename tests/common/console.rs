@@ -32,6 +32,8 @@ pub struct Rig {
     reconcile: bool,
     dir: tempfile::TempDir,
     coordinator: Option<deploy::Coordinator>,
+    /// The `erp` connector's key retention at the next start of the coordinator.
+    pub key_retention_secs: u64,
 }
 
 /// How the rig's coordinator and sandbox behave.
@@ -103,6 +105,7 @@ impl Rig {
             reconcile: options.reconcile,
             dir,
             coordinator: None,
+            key_retention_secs: 86_400,
         };
         match listener {
             Some(listener) => {
@@ -133,6 +136,7 @@ impl Rig {
             setup.listen = at.into();
         }
         setup.reconcile = self.reconcile;
+        setup.key_retention_secs = self.key_retention_secs;
         setup
     }
 

@@ -135,6 +135,9 @@ impl ConsoleApp {
                     result,
                 } => self.dashboard.on_answer(generation, read, result),
                 Reply::Whoami { result } => self.intent_view.on_whoami(result),
+                Reply::Revisits { result } => {
+                    self.revisits.answered(result.ok().map(|page| page.items));
+                }
                 Reply::Command { body, result } => {
                     let refresh = self.intent_view.on_command(&body, result);
                     if refresh && self.open.is_some() {
@@ -172,6 +175,11 @@ impl ConsoleApp {
                     if connected && !self.live.connected && self.live.ever_connected {
                         // Back after a gap: what changed meanwhile is fetched again.
                         self.last_query = None;
+                    }
+                    if connected && !self.live.connected {
+                        // A coordinator that (re)started may have found its contracts
+                        // changed.
+                        self.revisits.mark_stale();
                     }
                     self.live.connected = connected;
                     self.live.ever_connected |= connected;

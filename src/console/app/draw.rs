@@ -10,12 +10,20 @@ use crate::console::views::filters_bar::filters_bar_ui;
 use crate::console::views::intent_panel::{IntentPanelContext, intent_panel_ui};
 use crate::console::views::intents_table::{TableContext, intents_table_ui};
 use crate::console::views::palette::{PaletteContext, palette_ui};
+use crate::console::views::revisit_notice::revisit_notice_ui;
 use crate::console::views::top_bar::{TopBarContext, top_bar_ui};
 
 impl ConsoleApp {
     pub(super) fn draw(&mut self, ui: &mut egui::Ui, actions: &mut Actions) {
         let rtl = self.i18n.is_rtl();
         egui::Panel::top("top_bar").show(ui, |ui| self.draw_top_bar(ui, actions));
+        // The gate-revisit notice, a strip of the top bar of its own while anything waits.
+        let acknowledged = self.revisits_acknowledged();
+        if !self.revisits.unacknowledged(acknowledged).is_empty() {
+            egui::Panel::top("revisit_notice").show(ui, |ui| {
+                revisit_notice_ui(ui, &self.i18n, &self.revisits, acknowledged, actions)
+            });
+        }
         egui::Panel::top("filters_bar").show(ui, |ui| {
             let now_ms = self.now_ms();
             filters_bar_ui(

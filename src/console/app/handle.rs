@@ -146,6 +146,11 @@ impl ConsoleApp {
                 }
                 UiAction::Export { kind, path } => self.export(ctx, kind, path),
                 UiAction::DismissNotice => self.notice = None,
+                UiAction::AcknowledgeRevisits { up_to_seq } => {
+                    let url = self.options.coordinator_url.clone();
+                    let seen = self.state.revisits_acknowledged.entry(url).or_default();
+                    *seen = (*seen).max(up_to_seq);
+                }
             }
         }
     }

@@ -27,6 +27,7 @@ use crate::console::table::TableData;
 use crate::console::views::dashboard::DashboardState;
 use crate::console::views::intent_view::IntentViewState;
 use crate::console::views::palette::PaletteState;
+use crate::console::views::revisit_notice::RevisitNotice;
 use crate::console::views::top_bar::SearchBox;
 use crate::console::worker::{OneInFlight, Worker};
 use crate::console::{text, views};
@@ -59,6 +60,8 @@ pub struct ConsoleApp {
     /// The top bar's search box.
     pub search: SearchBox,
     pub notice: Option<String>,
+    /// The gate-revisit events and when they were asked for; see `views/revisit_notice.rs`.
+    pub revisits: RevisitNotice,
     queue: Vec<ConsoleCommand>,
     last_query: Option<Vec<(String, String)>>,
     head_refresh_due: Option<Instant>,
@@ -150,6 +153,7 @@ impl ConsoleApp {
             intent_view: Default::default(),
             dashboard: Default::default(),
             notice: None,
+            revisits: RevisitNotice::default(),
             queue: Vec::new(),
             last_query: None,
             head_refresh_due: None,
@@ -168,6 +172,15 @@ impl ConsoleApp {
     /// Unix milliseconds now, as the views show ages and deadlines.
     pub fn now_ms(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    /// The newest gate-revisit event acknowledged at this desk for this coordinator.
+    pub fn revisits_acknowledged(&self) -> u64 {
+        self.state
+            .revisits_acknowledged
+            .get(&self.options.coordinator_url)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Queue a command; it is applied at the start of the next frame.

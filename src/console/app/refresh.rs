@@ -45,10 +45,23 @@ impl ConsoleApp {
         if self.open.is_some() {
             self.ask_who();
         }
+        self.ask_revisits(ctx);
         if self.state.tab == Tab::Dashboard {
             self.refresh_dashboard(ctx);
         }
         self.intent_view.export.poll();
+    }
+
+    /// Ask for the gate-revisit events when they are due, and wake in time for the next.
+    fn ask_revisits(&mut self, ctx: &egui::Context) {
+        if self.options.offline {
+            return;
+        }
+        let now = Instant::now();
+        if self.revisits.due(now) && self.worker.send(Request::Revisits) {
+            self.revisits.asked(now);
+        }
+        ctx.request_repaint_after(Duration::from_secs(60));
     }
 
     /// Ask the coordinator who the token is, when the intent view wants to know.

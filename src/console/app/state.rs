@@ -1,7 +1,7 @@
 //! The app's plain data: how the console was started, what it remembers between runs,
 //! which main view shows, whether the data is live, the open intent and the values seen.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -45,6 +45,8 @@ pub struct Persisted {
     pub open_intent: Option<String>,
     pub tab: Tab,
     pub dashboard: DashboardSettings,
+    /// Per coordinator URL, the newest gate-revisit event acknowledged at this desk.
+    pub revisits_acknowledged: BTreeMap<String, u64>,
 }
 
 impl Default for Persisted {
@@ -57,6 +59,7 @@ impl Default for Persisted {
             open_intent: None,
             tab: Tab::Intents,
             dashboard: Default::default(),
+            revisits_acknowledged: BTreeMap::new(),
         }
     }
 }

@@ -30,6 +30,28 @@ fn or_dash(v: &Option<String>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// The downstream resource the intent's latest send went to, as stored when it was claimed.
+pub fn sent_resource(detail: &IntentDetail) -> Option<String> {
+    detail
+        .attempts
+        .iter()
+        .rev()
+        .find_map(|a| a.downstream_resource.clone())
+}
+
+/// When the key may be forgotten as the coordinator takes it: the ledger's rule.
+fn forget_at(detail: &IntentDetail) -> Option<u64> {
+    let i = &detail.intent;
+    match (i.first_dispatch_at_ms, i.key_retention_secs) {
+        (Some(first), Some(sent)) => Some(super::ledger::effective_forget_at(
+            first,
+            sent,
+            detail.live_key_retention_secs,
+        )),
+        _ => detail.key_forget_at_ms,
+    }
+}
+
 pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
     let i = &detail.intent;
     say_strong(ui, i18n, &i18n.tr("envelope-title"));
@@ -56,13 +78,26 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                 or_dash(&i.approver)
             ),
         );
+        time_row(ui, i18n, "envelope-approved-at", i.authorized_at_ms);
+        time_row(
+            ui,
+            i18n,
+            "envelope-approval-expires",
+            i.authorization_expires_at_ms,
+        );
         user_row(ui, i18n, "field-release", &i.release_id);
         id_row(ui, i18n, "field-action-key", i.action_key.as_str());
-        field_row(
+        user_row(
             ui,
             i18n,
             "envelope-downstream",
             &format!("{} / {}", i.connector, i.operation),
+        );
+        user_row(
+            ui,
+            i18n,
+            "envelope-downstream-resource",
+            &or_dash(&sent_resource(detail)),
         );
         time_row(ui, i18n, "envelope-created", Some(i.created_at_ms));
         time_row(ui, i18n, "envelope-deadline", Some(i.deadline_at_ms));
@@ -71,7 +106,14 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
             .map(|s| super::format::duration_ms(i18n, (s * 1000) as i64))
             .unwrap_or_else(|| "-".into());
         field_row(ui, i18n, "envelope-key-retention", &retention);
-        time_row(ui, i18n, "envelope-key-forget", detail.key_forget_at_ms);
+        if let Some(live) = detail
+            .live_key_retention_secs
+            .filter(|&live| i.key_retention_secs.is_some_and(|sent| sent != live))
+        {
+            let live = super::format::duration_ms(i18n, (live * 1000) as i64);
+            field_row(ui, i18n, "envelope-key-retention-now", &live);
+        }
+        time_row(ui, i18n, "envelope-key-forget", forget_at(detail));
         field_row(
             ui,
             i18n,
@@ -82,7 +124,8 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                 i18n.int(i64::from(i.max_attempts))
             ),
         );
-        field_row(ui, i18n, "envelope-retry-owner", &i.retry_owner);
+        let owner = i18n.tr(&format!("retry-owner-{}", i.retry_owner));
+        field_row(ui, i18n, "envelope-retry-owner", &owner);
         id_row(
             ui,
             i18n,
@@ -156,6 +199,17 @@ pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
         field_row(ui, i18n, "attempt-sent", &yes_no(a.sent));
         field_row(ui, i18n, "attempt-late", &yes_no(a.late));
         user_row(ui, i18n, "attempt-detail", &or_dash(&a.detail));
+        user_row(
+            ui,
+            i18n,
+            "attempt-downstream-resource",
+            &or_dash(&a.downstream_resource),
+        );
+        let retention = a
+            .key_retention_secs
+            .map(|s| super::format::duration_ms(i18n, (s * 1000) as i64))
+            .unwrap_or_else(|| "-".into());
+        field_row(ui, i18n, "attempt-key-retention", &retention);
         time_row(ui, i18n, "attempt-started", Some(a.started_at_ms));
         time_row(ui, i18n, "attempt-ended", a.ended_at_ms);
         let took = a

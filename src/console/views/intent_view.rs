@@ -49,7 +49,7 @@ pub struct CommandOutcome {
 /// The timeline and ledger of one version of one intent's detail.
 #[derive(Debug)]
 pub struct Laid {
-    key: (String, u64, usize, usize, usize, usize),
+    key: (String, u64, usize, usize, usize, usize, Option<u64>),
     pub model: TimelineModel,
     pub ledger: Ledger,
 }
@@ -175,6 +175,8 @@ fn lay<'a>(slot: &'a mut Option<Laid>, detail: &IntentDetail, now_ms: u64) -> &'
         detail.receipts.len(),
         detail.transitions.len(),
         detail.commands.len(),
+        // The connector's retention now: the ledger warns when it differs.
+        detail.live_key_retention_secs,
     );
     let laid = match slot.take() {
         Some(laid) if laid.key == key => laid,

@@ -11,7 +11,7 @@ use super::intent_widgets::{copyable_ui, instant, say, say_colored, say_strong};
 use crate::console::model::{AttemptRow, IntentDetail};
 use crate::console::theme;
 use crate::domain::retry::RetryPolicy;
-use crate::domain::{AttemptKind, AttemptOutcome};
+use crate::domain::{AttemptKind, AttemptOutcome, KeyContract};
 use crate::i18n::Localizer;
 
 /// What one use of the key did downstream.
@@ -91,6 +91,20 @@ pub enum ForgetWarning {
     },
 }
 
+/// The connector's key retention now differs from the one the key was first sent under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionChanged {
+    pub sent_under_secs: u64,
+    pub live_secs: u64,
+}
+
+impl RetentionChanged {
+    /// Shorter now: the coordinator takes the key as forgotten earlier than it was sent for.
+    pub fn shorter(&self) -> bool {
+        self.live_secs < self.sent_under_secs
+    }
+}
+
 /// The ledger of one action key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ledger {
@@ -99,15 +113,49 @@ pub struct Ledger {
     pub fresh: usize,
     pub replays: usize,
     pub mismatches: usize,
+    /// When the downstream may forget the key, as the coordinator's send gate and
+    /// reconciler take it: the retention it was sent under, or the live one if shorter.
     pub forget_at_ms: Option<u64>,
+    /// The key retention the key was first sent under.
+    pub sent_under_secs: Option<u64>,
+    pub retention_changed: Option<RetentionChanged>,
     pub warning: Option<ForgetWarning>,
+}
+
+/// When the key first sent at `first_ms` under `sent_under_secs` may be forgotten, with the
+/// connector's retention now `live_secs`: the rule the coordinator's send gate and
+/// reconciler apply ([`KeyContract::retention_at_most`]), so the ledger says what they do.
+pub fn effective_forget_at(first_ms: u64, sent_under_secs: u64, live_secs: Option<u64>) -> u64 {
+    let live_ms = live_secs.map_or(u64::MAX, |s| s.saturating_mul(1000));
+    KeyContract {
+        supports_idempotency: true,
+        retention_ms: live_ms,
+        timeout_ms: 0,
+    }
+    .retention_at_most(Some(sent_under_secs))
+    .forget_at_ms(first_ms)
 }
 
 impl Ledger {
     pub fn build(detail: &IntentDetail, now_ms: u64) -> Ledger {
         let intent = &detail.intent;
         let key = intent.action_key.clone();
-        let forget = detail.key_forget_at_ms;
+        let sent_under_secs = intent.first_dispatch_at_ms.and(intent.key_retention_secs);
+        let forget = match (intent.first_dispatch_at_ms, sent_under_secs) {
+            (Some(first), Some(secs)) => Some(effective_forget_at(
+                first,
+                secs,
+                detail.live_key_retention_secs,
+            )),
+            _ => detail.key_forget_at_ms,
+        };
+        let retention_changed = match (sent_under_secs, detail.live_key_retention_secs) {
+            (Some(sent), Some(live)) if sent != live => Some(RetentionChanged {
+                sent_under_secs: sent,
+                live_secs: live,
+            }),
+            _ => None,
+        };
         let mut rows: Vec<LedgerRow> = detail
             .attempts
             .iter()
@@ -145,6 +193,8 @@ impl Ledger {
             key: key.to_string(),
             rows,
             forget_at_ms: forget,
+            sent_under_secs,
+            retention_changed,
             warning,
         }
     }
@@ -191,6 +241,7 @@ pub fn ledger_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, led
         ),
         None => say(ui, i18n, &i18n.tr("ledger-forget-unknown")),
     };
+    retention_ui(ui, i18n, ledger);
     match ledger.warning {
         Some(ForgetWarning::Passed { forget_at_ms }) => {
             say_colored(
@@ -262,6 +313,46 @@ pub fn ledger_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, led
         });
 }
 
+/// The retention the key was sent under, and a warning when the connector's differs now.
+fn retention_ui(ui: &mut egui::Ui, i18n: &Localizer, ledger: &Ledger) {
+    let secs = |s: u64| -> crate::i18n::Arg<'static> {
+        format::duration_ms(
+            i18n,
+            i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX),
+        )
+        .into()
+    };
+    if let Some(sent) = ledger.sent_under_secs {
+        say(
+            ui,
+            i18n,
+            &i18n.tr_args("ledger-sent-under", &[("retention", secs(sent))]),
+        );
+    }
+    let Some(changed) = ledger.retention_changed else {
+        return;
+    };
+    let args = [
+        ("sent", secs(changed.sent_under_secs)),
+        ("live", secs(changed.live_secs)),
+    ];
+    if changed.shorter() {
+        say_colored(
+            ui,
+            i18n,
+            &i18n.tr_args("ledger-retention-shorter-now", &args),
+            theme::INDETERMINATE,
+        );
+    } else {
+        say_colored(
+            ui,
+            i18n,
+            &i18n.tr_args("ledger-retention-longer-now", &args),
+            theme::INDETERMINATE,
+        );
+    }
+}
+
 /// One use of the key: when, what it did downstream, which attempt, and whether it came
 /// after the key may have been forgotten.
 fn use_row_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, row: &LedgerRow) {
@@ -323,6 +414,45 @@ mod tests {
                 last_retry_ms: 59_000
             })
         );
+    }
+
+    fn dispatched(first: u64, sent_under: u64, live: Option<u64>) -> IntentDetail {
+        let mut d = detail("indeterminate", first + sent_under * 1000, 10_000_000);
+        d.intent.first_dispatch_at_ms = Some(first);
+        d.intent.key_retention_secs = Some(sent_under);
+        d.live_key_retention_secs = live;
+        d
+    }
+
+    #[test]
+    fn the_key_is_forgotten_by_the_retention_it_was_sent_under() {
+        let l = Ledger::build(&dispatched(10, 600, Some(600)), 20);
+        assert_eq!(l.forget_at_ms, Some(600_010));
+        assert_eq!(l.sent_under_secs, Some(600));
+        assert_eq!(l.retention_changed, None);
+    }
+
+    #[test]
+    fn a_longer_retention_now_keeps_the_one_sent_under_and_says_so() {
+        let l = Ledger::build(&dispatched(10, 600, Some(3_600)), 20);
+        assert_eq!(l.forget_at_ms, Some(600_010));
+        let changed = l.retention_changed.expect("the difference is told");
+        assert!(!changed.shorter());
+    }
+
+    #[test]
+    fn a_shorter_retention_now_brings_the_forget_time_forward_as_the_gate_does() {
+        let l = Ledger::build(&dispatched(10, 600, Some(60)), 20);
+        let gate = KeyContract {
+            supports_idempotency: true,
+            retention_ms: 60_000,
+            timeout_ms: 0,
+        }
+        .retention_at_most(Some(600))
+        .forget_at_ms(10);
+        assert_eq!(l.forget_at_ms, Some(gate));
+        assert_eq!(gate, 60_010);
+        assert!(l.retention_changed.expect("told").shorter());
     }
 
     #[test]

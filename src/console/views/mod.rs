@@ -18,5 +18,6 @@ pub mod intent_widgets;
 pub mod intents_table;
 pub mod ledger;
 pub mod palette;
+pub mod revisit_notice;
 pub mod timeline;
 pub mod top_bar;

@@ -6,7 +6,9 @@ use serde_json::Value;
 
 use crate::client::ClientError;
 use crate::console::model::{IntentDetail, IntentPage, IntentRow};
-use crate::wire::{AttemptsHistogram, Chart, ChartMetric, CommandBody, Overview, Whoami};
+use crate::wire::{
+    AttemptsHistogram, Chart, ChartMetric, CommandBody, Overview, RevisitPage, Whoami,
+};
 
 /// A query string, as pairs in the order they are sent.
 pub type Query = Vec<(String, String)>;
@@ -34,6 +36,8 @@ pub enum Request {
     },
     /// An operator command; the body holds its command id.
     Command { body: CommandBody },
+    /// The newest gate-revisit events.
+    Revisits,
 }
 
 /// The figures the dashboard reads.
@@ -111,6 +115,10 @@ pub enum Reply {
     Command {
         body: CommandBody,
         result: Result<Value, ClientError>,
+    },
+    /// The newest gate-revisit events.
+    Revisits {
+        result: Result<RevisitPage, ClientError>,
     },
     /// Intents changed, with their new rows where the event carried them.
     Changed {

@@ -9,6 +9,7 @@ use super::messages::{DashboardAnswer, DashboardRead, MetricsError, Reply, Reque
 use crate::client::{Client, ClientError};
 use crate::console::cache::Cache;
 use crate::console::model::IntentPage;
+use crate::console::views::revisit_notice::SHOWN;
 use crate::wire::CommandBody;
 
 pub(super) async fn serve(
@@ -95,6 +96,13 @@ pub(super) async fn serve(
             };
             let result = resolve(client, &needle).await;
             vec![Reply::Resolved { needle, result }]
+        }
+        Request::Revisits => {
+            let result = match client {
+                Some(c) => c.revisits(0, SHOWN).await,
+                None => Err(offline()),
+            };
+            vec![Reply::Revisits { result }]
         }
         Request::Whoami => {
             let result = match client {

@@ -13,30 +13,29 @@ use crate::domain::decision::{
     BareOverload, ErrorClass, NextMove, Observation, classify_with, next_move,
 };
 use crate::domain::retry::{BudgetView, GiveUpReason, RetryPolicy, SplitMix64};
-use crate::domain::{
-    AttemptId, AttemptOutcome, Event, IntentState, KeyContract, ReceiptId, Refusal,
-};
+use crate::domain::{AttemptId, AttemptOutcome, Event, IntentState, ReceiptId, Refusal};
 use crate::store::ops::*;
 use crate::store::{
-    ApplyContext, AttemptFinish, Claim, ClaimedRow, DispatchPlan, ReceiptSource, Store, StoreError,
+    ApplyContext, AttemptFinish, Claim, ClaimedRow, DispatchPlan, ReceiptSource, SendTerms, Store,
+    StoreError,
 };
 use crate::wire::Intent;
 
-/// The key contract of `connector` for a send of `operation`, as the claim's gate needs it.
-pub fn contract_of(
-    config: &Config,
-    connector: &str,
-    operation: &str,
-) -> Result<KeyContract, String> {
+/// The terms of a send of `operation` by `connector` (its key contract and resource), as
+/// the claim's gate needs them and the attempt keeps them.
+pub fn contract_of(config: &Config, connector: &str, operation: &str) -> Result<SendTerms, String> {
     let c = config
         .connector(connector)
         .ok_or_else(|| format!("connector `{connector}` is not configured"))?;
-    if !c.operations.contains_key(operation) {
+    let Some(resource) = c.operations.get(operation) else {
         return Err(format!(
             "connector `{connector}` has no resource for `{operation}`"
         ));
-    }
-    Ok(c.key_contract())
+    };
+    Ok(SendTerms {
+        key: c.key_contract(),
+        resource: resource.clone(),
+    })
 }
 
 /// Claim up to `limit` due sends for `worker` at `now`, each put to the send gate with its
@@ -505,6 +504,7 @@ mod tests {
             operation: i.operation.clone(),
             connector: "erp".into(),
             payload_json: "{}".into(),
+            resource: Some("purchase-orders".into()),
             reclaimed: false,
             deadline_at_ms: i.deadline_at_ms,
             fence: 1,

@@ -7,6 +7,7 @@
 pub mod call;
 pub mod dispatch;
 pub mod reconcile;
+pub mod revisit;
 pub mod sweep;
 
 pub use dispatch::Follow;

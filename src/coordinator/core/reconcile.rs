@@ -78,7 +78,11 @@ pub fn begin(
             "its connector is no longer configured",
         )));
     };
-    let Some(resource) = connector.operations.get(&intent.operation) else {
+    // The key is looked up where it was sent; the configuration only for older sends.
+    let Some(resource) = s
+        .sent_resource(id)?
+        .or_else(|| connector.operations.get(&intent.operation).cloned())
+    else {
         return Ok(Begin::Done(LookupResult::still(
             "its connector has no resource for the operation",
         )));
@@ -99,7 +103,7 @@ pub fn begin(
         intent_id: id.clone(),
         attempt_id,
         connector: connector.name.clone(),
-        resource: resource.clone(),
+        resource,
         action_key: intent.action_key,
     }))
 }
