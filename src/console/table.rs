@@ -35,6 +35,11 @@ pub struct TableData {
     pub start_sideways: bool,
     /// How far the table scrolls sideways, as last measured.
     pub sideways_end: f32,
+    /// Right to left: how far the view stood from the table's right end, and the table's
+    /// width, last frame — so the view keeps its place from the right as the panel beside
+    /// it changes width, as it keeps its place from the left in English.
+    pub sideways_from_end: f32,
+    pub sideways_content: f32,
 }
 
 impl TableData {

@@ -59,11 +59,16 @@ pub fn intents_table_ui(ui: &mut egui::Ui, mut cx: TableContext<'_>, actions: &m
     } else if cx.table.start_sideways {
         let end = if rtl { cx.table.sideways_end } else { 0.0 };
         sideways = sideways.horizontal_scroll_offset(end);
+    } else if rtl {
+        let end = (cx.table.sideways_content - ui.available_width()).max(0.0);
+        sideways = sideways.horizontal_scroll_offset((end - cx.table.sideways_from_end).max(0.0));
     }
     let shown = sideways.show(ui, |ui| table_ui(&mut cx, ui, actions));
     let end = shown.content_size.x - shown.inner_rect.width();
     if end.is_finite() {
         cx.table.sideways_end = end.max(0.0);
+        cx.table.sideways_content = shown.content_size.x;
+        cx.table.sideways_from_end = (end.max(0.0) - shown.state.clamped_offset().x).max(0.0);
         if settled {
             cx.table.start_sideways = false;
         }
