@@ -417,6 +417,14 @@ async fn search_text_is_only_text(backend: Backend) {
     let payment = c
         .intent("acme", "pay", "fa-IR", json!({ "amount": "۳۵٬۵۰۰٬۰۰۰" }))
         .await;
+    // The intent read whole carries the canonical text its hash covers.
+    let id = payment["id"].as_str().expect("id");
+    let whole = c.get(VIEWER, &format!("/v1/intents/{id}")).await;
+    assert_eq!(
+        whole.body["intent"]["canonical_args"], r#"{"amount":35500000}"#,
+        "{}",
+        whole.body
+    );
     // And as the console shows it, grouped, in either script.
     for q in [
         "35500000",

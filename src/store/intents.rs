@@ -86,6 +86,7 @@ pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError
         tool: row.get(7)?,
         consequence: text(8)?.parse()?,
         args: None,
+        canonical_args: None,
         canonical_args_hash: row.get(9)?,
         release_id: row.get(10)?,
         locale: text(11)?.parse()?,
@@ -299,12 +300,13 @@ type Loader = fn(&dyn Conn, &IntentId) -> Result<(i64, Intent), StoreError>;
 fn with_args(store: &mut Store, id: &IntentId, load: Loader) -> Result<Intent, StoreError> {
     let tx = store.conn.savepoint()?;
     let (seq, mut intent) = load(&tx, id)?;
-    let args: String = tx.one(
-        "SELECT args_json FROM intents WHERE seq = ?1",
+    let (args, canonical): (String, String) = tx.one(
+        "SELECT args_json, canonical_json FROM intents WHERE seq = ?1",
         params![seq],
-        |r| r.get(0),
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     intent.args = Some(serde_json::from_str(&args)?);
+    intent.canonical_args = Some(canonical);
     tx.commit()?;
     Ok(intent)
 }

@@ -28,6 +28,10 @@ pub struct Intent<S = IntentState> {
     pub consequence: ConsequenceTier,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Value>,
+    /// The canonical JSON text the hash covers, as the coordinator froze it; filled, like
+    /// `args`, only when one intent is read whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical_args: Option<String>,
     #[serde(default)]
     pub canonical_args_hash: String,
     #[serde(default)]

@@ -149,8 +149,8 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
         );
         time_row(ui, i18n, "envelope-committed-at", i.committed_at_ms);
     });
-    if let Some(args) = &i.args {
-        frozen_command_ui(ui, i18n, args, &i.canonical_args_hash);
+    if i.args.is_some() || i.canonical_args.is_some() {
+        frozen_command_ui(ui, i18n, i);
     }
 }
 

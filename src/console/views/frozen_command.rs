@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::format;
 use super::intent_widgets::{fields_grid, grid_row_named, id_row, say_colored, say_strong};
+use crate::console::model::IntentRow as Intent;
 use crate::console::theme;
 use crate::domain::canonical::{AMOUNT_FIELDS, canonicalize, normalize_text};
 use crate::i18n::Localizer;
@@ -136,30 +137,40 @@ struct Frozen {
     lines: Vec<ArgLine>,
 }
 
-fn frozen(ui: &egui::Ui, args: &Value, hash: &str) -> Arc<Frozen> {
+fn frozen(ui: &egui::Ui, intent: &Intent) -> Arc<Frozen> {
+    let hash = intent.canonical_args_hash.as_str();
     let key = egui::Id::unique("intentdesk.frozen_command").with(hash);
     if let Some(done) = ui.data(|d| d.get_temp::<Arc<Frozen>>(key)) {
         return done;
     }
-    let canonical = canonicalize(args).ok();
-    let shown: Value = canonical
-        .as_ref()
-        .and_then(|c| serde_json::from_str(&c.json).ok())
-        .unwrap_or_else(|| args.clone());
+    // The text the coordinator froze, when it sent it; else this console's canonical form
+    // of the arguments (an older coordinator).
+    let json = intent.canonical_args.clone().or_else(|| {
+        let args = intent.args.as_ref()?;
+        canonicalize(args).ok().map(|c| c.json)
+    });
+    let shown: Option<Value> = json.as_deref().and_then(|j| serde_json::from_str(j).ok());
+    let shown = shown.or_else(|| intent.args.clone()).unwrap_or(Value::Null);
     let done = Arc::new(Frozen {
-        matches: canonical.as_ref().is_some_and(|c| c.hash == hash),
-        json: canonical.map(|c| c.json),
+        matches: json.as_deref().is_some_and(|j| sha256_hex(j) == hash),
+        json,
         lines: arg_lines(&shown),
     });
     ui.data_mut(|d| d.insert_temp(key, done.clone()));
     done
 }
 
+fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
 /// The arguments of the open intent, under the envelope's fields.
-pub fn frozen_command_ui(ui: &mut egui::Ui, i18n: &Localizer, args: &Value, hash: &str) {
+pub fn frozen_command_ui(ui: &mut egui::Ui, i18n: &Localizer, intent: &Intent) {
     ui.add_space(6.0);
     say_strong(ui, i18n, &i18n.tr("envelope-args"));
-    let frozen = frozen(ui, args, hash);
+    let hash = intent.canonical_args_hash.as_str();
+    let frozen = frozen(ui, intent);
     let mut marked = false;
     fields_grid(ui, i18n, "envelope_args", |ui| {
         if frozen.lines.is_empty() {
