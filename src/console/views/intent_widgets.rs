@@ -262,8 +262,8 @@ fn user_name(ui: &mut egui::Ui, name: &str) -> Response {
 /// One row of [`fields_grid`]: a localized name and a value in the interface's words.
 pub fn field_row(ui: &mut egui::Ui, i18n: &Localizer, name_key: &str, value: &str) {
     grid_row(ui, i18n, name_key, |ui| {
-        let shown = wt(i18n, ui, value);
-        format::said(i18n, value, ui.add(egui::Label::new(shown).wrap()));
+        // Wrapped in logical order, so a long Persian value never widens the panel.
+        say(ui, i18n, value);
     });
 }
 
