@@ -61,6 +61,12 @@ async fn the_demo_logs_to_its_data_directory_and_keeps_the_terminal_quiet() {
         !terminal.contains(" INFO "),
         "info lines stay out of the terminal: {terminal}"
     );
+    // A fault-free start of the demo warns of nothing: first sightings of every name (a new
+    // database's lot) are in the audit and the console, not the terminal.
+    assert!(
+        !terminal.contains(" WARN "),
+        "nothing to warn of in the demo's normal work: {terminal}"
+    );
     assert!(
         terminal.contains("intentdesk.log"),
         "the terminal says where the log is: {terminal}"

@@ -90,8 +90,15 @@ pub async fn sighted(state: &AppState, tenant: &str, sightings: Vec<Sighting>) {
         .await;
     match written {
         Ok(first) if !first.is_empty() => {
-            tracing::warn!(
-                first_seen = first.len(),
+            // Each is a revisit event in the audit and a notice in the console. In the log it
+            // is information: a new deployment sees every name for the first time, and that
+            // must not flood the terminal a coordinator was started from.
+            let names: Vec<String> = first
+                .iter()
+                .map(|s| format!("{} {}", s.kind, s.name))
+                .collect();
+            tracing::info!(
+                first_seen = %names.join(", "),
                 "new names since the gate was decided: revisit the retry/failover gate"
             );
         }
