@@ -19,7 +19,7 @@ pub const PERSIAN_THOUSANDS: char = '\u{066C}';
 pub const PERSIAN_DECIMAL: char = '\u{066B}';
 /// The Persian minus: a left-to-right mark keeps the sign on the left of the digits inside
 /// right-to-left text (the layout resolves the mark and does not draw it), then U+2212.
-const PERSIAN_MINUS: &str = "\u{200E}\u{2212}";
+pub const PERSIAN_MINUS: &str = "\u{200E}\u{2212}";
 
 /// Replaces the ASCII digits (and Arabic-Indic digits) of `text` with Persian digits.
 /// Everything else is kept, so only pass text that is meant for reading.
@@ -101,6 +101,25 @@ pub fn format_number(
 
 /// Joins sign, integer digits (grouped by thousands when asked) and fraction with the
 /// locale's separators, then turns the digits into the locale's digits.
+/// A decimal written as text (`-1200.5`, as canonical arguments hold it) in the locale's
+/// digits and separators, grouped in thousands when asked; exact whatever its size, since it
+/// never goes through a float. `None` for text that is not a plain decimal.
+pub fn format_decimal_text(text: &str, grouping: bool, locale: Locale) -> Option<String> {
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (int, frac) = match unsigned.split_once('.') {
+        Some((int, frac)) => (int, Some(frac)),
+        None => (unsigned, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(int) || frac.is_some_and(|f| !digits(f)) {
+        return None;
+    }
+    Some(assemble(negative, int, frac, grouping, locale))
+}
+
 fn assemble(
     negative: bool,
     int_digits: &str,

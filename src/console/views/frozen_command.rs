@@ -105,28 +105,11 @@ fn walk(value: &Value, path: String, out: &mut Vec<ArgLine>) {
 }
 
 /// A canonical number in the locale's digits, decimals with the locale's separator; with
-/// `grouped`, thousands grouped (`35,500,000`, `۳۵٬۵۰۰٬۰۰۰`, `۱۲٫۵`). A number written with
-/// an exponent is shown as it is.
+/// `grouped`, thousands grouped (`35,500,000`, `۳۵٬۵۰۰٬۰۰۰`, `۱۲٫۵`), as every number of the
+/// console is written. A number written with an exponent is shown as it is.
 pub fn number_text(i18n: &Localizer, canonical: &str, grouped: bool) -> String {
-    if canonical.contains(['e', 'E']) {
-        return canonical.to_string();
-    }
-    let (int, frac) = canonical.split_once('.').unwrap_or((canonical, ""));
-    let negative = int.starts_with('-');
-    let digits = int.trim_start_matches('-');
-    let mut whole = String::new();
-    for (n, c) in digits.chars().enumerate() {
-        if grouped && n > 0 && (digits.len() - n) % 3 == 0 {
-            whole.push(if i18n.is_rtl() { '٬' } else { ',' });
-        }
-        whole.push(c);
-    }
-    let mut text = format!("{}{whole}", if negative { "-" } else { "" });
-    if !frac.is_empty() {
-        text.push(if i18n.is_rtl() { '٫' } else { '.' });
-        text.push_str(frac);
-    }
-    format::localize_digits(i18n, &text)
+    crate::i18n::digits::format_decimal_text(canonical, grouped, i18n.locale())
+        .unwrap_or_else(|| canonical.to_string())
 }
 
 /// What the frozen command shows, worked out once per intent and hash rather than every
@@ -139,8 +122,13 @@ struct Frozen {
 
 fn frozen(ui: &egui::Ui, intent: &Intent) -> Arc<Frozen> {
     let hash = intent.canonical_args_hash.as_str();
-    let key = egui::Id::unique("intentdesk.frozen_command").with(hash);
-    if let Some(done) = ui.data(|d| d.get_temp::<Arc<Frozen>>(key)) {
+    // One slot for the open intent, named by its id and hash: what one intent claims is
+    // never shown for another with the same hash, and intents opened before are let go.
+    let key = egui::Id::unique("intentdesk.frozen_command");
+    let tag = (intent.id.as_str().to_string(), hash.to_string());
+    if let Some((held, done)) = ui.data(|d| d.get_temp::<((String, String), Arc<Frozen>)>(key))
+        && held == tag
+    {
         return done;
     }
     // The text the coordinator froze, when it sent it; else this console's canonical form
@@ -156,7 +144,7 @@ fn frozen(ui: &egui::Ui, intent: &Intent) -> Arc<Frozen> {
         json,
         lines: arg_lines(&shown),
     });
-    ui.data_mut(|d| d.insert_temp(key, done.clone()));
+    ui.data_mut(|d| d.insert_temp(key, (tag, done.clone())));
     done
 }
 
@@ -267,7 +255,14 @@ mod tests {
         let fa = Localizer::new(Locale::FaIr);
         assert_eq!(number_text(&en, "35500000", true), "35,500,000");
         assert_eq!(number_text(&fa, "35500000", true), "۳۵٬۵۰۰٬۰۰۰");
-        assert_eq!(number_text(&fa, "-1200.5", true), "-۱٬۲۰۰٫۵");
+        let minus = crate::i18n::digits::PERSIAN_MINUS;
+        assert_eq!(number_text(&fa, "-1200.5", true), format!("{minus}۱٬۲۰۰٫۵"));
+        assert_eq!(number_text(&en, "-1200.5", true), "-1,200.5");
+        // Beyond what a float holds exactly, every digit is kept.
+        assert_eq!(
+            number_text(&en, "18446744073709551615", false),
+            "18446744073709551615"
+        );
         assert_eq!(number_text(&en, "12", true), "12");
         // An invoice number is not an amount: no grouping.
         assert_eq!(number_text(&fa, "14050910", false), "۱۴۰۵۰۹۱۰");
