@@ -84,7 +84,7 @@ fn coordinator_process(data: &std::path::Path, runtime: &tokio::runtime::Runtime
         &config,
         format!(
             "listen = \"127.0.0.1:{port}\"\ndatabase = \"{}\"\nreconcile_interval_ms = 86400000\nreconcile_batch = 1\n\
-             [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n",
+             [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\nmay_approve_own = true\n",
             data.display(),
             token_sha256(TOKEN)
         ),

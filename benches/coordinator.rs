@@ -38,7 +38,7 @@ async fn coordinator_with(
     let config = format!(
         "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\ndurability = \"{durability}\"\n\
          reconcile_interval_ms = {reconcile_interval_ms}\nreconcile_batch = {reconcile_batch}\n\
-         [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
+         [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\nmay_approve_own = true\n\
          [[connectors]]\nname = \"erp\"\nbase_url = \"{sandbox}\"\nkey_retention_secs = 3600\ntimeout_ms = 2000\n\
          operations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
         db.display(),

@@ -48,7 +48,7 @@ fn coordinator(c: &mut Criterion) {
     let config = Config::parse(
         &format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\nreconcile_interval_ms = 3600000\nreconcile_batch = 0\n\
-             [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n",
+             [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\nmay_approve_own = true\n",
             db.display(),
             token_sha256(TOKEN)
         ),

@@ -94,7 +94,7 @@ async fn coordinators(
         let config = format!(
             "listen = \"127.0.0.1:0\"\ndatabase = '{database}'\ndurability = \"power_loss\"\n\
              reconcile_interval_ms = {interval_ms}\nreconcile_batch = {batch}\n\
-             [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
+             [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\nmay_approve_own = true\n\
              [[connectors]]\nname = \"erp\"\nbase_url = \"{sandbox}\"\nkey_retention_secs = 3600\n\
              timeout_ms = 2000\noperations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
             token_sha256(TOKEN)

@@ -73,7 +73,7 @@ fn start_coordinator(dir: &Path, sandbox: &str, tls: Option<(&Path, &Path)>) -> 
     let mut config = format!(
         "listen = \"127.0.0.1:{port}\"\noperator_listen = \"127.0.0.1:{operator_port}\"\ndatabase = \"{}\"\ndurability = \"power_loss\"\n\
          reconcile_interval_ms = 2000\n\
-         [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
+         [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\nmay_approve_own = true\n\
          [[tokens]]\nname = \"operator\"\ntoken_sha256 = \"{}\"\nrole = \"viewer\"\ntenants = [\"*\"]\n\
          [[connectors]]\nname = \"erp\"\nbase_url = \"{sandbox}\"\nkey_retention_secs = 3600\ntimeout_ms = 2000\n\
          operations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",

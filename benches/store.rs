@@ -13,7 +13,8 @@ use intentdesk::domain::{AttemptId, ConsequenceTier, Event, IntentId, IntentStat
 use intentdesk::store::bulk::BulkSpec;
 use intentdesk::store::ops::*;
 use intentdesk::store::{
-    ApplyContext, DispatchPlan, IntentFilter, NewIntent, SortKey, Store, StoreError, search_form,
+    ApplyContext, Approval, DispatchPlan, IntentFilter, NewIntent, SortKey, Store, StoreError,
+    search_form,
 };
 use serde_json::json;
 
@@ -146,11 +147,12 @@ fn write_one(
         created_at_ms: now,
         deadline_at_ms: now + 60_000,
         key_retention_secs: Some(86_400),
+        refused: None,
     };
     store.create_or_replay(&new)?;
     let ctx = ApplyContext {
         now_ms: now,
-        authorization: Some(("v1".into(), "a".into(), None)),
+        authorization: Some(Approval::by("a", "v1")),
         ..Default::default()
     };
     store.apply(&id, &Event::Authorized, &ctx)?;

@@ -169,7 +169,7 @@ fn coordinator_with(
     let db = dir.join("bench.sqlite");
     let config = format!(
         "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\nreconcile_interval_ms = 86400000\nreconcile_batch = 0\n\
-         [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n",
+         [[tokens]]\nname = \"bench\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\nmay_approve_own = true\n",
         db.display(),
         token_sha256(TOKEN)
     );
@@ -207,7 +207,7 @@ fn coordinator_with(
         let id = created["id"].as_str().expect("id").to_string();
         http.post(format!("{url}/v1/intents/{id}/authorize"))
             .bearer_auth(TOKEN)
-            .json(&json!({"authorization_version": "v1", "approver": "ann"}))
+            .json(&json!({"authorization_version": "v1"}))
             .send()
             .await
             .expect("authorize");

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 const ADMIN: &str = "alerts-admin-token";
+const APPROVER: &str = "alerts-approver-token";
 const ERP: &str = "alerts-erp-token";
 const PATIENCE: Duration = Duration::from_secs(60);
 const RULES: &str = include_str!("../deploy/prometheus/intentdesk-rules.yml");
@@ -40,6 +41,7 @@ async fn start(faults: &str) -> Rig {
     let dir = tempfile::tempdir().expect("temp dir");
     let tokens = vec![
         Token::all_tenants("admin", ADMIN),
+        Token::all_tenants("approver", APPROVER),
         Token::erp_connector(ERP),
     ];
     let setup = Setup::new(dir.path(), &downstream.url, tokens);
@@ -63,10 +65,20 @@ async fn start(faults: &str) -> Rig {
 
 impl Rig {
     async fn post(&self, path: &str, key: Option<&str>, body: Value) -> (u16, Value) {
+        self.post_as(ADMIN, path, key, body).await
+    }
+
+    async fn post_as(
+        &self,
+        token: &str,
+        path: &str,
+        key: Option<&str>,
+        body: Value,
+    ) -> (u16, Value) {
         let mut request = self
             .http
             .post(format!("{}{path}", self.base))
-            .bearer_auth(ADMIN);
+            .bearer_auth(token);
         if !body.is_null() {
             request = request.json(&body);
         }
@@ -104,9 +116,9 @@ impl Rig {
         let (status, created) = self.post("/v1/intents", Some(key), body).await;
         assert_eq!(status, 201, "{created}");
         let id = created["id"].as_str().expect("id");
-        let auth = json!({"authorization_version": "v1", "approver": "ann"});
+        let auth = json!({"authorization_version": "v1"});
         let (status, _) = self
-            .post(&format!("/v1/intents/{id}/authorize"), None, auth)
+            .post_as(APPROVER, &format!("/v1/intents/{id}/authorize"), None, auth)
             .await;
         assert_eq!(status, 200);
         created

@@ -216,11 +216,7 @@ async fn tokens_roles_and_tenants_are_enforced(backend: Backend) {
         .expect("json");
     let id = created["id"].as_str().expect("id");
     let hidden = c
-        .post(
-            AGENT,
-            &format!("/v1/intents/{id}/authorize"),
-            &json!({"authorization_version": "v1", "approver": "x"}),
-        )
+        .post(AGENT, &format!("/v1/intents/{id}/dispatch"), &json!({}))
         .await;
     assert_eq!(
         hidden.status(),
@@ -251,9 +247,9 @@ async fn a_dispatched_order_is_committed_once_even_when_the_agent_repeats_dispat
 
     let auth = c
         .post(
-            AGENT,
+            ADMIN,
             &format!("/v1/intents/{id}/authorize"),
-            &json!({"authorization_version": "v3", "approver": "ann"}),
+            &json!({"authorization_version": "v3"}),
         )
         .await;
     assert_eq!(auth.status(), StatusCode::OK);
@@ -347,9 +343,9 @@ async fn only_reads_and_compute_are_hedged_and_a_group_runs_three_at_most(backen
                 .to_string();
             let authorized = c
                 .post(
-                    AGENT,
+                    ADMIN,
                     &format!("/v1/intents/{id}/authorize"),
-                    &json!({"authorization_version": "v1", "approver": "ann"}),
+                    &json!({"authorization_version": "v1"}),
                 )
                 .await;
             assert_eq!(authorized.status(), StatusCode::OK);

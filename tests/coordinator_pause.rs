@@ -17,6 +17,7 @@ on_both_backends_tokio! {
 }
 
 const ADMIN: &str = "pause-admin-token";
+const APPROVER: &str = "pause-approver-token";
 /// Guards against a hang; never a stand-in for synchronisation.
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -36,7 +37,10 @@ async fn start(backend: &Backend, faults: &str) -> Rig {
         backend,
         dir.path(),
         &downstream.url,
-        vec![Token::all_tenants("admin", ADMIN)],
+        vec![
+            Token::all_tenants("admin", ADMIN),
+            Token::all_tenants("approver", APPROVER),
+        ],
     );
     setup.timeout_ms = 300;
     let coordinator = deploy::Coordinator::start(&setup).await;
@@ -55,10 +59,14 @@ async fn start(backend: &Backend, faults: &str) -> Rig {
 
 impl Rig {
     async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.post_as(ADMIN, path, body).await
+    }
+
+    async fn post_as(&self, token: &str, path: &str, body: &Value) -> (u16, Value) {
         let r = self
             .http
             .post(format!("{}{path}", self.base))
-            .bearer_auth(ADMIN)
+            .bearer_auth(token)
             .json(body)
             .send()
             .await
@@ -97,9 +105,10 @@ impl Rig {
         let created: Value = r.json().await.expect("json");
         let id = created["id"].as_str().expect("id").to_string();
         let (status, _) = self
-            .post(
+            .post_as(
+                APPROVER,
                 &format!("/v1/intents/{id}/authorize"),
-                &json!({"authorization_version": "v1", "approver": "a"}),
+                &json!({"authorization_version": "v1"}),
             )
             .await;
         assert_eq!(status, 200);

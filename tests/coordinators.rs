@@ -158,9 +158,9 @@ impl Fleet {
         let (status, created, _) = self.create(create_at, key, body).await;
         assert_eq!(status, StatusCode::CREATED, "{created}");
         let id = created["id"].as_str().expect("an id");
-        let approval = json!({"authorization_version": "policy-v7", "approver": "s.karimi"});
+        let approval = json!({"authorization_version": "policy-v7"});
         let path = format!("/v1/intents/{id}/authorize");
-        let (status, body) = self.post(dispatch_at, AGENT, &path, &approval).await;
+        let (status, body) = self.post(dispatch_at, ADMIN, &path, &approval).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         let path = format!("/v1/intents/{id}/dispatch");
         let (status, body) = self.post(dispatch_at, AGENT, &path, &json!({})).await;

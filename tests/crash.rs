@@ -208,6 +208,7 @@ async fn crash_run(seed: u64, intents: u64, kills: u32, fleet: usize, database: 
     let config = DriverConfig {
         coordinator: base.parse().expect("URL"),
         token: AGENT.to_string(),
+        approver_token: Some(ADMIN.to_string()),
         seed,
         run_tag: format!("crash{seed}"),
         mix: Mix {

@@ -195,7 +195,7 @@ impl Rig {
         let (status, created, _) = self.create(key, body).await;
         assert_eq!(status, StatusCode::CREATED, "{created}");
         let id = created["id"].as_str().expect("an id").to_string();
-        let mut approval = json!({"authorization_version": "policy-v7", "approver": "s.karimi"});
+        let mut approval = json!({"authorization_version": "policy-v7"});
         if let Some(secs) = valid_for_secs {
             approval["valid_for_secs"] = secs.into();
         }
@@ -203,7 +203,7 @@ impl Rig {
             .call(
                 reqwest::Method::POST,
                 &format!("/v1/intents/{id}/authorize"),
-                AGENT,
+                ADMIN,
                 Some(&approval),
             )
             .await;
@@ -247,7 +247,8 @@ impl Rig {
     }
 
     async fn finish_attempt(&self, id: &str, attempt: &str, outcome: &str) -> Value {
-        let body = json!({"outcome": outcome, "provider_request_id": format!("req-{attempt}")});
+        let body = json!({"outcome": outcome, "provider_request_id": format!("req-{attempt}"),
+                          "cost_micros": 4200});
         let (status, body) = self
             .call(
                 reqwest::Method::PATCH,
@@ -531,6 +532,7 @@ async fn overload_at_every_layer_keeps_every_intent_within_its_budget(backend: B
     let config = DriverConfig {
         coordinator: rig.base.parse().expect("URL"),
         token: AGENT.to_string(),
+        approver_token: Some(ADMIN.to_string()),
         seed: 4,
         run_tag: "overload".to_string(),
         mix,
@@ -610,6 +612,17 @@ async fn a_losing_hedge_finishing_after_the_winner_has_no_effect_and_counts_as_l
         loser["late"], true,
         "the losing hedge finished after the intent had its result"
     );
+    // The loser is recorded as a losing hedge, with what it cost; the winner is not.
+    assert_eq!(
+        (&loser["hedge_lost"], &loser["cost_micros"]),
+        (&json!(true), &json!(4200))
+    );
+    let detail = rig.detail(&id).await;
+    let won = detail["attempts"]
+        .as_array()
+        .and_then(|all| all.iter().find(|x| x["id"] == b))
+        .expect("the winner");
+    assert_eq!(won["hedge_lost"], false, "{detail:#}");
 
     let detail = rig.detail(&id).await;
     assert_eq!(detail["intent"]["state"], "committed");
@@ -695,23 +708,32 @@ async fn authorisation_expiring_while_an_attempt_is_in_flight_allows_no_new_atte
     assert_eq!(attempts.len(), 1, "no new attempt: {detail:#}");
     assert_eq!(attempts[0]["outcome"], "failed", "the outcome is visible");
 
-    // Mutating work: a retry planned before the lapse is not sent after it.
+    // Mutating work: a retry planned before the lapse is not sent after it; the intent
+    // waits for a fresh approval, which an approver gives, and then it goes.
     let (id, key) = rig
         .authorized("auth-2", &purchase_order("4500"), Some(1))
         .await;
     assert!(rig.dispatch(&id).await);
-    let detail = rig.wait_for_state(&id, "rejected").await;
-    let reason = detail["intent"]["state_reason"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(
-        reason.contains("authorisation"),
-        "the reason says why: {reason}"
+    let detail = rig
+        .wait_for(&id, "the retry held for want of an approval", |d| {
+            let dispatches = attempts_of(d, "dispatch");
+            dispatches.len() >= 2
+                && dispatches
+                    .last()
+                    .is_some_and(|a| a["outcome"] == "abandoned")
+                && d["intent"]["state_reason"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("waiting for a fresh approval"))
+        })
+        .await;
+    assert_eq!(
+        detail["intent"]["state"], "executing",
+        "not rejected: {detail:#}"
     );
-    let dispatches = attempts_of(&detail, "dispatch");
     let expires = detail["intent"]["authorization_expires_at_ms"]
         .as_u64()
         .expect("an expiry");
+    let dispatches = attempts_of(&detail, "dispatch");
     for attempt in &dispatches {
         let started = attempt["started_at_ms"].as_u64().expect("start");
         assert!(
@@ -721,14 +743,30 @@ async fn authorisation_expiring_while_an_attempt_is_in_flight_allows_no_new_atte
     }
     let last = dispatches.last().expect("at least one dispatch");
     assert_eq!(
-        last["outcome"], "abandoned",
+        (&last["sent"], &last["http_status"]),
+        (&json!(false), &Value::Null),
         "the retry planned before the lapse was not sent: {detail:#}"
     );
-    assert_eq!(
-        (&last["sent"], &last["http_status"]),
-        (&json!(false), &Value::Null)
-    );
     assert_eq!(rig.effects(&key), 0);
+
+    // A fresh approval, by someone other than the agent: the held retry is planned again.
+    rig.sandbox.set_faults("none".parse().expect("faults"));
+    let (status, body) = rig
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/intents/{id}/authorize"),
+            ADMIN,
+            Some(&json!({"authorization_version": "policy-v8"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let detail = rig.wait_for_state(&id, "committed").await;
+    assert_eq!(rig.effects(&key), 1);
+    assert_eq!(detail["intent"]["authorization_version"], "policy-v8");
+    assert!(
+        detail["intent"]["state_reason"].is_null(),
+        "the wait is over: {detail:#}"
+    );
 }
 
 async fn one_order_sent_from_the_persian_and_the_english_interface_is_one_intent_with_one_effect(
@@ -757,12 +795,12 @@ async fn one_order_sent_from_the_persian_and_the_english_interface_is_one_intent
 
     let id = first["id"].as_str().expect("id");
     let key = first["action_key"].as_str().expect("key");
-    let approval = json!({"authorization_version": "policy-v7", "approver": "s.karimi"});
+    let approval = json!({"authorization_version": "policy-v7"});
     let (status, _) = rig
         .call(
             reqwest::Method::POST,
             &format!("/v1/intents/{id}/authorize"),
-            AGENT,
+            ADMIN,
             Some(&approval),
         )
         .await;

@@ -15,6 +15,7 @@ use common::deploy::{self, Setup, Token};
 use tokio::sync::oneshot;
 
 const ADMIN: &str = "load-admin-token";
+const APPROVER: &str = "load-approver-token";
 /// Guards against a hang; never a stand-in for synchronisation.
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -33,7 +34,10 @@ async fn start(faults: &str) -> Rig {
     let mut setup = Setup::new(
         dir.path(),
         &downstream.url,
-        vec![Token::all_tenants("admin", ADMIN)],
+        vec![
+            Token::all_tenants("admin", ADMIN),
+            Token::all_tenants("approver", APPROVER),
+        ],
     );
     setup.timeout_ms = 400;
     let coordinator = deploy::Coordinator::start(&setup).await;
@@ -61,6 +65,7 @@ async fn a_run_under_faults_reports_every_field_and_no_duplicate_effect() {
     let config = DriverConfig {
         coordinator: rig.base.parse().expect("URL"),
         token: ADMIN.to_string(),
+        approver_token: Some(APPROVER.to_string()),
         seed: 21,
         run_tag: "report".to_string(),
         mix: fast_mix(),

@@ -106,10 +106,21 @@ impl Site {
         key: Option<&str>,
         body: &Value,
     ) -> (StatusCode, Value) {
+        self.post_as(running, AGENT, path, key, body).await
+    }
+
+    async fn post_as(
+        &self,
+        running: &Running,
+        token: &str,
+        path: &str,
+        key: Option<&str>,
+        body: &Value,
+    ) -> (StatusCode, Value) {
         let mut request = self
             .http
             .post(format!("{}{path}", running.base))
-            .bearer_auth(AGENT)
+            .bearer_auth(token)
             .json(body);
         if let Some(key) = key {
             request = request.header("Idempotency-Key", key);
@@ -252,11 +263,12 @@ async fn a_new_provider_release_and_tool_are_each_a_revisit_once(backend: Backen
         .await;
     let id = read["id"].as_str().expect("id");
     let (status, _) = site
-        .post(
+        .post_as(
             &running,
+            ADMIN,
             &format!("/v1/intents/{id}/authorize"),
             None,
-            &json!({"authorization_version": "v1", "approver": "ann"}),
+            &json!({"authorization_version": "v1"}),
         )
         .await;
     assert_eq!(status, StatusCode::OK);
@@ -360,11 +372,12 @@ async fn a_dispatch_keeps_its_resource_and_retention_and_names_its_retry_owner(b
     assert_eq!(created["retry_owner"], "coordinator");
     let id = created["id"].as_str().expect("id").to_string();
     let (status, _) = site
-        .post(
+        .post_as(
             &running,
+            ADMIN,
             &format!("/v1/intents/{id}/authorize"),
             None,
-            &json!({"authorization_version": "v3", "approver": "ann", "valid_for_secs": 600}),
+            &json!({"authorization_version": "v3", "valid_for_secs": 600}),
         )
         .await;
     assert_eq!(status, StatusCode::OK);

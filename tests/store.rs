@@ -14,9 +14,9 @@ use intentdesk::domain::{
 use intentdesk::store::ops::*;
 use intentdesk::store::sql::{ConnExt, params};
 use intentdesk::store::{
-    ApplyContext, CommandAction, CreateOutcome, DispatchPlan, Durability, IntentFilter, NewCommand,
-    NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand, SendTerms, SortKey, Store,
-    StoreError, search_form,
+    ApplyContext, Approval, CommandAction, CreateOutcome, DispatchPlan, Durability, IntentFilter,
+    NewCommand, NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand, SendTerms, SortKey,
+    Store, StoreError, search_form,
 };
 use intentdesk::wire::{PauseScope, WebhookOutcome};
 use serde_json::json;
@@ -48,6 +48,7 @@ fn new_intent(n: u64, tenant: &str, caller_key: &str, args: serde_json::Value) -
         created_at_ms: T0 + n,
         deadline_at_ms: T0 + n + 60_000,
         key_retention_secs: Some(86_400),
+        refused: None,
     }
 }
 
@@ -79,7 +80,7 @@ fn dispatched(store: &mut Store, n: u64) -> IntentId {
     );
     let ctx = ApplyContext {
         now_ms: T0 + n,
-        authorization: Some(("v1".into(), "ann".into(), None)),
+        authorization: Some(Approval::by("ann", "v1")),
         ..Default::default()
     };
     store
@@ -943,6 +944,7 @@ mod shared_postgres {
                                     CreateOutcome::Mismatch { .. } => {
                                         panic!("the same order is no mismatch")
                                     }
+                                    CreateOutcome::Refused(why) => panic!("no policy: {why}"),
                                 };
                                 (k, id)
                             })

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 
 const ADMIN: &str = "tls-admin-secret";
+const APPROVER: &str = "tls-approver-secret";
 const PATIENCE: Duration = Duration::from_secs(15);
 
 /// A CA, and a certificate it signed for `localhost` and 127.0.0.1, as PEM files in `dir`.
@@ -177,7 +178,10 @@ async fn a_connector_orders_over_https_from_a_downstream_signed_by_the_configure
     let mut setup = Setup::new(
         dir.path(),
         &format!("https://localhost:{}", front.port()),
-        vec![Token::all_tenants("admin", ADMIN)],
+        vec![
+            Token::all_tenants("admin", ADMIN),
+            Token::all_tenants("approver", APPROVER),
+        ],
     );
     // The coordinator itself serves plain HTTP here; it trusts the CA for its connectors.
     setup.tables = format!("[tls]\nca_file = '{}'\n", pki.ca.display());
@@ -188,12 +192,12 @@ async fn a_connector_orders_over_https_from_a_downstream_signed_by_the_configure
         .build()
         .expect("client");
     let base = coordinator.base.clone();
-    let post = |path: String, key: Option<&'static str>, body: Value| {
+    let post_as = |token: &'static str, path: String, key: Option<&'static str>, body: Value| {
         let (http, base) = (http.clone(), base.clone());
         async move {
             let mut request = http
                 .post(format!("{base}{path}"))
-                .bearer_auth(ADMIN)
+                .bearer_auth(token)
                 .json(&body);
             if let Some(key) = key {
                 request = request.header("idempotency-key", key);
@@ -209,13 +213,16 @@ async fn a_connector_orders_over_https_from_a_downstream_signed_by_the_configure
         "args": {"item": "paper", "qty": 5}, "deadline_secs": 600, "max_attempts": 3,
         "release_id": "r1", "locale": "en-US", "connector": "erp"
     });
+    let post =
+        |path: String, key: Option<&'static str>, body: Value| post_as(ADMIN, path, key, body);
     let (status, intent) = post("/v1/intents".into(), Some("tls-order-1"), order).await;
     assert_eq!(status, 201, "{intent}");
     let id = intent["id"].as_str().expect("id").to_string();
-    let (status, _) = post(
+    let (status, _) = post_as(
+        APPROVER,
         format!("/v1/intents/{id}/authorize"),
         None,
-        json!({"authorization_version": "v1", "approver": "ann"}),
+        json!({"authorization_version": "v1"}),
     )
     .await;
     assert_eq!(status, 200);

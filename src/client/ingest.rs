@@ -54,6 +54,9 @@ pub struct IngestClient {
     http: reqwest::Client,
     base: Url,
     token: Arc<str>,
+    /// The token approvals are sent with: an approver is a principal of its own, never the
+    /// agent that created the intent.
+    approver_token: Option<Arc<str>>,
     patience: Duration,
     jitter: Arc<Mutex<SplitMix64>>,
 }
@@ -85,9 +88,16 @@ impl IngestClient {
             http,
             base: with_trailing_slash(base),
             token: Arc::from(token),
+            approver_token: None,
             patience,
             jitter: Arc::new(Mutex::new(SplitMix64::new(seed ^ 0x5eed_ab1e))),
         })
+    }
+
+    /// Send approvals with `token`, an approver's (or a supervisor's or admin's).
+    pub fn with_approver(mut self, token: &str) -> Self {
+        self.approver_token = Some(Arc::from(token));
+        self
     }
 
     fn url(&self, path: &str) -> Result<Url, CallError> {
@@ -119,6 +129,23 @@ impl IngestClient {
         body: Option<&Value>,
         repeatable: bool,
     ) -> Result<Reply, CallError> {
+        let token = self.token.clone();
+        self.send_as(&token, what, method, path, headers, body, repeatable)
+            .await
+    }
+
+    /// [`Self::send`] with `token`.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_as(
+        &self,
+        token: &str,
+        what: &'static str,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+        repeatable: bool,
+    ) -> Result<Reply, CallError> {
         let url = self.url(path)?;
         let started = Instant::now();
         let mut repeat = 0u32;
@@ -126,7 +153,7 @@ impl IngestClient {
             let mut request = self
                 .http
                 .request(method.clone(), url.clone())
-                .bearer_auth(&self.token);
+                .bearer_auth(token);
             for (name, value) in headers {
                 request = request.header(*name, *value);
             }
@@ -232,21 +259,23 @@ impl IngestClient {
         }
     }
 
-    /// `POST /v1/intents/{id}/authorize`; refused when the intent already moved on.
+    /// `POST /v1/intents/{id}/authorize` with the approver's token ([`Self::with_approver`];
+    /// the client's own token without one), which names who approved; refused when the
+    /// intent already moved on.
     pub async fn authorize(
         &self,
         id: &IntentId,
-        approver: &str,
         valid_for_secs: Option<u64>,
     ) -> Result<Answer<Intent>, CallError> {
         let what = "authorize intent";
-        let mut body = serde_json::json!({"authorization_version": "procurement-policy-v7", "approver": approver});
+        let mut body = serde_json::json!({"authorization_version": "procurement-policy-v7"});
         if let Some(secs) = valid_for_secs {
             body["valid_for_secs"] = secs.into();
         }
         let path = format!("v1/intents/{id}/authorize");
+        let token = self.approver_token.as_ref().unwrap_or(&self.token).clone();
         let reply = self
-            .send(what, Method::POST, &path, &[], Some(&body), true)
+            .send_as(&token, what, Method::POST, &path, &[], Some(&body), true)
             .await?;
         match reply.status.as_u16() {
             200 => Ok(Answer::Done(Self::view(what, &reply)?)),
@@ -266,9 +295,27 @@ impl IngestClient {
         let what = "report attempt";
         let body = serde_json::to_value(start).map_err(|e| CallError::Invalid(e.to_string()))?;
         let path = format!("v1/intents/{id}/attempts");
-        let reply = self
-            .send(what, Method::POST, &path, &[], Some(&body), false)
-            .await?;
+        let started = Instant::now();
+        let reply = loop {
+            let reply = self
+                .send(what, Method::POST, &path, &[], Some(&body), false)
+                .await?;
+            // Too soon after the failure before it: wait as long as the coordinator says.
+            let wait_ms = (reply.status == StatusCode::TOO_MANY_REQUESTS)
+                .then(|| {
+                    reply.body["error"]["fields"]["wait_ms"]
+                        .as_str()?
+                        .parse::<u64>()
+                        .ok()
+                })
+                .flatten();
+            match wait_ms {
+                Some(ms) if started.elapsed() < self.patience => {
+                    tokio::time::sleep(Duration::from_millis(ms.max(1))).await;
+                }
+                _ => break reply,
+            }
+        };
         match reply.status.as_u16() {
             201 => {
                 let started: Attempt = serde_json::from_value(reply.body.clone()).map_err(|e| {

@@ -19,6 +19,8 @@ pub struct Principal {
     pub tenants: Option<Vec<String>>,
     /// The connectors a `connector` token speaks for; empty for every other role.
     pub connectors: Vec<String>,
+    /// The token may approve intents it created (`may_approve_own`, admins only).
+    pub may_approve_own: bool,
 }
 
 impl Principal {
@@ -82,6 +84,7 @@ impl FromRequestParts<AppState> for Principal {
             role: token.role,
             tenants,
             connectors: token.connectors.clone(),
+            may_approve_own: token.may_approve_own,
         })
     }
 }

@@ -8,6 +8,8 @@ use std::path::Path;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use super::policies::{PolicyConfig, compile as compile_policies};
+use crate::domain::policy::Policy;
 use crate::domain::{BareOverload, KeyContract, Role};
 pub use crate::store::Durability;
 
@@ -67,6 +69,14 @@ token_sha256 = "<hex sha256 of the bearer token>"
 role = "admin"                 # agent | connector | viewer | supervisor | engineer | admin
 tenants = ["*"]                # or a list of tenant names
 
+# Whoever approves what the agents create has a token of its own: an intent is never approved
+# by the token that created it, and never by an agent. Supervisors and admins may approve too.
+# [[tokens]]
+# name = "acme-approvals"
+# token_sha256 = "<hex sha256 of the approver's token>"
+# role = "approver"
+# tenants = ["acme"]
+
 # The token a downstream presents with its receipt webhooks (POST /v1/receipts/erp): a
 # connector token names the connectors it speaks for, and may do nothing else.
 [[tokens]]
@@ -89,6 +99,24 @@ timeout_ms = 2000
 overload_means_not_applied = false
 # which downstream resource each operation creates
 operations = { "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }
+
+# A tenant's approval policy (optional). Without one, a tenant's intents are bounded only by
+# the budget cap of their tier (read and compute 20 attempts, proposal and write 10, financial
+# 5). With one, an operation the policy does not name (and no "*" rule) is refused, and a
+# request outside its rule is refused with the rule's name, when it is created and again
+# when it is approved.
+# [[policies]]
+# tenant = "acme"
+# version = "2026-12"              # each approval records it; a changed version lapses older
+#                                  # approvals when the coordinator starts: those intents begin
+#                                  # no new attempt until approved again
+# [policies.operations."payment.initiate"]
+# max_amount = { IRR = 500000000, USD = "25000.50" }  # by args.currency ("*": any); the
+#                                  # amount is args.amount (amount_field, currency_field change it)
+# connectors = ["erp"]             # the connectors it may be sent through (default: any)
+# max_attempts = { financial = 3 } # the budget cap of each tier, at most the tier's own
+# approval_secs = 3600             # an approval lasts at most this long
+# [policies.operations."*"]        # every other operation, within the tier caps
 "#;
 
 /// Why a configuration cannot be used.
@@ -116,6 +144,10 @@ pub struct TokenConfig {
     /// For a `connector` token: the connectors whose receipts it may deliver.
     #[serde(default)]
     pub connectors: Vec<String>,
+    /// An admin token that may approve the intents it created itself: for a load harness or
+    /// an importer that stands for both roles. Off by default; refused on any other role.
+    #[serde(default)]
+    pub may_approve_own: bool,
 }
 
 /// One downstream system.
@@ -196,6 +228,12 @@ pub struct Config {
     pub limits: Limits,
     #[serde(default)]
     pub tls: TlsConfig,
+    /// Each tenant's approval policy (`[[policies]]`), as written.
+    #[serde(default)]
+    pub policies: Vec<PolicyConfig>,
+    /// The same, checked and by tenant; filled when the configuration is parsed.
+    #[serde(skip)]
+    pub tenant_policies: BTreeMap<String, Policy>,
 }
 
 /// TLS (`[tls]`): the coordinator serves HTTPS when given a certificate and its key, and
@@ -304,11 +342,18 @@ impl Config {
 
     /// Parse and check configuration text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: origin.to_string(),
             message: e.to_string(),
         })?;
         config.check(origin)?;
+        config.tenant_policies =
+            compile_policies(&config.policies, &|c| config.connector(c).is_some()).map_err(
+                |message| ConfigError::Invalid {
+                    path: origin.to_string(),
+                    message,
+                },
+            )?;
         Ok(config)
     }
 
@@ -404,6 +449,12 @@ impl Config {
                 }
                 (_, true) => {}
             }
+            if t.may_approve_own && t.role != Role::Admin {
+                return Err(invalid(format!(
+                    "token `{}`: only an admin token may approve its own intents (may_approve_own)",
+                    t.name
+                )));
+            }
         }
         for c in &self.connectors {
             if !(c.base_url.starts_with("http://") || c.base_url.starts_with("https://")) {
@@ -436,6 +487,11 @@ impl Config {
     pub fn connector(&self, name: &str) -> Option<&ConnectorConfig> {
         self.connectors.iter().find(|c| c.name == name)
     }
+
+    /// The approval policy of `tenant`, if it has one.
+    pub fn policy(&self, tenant: &str) -> Option<&Policy> {
+        self.tenant_policies.get(tenant)
+    }
 }
 
 /// The shortest dispatch lease a connector with `timeout_ms` allows: a claimed send waits at
@@ -453,6 +509,36 @@ pub fn token_sha256(token: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The commented approver token and policy of the example are valid once uncommented.
+    #[test]
+    fn the_examples_commented_approver_and_policy_parse() {
+        let uncommented: String = EXAMPLE_CONFIG
+            .lines()
+            .map(|line| {
+                let code = line.split(" # ").next().unwrap_or(line);
+                match code.strip_prefix("# ") {
+                    Some(rest) if rest.starts_with('[') || rest.contains(" = ") => rest.trim_end(),
+                    _ => line,
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace("<hex sha256 of the bearer token>", &token_sha256("secret"))
+            .replace(
+                "<hex sha256 of the connector's token>",
+                &token_sha256("hook"),
+            )
+            .replace(
+                "<hex sha256 of the approver's token>",
+                &token_sha256("approve"),
+            );
+        let config = Config::parse(&uncommented, "example").expect("valid once uncommented");
+        assert!(config.tokens.iter().any(|t| t.role == Role::Approver));
+        let acme = config.policy("acme").expect("acme has a policy");
+        assert_eq!(acme.version, "2026-12");
+        assert!(acme.rule("payment.initiate").is_some());
+    }
 
     #[test]
     fn the_example_parses_once_its_hash_is_filled_in() {

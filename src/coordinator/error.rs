@@ -170,11 +170,18 @@ impl From<Refusal> for ApiError {
             Refusal::DispatchInFlight => "dispatch_in_flight",
             Refusal::HedgeNotAllowed { .. } => "hedge_not_allowed",
             Refusal::HedgesAtCap { .. } => "hedges_at_cap",
+            Refusal::TooEarly { .. } => "too_early",
         };
         let status = match r {
             Refusal::MissingEvidence(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Refusal::TooEarly { .. } => StatusCode::TOO_MANY_REQUESTS,
             _ => StatusCode::CONFLICT,
         };
-        ApiError::new(status, code, r.to_string())
+        let mut error = ApiError::new(status, code, r.to_string());
+        if let Refusal::TooEarly { wait_ms } = r {
+            error.fields.insert("wait_ms".into(), wait_ms.to_string());
+            error = error.retry_after(wait_ms.div_ceil(1000).max(1));
+        }
+        error
     }
 }

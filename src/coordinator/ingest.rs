@@ -15,13 +15,14 @@ use super::body::{parse_body, parse_body_with};
 use super::core::revisit;
 use super::error::ApiError;
 use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
+use crate::domain::policy::{Request as PolicyRequest, tier_attempt_cap};
 use crate::domain::{
     ActionKey, AttemptId, AttemptKind, AttemptOutcome, ErrorClass, Event, IntentId, Permission,
     ReceiptId, Tenant,
 };
 use crate::store::ops::*;
 use crate::store::{
-    ApplyContext, AttemptFinish, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource,
+    ApplyContext, Approval, AttemptFinish, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource,
     ReportedFinish, StoreError, search_form,
 };
 use crate::wire::{
@@ -34,8 +35,6 @@ pub const MAX_CALLER_KEY: usize = 200;
 pub const MAX_DEADLINE_SECS: u64 = 7 * 24 * 3600;
 /// An authorisation lasts at most a year.
 pub const MAX_APPROVAL_SECS: u64 = 365 * 24 * 3600;
-/// Budgets are at most this many attempts.
-pub const MAX_ATTEMPTS: u32 = 50;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -117,10 +116,11 @@ async fn create_intent(
             format!("must be between 1 and {MAX_DEADLINE_SECS}"),
         );
     }
-    if req.max_attempts == 0 || req.max_attempts > MAX_ATTEMPTS {
+    let attempt_cap = tier_attempt_cap(tier);
+    if req.max_attempts == 0 || req.max_attempts > attempt_cap {
         fields.insert(
             "max_attempts".into(),
-            format!("must be between 1 and {MAX_ATTEMPTS}"),
+            format!("must be between 1 and {attempt_cap} for {tier} work"),
         );
     }
     let connector_name = req.connector.clone();
@@ -175,6 +175,27 @@ async fn create_intent(
         )));
     }
 
+    // The tenant's policy judges the canonical arguments; its refusal is decided by the
+    // store only once the key is known new, so a key created before a policy change still
+    // replays.
+    let refused = match state.config.policy(tenant.as_str()) {
+        None => None,
+        Some(policy) => {
+            let args: serde_json::Value =
+                serde_json::from_str(&canonical.json).map_err(|_| ApiError::internal())?;
+            policy
+                .check(&PolicyRequest {
+                    operation: req.operation.trim(),
+                    connector: &connector_name,
+                    tier,
+                    max_attempts: req.max_attempts,
+                    args: &args,
+                })
+                .err()
+                .map(|refusal| refusal.to_string())
+        }
+    };
+
     // No in-flight guard: the store's key decides. The single writer (a unique index under
     // PostgreSQL) orders concurrent first requests with one key, so the first creates and
     // every other answers its result, and nothing can stick when a client hangs up.
@@ -202,6 +223,7 @@ async fn create_intent(
         created_at_ms: now,
         deadline_at_ms: now + req.deadline_secs * 1000,
         key_retention_secs: connector.map(|c| c.key_retention_secs),
+        refused,
     };
     let outcome = state.db.ingest(move |s| s.create_or_replay(&new)).await;
     state.events_wake.notify_waiters();
@@ -221,6 +243,11 @@ async fn create_intent(
             Json(intent),
         )
             .into_response()),
+        CreateOutcome::Refused(why) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "policy_refused",
+            format!("refused by {why}"),
+        )),
         CreateOutcome::Mismatch { intent_id, differs } => {
             // The same principal's key in another tenant: which intent is not said, as the
             // token may no longer see that tenant.
@@ -249,28 +276,32 @@ pub async fn visible_intent(
     Ok(visible_intent_of(state, principal, raw_id).await?.0)
 }
 
-/// [`visible_intent`] with the intent's tenant.
+/// [`visible_intent`] with the intent as read whole.
 async fn visible_intent_of(
     state: &AppState,
     principal: &Principal,
     raw_id: &str,
-) -> Result<(IntentId, Tenant), ApiError> {
+) -> Result<(IntentId, crate::wire::Intent), ApiError> {
     let id: IntentId = raw_id
         .parse()
         .map_err(|_| ApiError::not_found("intent", raw_id))?;
     let lookup = id.clone();
     let intent = state.db.read(move |s| s.intent(&lookup)).await?;
     principal.check_tenant(&intent.tenant, "intent", raw_id)?;
-    Ok((id, intent.tenant))
+    Ok((id, intent))
 }
 
+/// Approve an intent: only a principal other than the one that created it, and never an
+/// agent; under the tenant's policy in force, which judges the intent again and bounds how
+/// long the approval lasts. An open intent already approved may be approved afresh (after
+/// its approval lapsed or its policy changed).
 async fn authorize(
     State(state): State<AppState>,
     principal: Principal,
     Path(raw_id): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    principal.require(Permission::Ingest, "authorize intents")?;
+    principal.require(Permission::Approve, "approve intents")?;
     let req: Authorize = parse_body(&body)?;
     let mut fields = BTreeMap::new();
     check_text(
@@ -279,7 +310,20 @@ async fn authorize(
         &req.authorization_version,
         100,
     );
-    check_text(&mut fields, "approver", &req.approver, 200);
+    if let Some(named) = &req.approver
+        && named.trim() != principal.name
+    {
+        fields.insert(
+            "approver".into(),
+            format!(
+                "the approver is the calling token's name (`{}`); leave it out or give that name",
+                principal.name
+            ),
+        );
+    }
+    if let Some(version) = &req.policy_version {
+        check_text(&mut fields, "policy_version", version, 100);
+    }
     if req
         .valid_for_secs
         .is_some_and(|s| s == 0 || s > MAX_APPROVAL_SECS)
@@ -292,15 +336,77 @@ async fn authorize(
     if !fields.is_empty() {
         return Err(ApiError::fields(fields));
     }
-    let id = visible_intent(&state, &principal, &raw_id).await?;
+    let (id, intent) = visible_intent_of(&state, &principal, &raw_id).await?;
+    if intent.created_by.as_deref() == Some(principal.name.as_str()) && !principal.may_approve_own {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "self_approval",
+            format!(
+                "`{}` created this intent and may not approve it; another principal (an approver, supervisor or admin) must",
+                principal.name
+            ),
+        ));
+    }
+    let policy = state.config.policy(intent.tenant.as_str());
+    match (&req.policy_version, policy) {
+        (Some(named), None) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_policy",
+                format!(
+                    "tenant `{}` has no policy, so there is no policy version `{named}`",
+                    intent.tenant
+                ),
+            ));
+        }
+        (Some(named), Some(p)) if *named.trim() != p.version => {
+            return Err(ApiError::conflict(
+                "policy_version_mismatch",
+                format!(
+                    "the policy of tenant `{}` in force is version `{}`, not `{named}`: judge the intent by it",
+                    intent.tenant, p.version
+                ),
+            ));
+        }
+        _ => {}
+    }
     let now = state.clock.now_ms();
+    let mut expires_at_ms = req.valid_for_secs.map(|s| now + s * 1000);
+    if let Some(p) = policy {
+        let args: serde_json::Value = intent
+            .canonical_args
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|_| ApiError::internal())?
+            .unwrap_or_default();
+        p.check(&PolicyRequest {
+            operation: &intent.operation,
+            connector: &intent.connector,
+            tier: intent.consequence,
+            max_attempts: intent.max_attempts,
+            args: &args,
+        })
+        .map_err(|refusal| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "policy_refused",
+                format!("refused by {refusal}"),
+            )
+        })?;
+        if let Some(secs) = p.approval_secs(&intent.operation) {
+            let most = now + secs * 1000;
+            expires_at_ms = Some(expires_at_ms.map_or(most, |e| e.min(most)));
+        }
+    }
     let ctx = ApplyContext {
         now_ms: now,
-        authorization: Some((
-            req.authorization_version,
-            req.approver,
-            req.valid_for_secs.map(|s| now + s * 1000),
-        )),
+        authorization: Some(Approval {
+            version: req.authorization_version.trim().to_string(),
+            approver: principal.name.clone(),
+            expires_at_ms,
+            policy_version: policy.map(|p| p.version.clone()),
+        }),
         ..ApplyContext::default()
     };
     let applied = state
@@ -308,6 +414,8 @@ async fn authorize(
         .ingest(move |s| s.apply(&id, &Event::Authorized, &ctx))
         .await?;
     state.events_wake.notify_waiters();
+    // A fresh approval may free a retry that waited for it.
+    state.reconcile_wake.notify_one();
     Ok(Json(applied.intent).into_response())
 }
 
@@ -315,6 +423,8 @@ async fn authorize(
 const MAX_NAME_CHARS: usize = 100;
 /// The longest provider request id and proposal hash.
 const MAX_REF_CHARS: usize = 200;
+/// The most one attempt may be reported to cost, in millionths.
+const MAX_COST_MICROS: u64 = 1_000_000_000_000_000;
 /// The longest attempt detail.
 const MAX_DETAIL_CHARS: usize = 2000;
 
@@ -389,6 +499,12 @@ fn check_report(req: &AttemptReport) -> Result<(), ApiError> {
     if req.http_status.is_some_and(|s| !(100..600).contains(&s)) {
         fields.insert("http_status".into(), "must be between 100 and 599".into());
     }
+    if req.cost_micros.is_some_and(|c| c > MAX_COST_MICROS) {
+        fields.insert(
+            "cost_micros".into(),
+            format!("must be at most {MAX_COST_MICROS} (a billion in the billing currency)"),
+        );
+    }
     for (name, value) in [
         ("provider_request_id", &req.provider_request_id),
         ("proposal_hash", &req.proposal_hash),
@@ -417,7 +533,8 @@ async fn report_attempt(
     principal.require(Permission::Ingest, "report attempts")?;
     let req: NewAttempt = parse_body(&body)?;
     check_new_attempt(&req)?;
-    let (id, tenant) = visible_intent_of(&state, &principal, &raw_id).await?;
+    let (id, intent) = visible_intent_of(&state, &principal, &raw_id).await?;
+    let tenant = intent.tenant;
     let now = state.clock.now_ms();
     let attempt_id = AttemptId::generate(now, state.entropy.next_u128());
     let reporter = principal.name.clone();
@@ -476,6 +593,9 @@ async fn finish_attempt(
                     event_id: None,
                 };
                 s.observe_receipt(&id, &receipt, now)?;
+                if attempt.hedge_group.is_some() {
+                    s.mark_losing_hedges(&id, &attempt.id, now)?;
+                }
             } else if !succeeded
                 && attempt.outcome != AttemptOutcome::Pending
                 && !intent.consequence.is_mutating()

@@ -20,6 +20,7 @@ pub mod ingest;
 pub mod limits;
 pub mod operator;
 pub mod ops;
+pub mod policies;
 pub mod prometheus;
 pub mod reconciler;
 pub mod revisit;
@@ -168,6 +169,7 @@ pub async fn run_with(
     let state = AppState::with_sources(config, stop_rx, clock, entropy)?;
     // What changed since the last start is in the audit before the first request is served.
     revisit::at_start(&state).await?;
+    policies::at_start(&state).await?;
     // Each runs supervised: restarted when it panics, reported by `/healthz`.
     let dispatcher = {
         let (s, health, stopping) = (state.clone(), state.health.clone(), state.stopping.clone());

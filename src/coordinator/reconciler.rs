@@ -89,7 +89,11 @@ async fn sweep(
             .await?;
     }
 
-    let stalled = state.db.read(move |s| s.stalled_executing(batch)).await?;
+    let now = state.clock.now_ms();
+    let stalled = state
+        .db
+        .read(move |s| s.stalled_executing(batch, now))
+        .await?;
     for id in stalled {
         let (clock, entropy) = (state.clock.clone(), state.entropy.clone());
         let follow = state

@@ -23,6 +23,7 @@ async fn whoami(principal: Principal) -> Json<Whoami> {
         connectors: principal.connectors.clone(),
         may: Permissions {
             ingest: may(Permission::Ingest),
+            approve: may(Permission::Approve),
             receipt: may(Permission::Receipt),
             read: may(Permission::Read),
             pause_resume: may(Permission::PauseResume),

@@ -6,6 +6,7 @@ pub mod canonical;
 pub mod decision;
 pub mod ids;
 pub mod metrics;
+pub mod policy;
 pub mod retry;
 pub mod revisit;
 pub mod send;

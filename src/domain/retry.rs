@@ -165,6 +165,21 @@ pub fn backoff_ms(policy: &RetryPolicy, retry_number: u32, jitter: &mut impl Jit
     uniform_upto(jitter, backoff_ceiling_ms(policy, retry_number))
 }
 
+/// The earliest an agent may begin the next attempt of work it reports, after the attempt
+/// that ended at `ended_at_ms` failed: not before the downstream's `retry_after_ms`, nor
+/// before half the backoff ceiling of retry number `retry_number` (0 for the first retry).
+/// Half, so an agent that jitters its backoff ("full jitter" above the half) is never
+/// refused for it, while one that retries at once is.
+pub fn reported_retry_not_before(
+    policy: &RetryPolicy,
+    retry_number: u32,
+    ended_at_ms: u64,
+    retry_after_ms: Option<u64>,
+) -> u64 {
+    let backoff = backoff_ceiling_ms(policy, retry_number) / 2;
+    ended_at_ms.saturating_add(backoff.max(retry_after_ms.unwrap_or(0)))
+}
+
 /// Plan the delay before the next retry or failover of an intent, or say why there is none.
 ///
 /// Checked in order: pause, budget, then deadline. With `retry_after_ms` the delay is
@@ -206,6 +221,24 @@ pub fn plan_retry(
 /// Whether a second concurrent attempt may be started for work of this tier.
 pub fn may_hedge(tier: ConsequenceTier) -> bool {
     tier.may_hedge()
+}
+
+#[cfg(test)]
+mod pacing_tests {
+    use super::*;
+
+    #[test]
+    fn a_reported_retry_waits_for_half_the_backoff_or_the_downstreams_word() {
+        let p = RetryPolicy::default();
+        assert_eq!(reported_retry_not_before(&p, 0, 1_000, None), 1_100);
+        assert_eq!(reported_retry_not_before(&p, 2, 1_000, None), 1_400);
+        assert_eq!(
+            reported_retry_not_before(&p, 30, 1_000, None),
+            6_000,
+            "capped"
+        );
+        assert_eq!(reported_retry_not_before(&p, 0, 1_000, Some(3_000)), 4_000);
+    }
 }
 
 #[cfg(test)]

@@ -77,7 +77,8 @@ pub enum Event {
     Validated,
     /// Validation, policy or the downstream permanently refused the work; nothing applied.
     Refused { reason: String },
-    /// An approver authorised the frozen arguments: `prepared → authorized`.
+    /// An approver authorised the frozen arguments: `prepared → authorized`; on an open
+    /// intent already authorised, a fresh approval that keeps its state.
     Authorized,
     /// The coordinator crosses the action boundary with the intent's action key.
     Dispatch,
@@ -180,6 +181,12 @@ pub enum Refusal {
     },
     #[error("hedge group `{group}` already has {limit} attempts running; wait for one to end")]
     HedgesAtCap { group: String, limit: u32 },
+    /// A reported attempt begun before the backoff or `Retry-After` of the failure before it.
+    #[error(
+        "the previous attempt failed; the next may begin no sooner than {wait_ms} ms from now \
+         (its backoff or the downstream's Retry-After)"
+    )]
+    TooEarly { wait_ms: u64 },
 }
 
 /// Apply `event` to an intent described by `facts`.
@@ -225,6 +232,9 @@ pub fn apply(facts: &IntentFacts, event: &Event) -> Result<Transition, Refusal> 
         },
         Event::Authorized => match state {
             S::Prepared => to(S::Authorized, vec![]),
+            // A fresh approval of an open intent (its approval lapsed, or the policy it was
+            // given under changed) lets new attempts begin again; the state stays.
+            S::Authorized | S::Executing | S::Indeterminate => to(state, vec![]),
             _ => Err(not_allowed()),
         },
         Event::Dispatch => match state {

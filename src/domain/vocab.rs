@@ -190,6 +190,7 @@ vocabulary!(
     /// A token's role; what each may do is in [`Role::may`].
     Role, "role" {
         Agent => "agent",
+        Approver => "approver",
         Connector => "connector",
         Viewer => "viewer",
         Supervisor => "supervisor",
@@ -228,6 +229,8 @@ vocabulary!(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Permission {
     Ingest,
+    /// Authorise an intent that another principal created.
+    Approve,
     /// Deliver a downstream's receipts (for the connectors the token names).
     Receipt,
     Read,
@@ -237,9 +240,11 @@ pub enum Permission {
 }
 
 impl Role {
-    /// The permission table of the design: agents ingest; connectors deliver receipts and
-    /// nothing else; viewers read; supervisors read, reconcile and close; engineers also
-    /// pause and resume; admins do everything but deliver receipts. A receipt is the
+    /// The permission table of the design: agents ingest and never approve; approvers read
+    /// and approve; connectors deliver receipts and nothing else; viewers read; supervisors
+    /// read, approve, reconcile and close; engineers read, pause and resume, reconcile and
+    /// close; admins do everything but deliver receipts. Nobody approves an intent it
+    /// created (the ingest handler checks the creator). A receipt is the
     /// downstream's word: an operator who has evidence of an effect closes the intent with
     /// it, which the audit trail records under the operator's name.
     pub fn may(self, permission: Permission) -> bool {
@@ -247,9 +252,12 @@ impl Role {
         match self {
             Role::Admin => !matches!(permission, P::Receipt),
             Role::Agent => matches!(permission, P::Ingest),
+            Role::Approver => matches!(permission, P::Read | P::Approve),
             Role::Connector => matches!(permission, P::Receipt),
             Role::Viewer => matches!(permission, P::Read),
-            Role::Supervisor => matches!(permission, P::Read | P::Reconcile | P::Close),
+            Role::Supervisor => {
+                matches!(permission, P::Read | P::Approve | P::Reconcile | P::Close)
+            }
             Role::Engineer => {
                 matches!(
                     permission,

@@ -60,6 +60,16 @@ pub fn default_data_dir() -> PathBuf {
     PathBuf::from("intentdesk-data")
 }
 
+/// The embedded default's principals, each a fresh token that lives only in memory: the
+/// console's admin, the workload's agents, the approver who approves what they create, and
+/// the `erp` sandbox's webhooks.
+#[derive(Debug, Clone)]
+pub struct Tokens {
+    pub admin: String,
+    pub agent: String,
+    pub approver: String,
+}
+
 /// A fresh random token: 32 hex characters.
 fn fresh_token(entropy: &dyn Entropy) -> String {
     format!("{:032x}", entropy.next_u128())
@@ -73,6 +83,11 @@ impl Embedded {
         let database = data_dir.join("intentdesk.sqlite");
         let (clock, entropy) = (system_clock(), os_entropy());
         let token = fresh_token(&*entropy);
+        let tokens = Tokens {
+            admin: token.clone(),
+            agent: fresh_token(&*entropy),
+            approver: fresh_token(&*entropy),
+        };
         let (stop, stopped) = watch::channel(false);
         let until_stopped = |mut rx: watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
@@ -120,19 +135,12 @@ impl Embedded {
             database: database.clone().into(),
             durability: Durability::PowerLoss,
             tokens: vec![
+                principal("embedded-admin", &tokens.admin, Role::Admin),
+                principal("embedded-agents", &tokens.agent, Role::Agent),
+                principal("embedded-approver", &tokens.approver, Role::Approver),
                 TokenConfig {
-                    name: "embedded-admin".into(),
-                    token_sha256: token_sha256(&token),
-                    role: Role::Admin,
-                    tenants: vec!["*".into()],
-                    connectors: Vec::new(),
-                },
-                TokenConfig {
-                    name: "embedded-erp-webhooks".into(),
-                    token_sha256: token_sha256(&connector_token),
-                    role: Role::Connector,
-                    tenants: vec!["*".into()],
                     connectors: vec!["erp".into()],
+                    ..principal("embedded-erp-webhooks", &connector_token, Role::Connector)
                 },
             ],
             connectors: vec![
@@ -156,6 +164,8 @@ impl Embedded {
             max_body_bytes: 262_144,
             limits: Default::default(),
             tls: Default::default(),
+            policies: Vec::new(),
+            tenant_policies: Default::default(),
         };
         let rx = stopped.clone();
         let coordinator_clock = clock.clone();
@@ -176,17 +186,18 @@ impl Embedded {
         if workload {
             let mut driver = DriverConfig::steady(
                 coordinator_url.parse()?,
-                token.clone(),
+                tokens.agent.clone(),
                 clock.now_ms(),
                 clock.clone(),
             );
+            driver.approver_token = Some(tokens.approver.clone());
             driver.mix.legacy = LEGACY_SHARE;
-            let (url, admin) = (coordinator_url.clone(), token.clone());
+            let (url, tokens) = (coordinator_url.clone(), tokens.clone());
             let rx = stopped.clone();
             tasks.push(tokio::spawn(async move {
                 // The scene first, so its payment is the legacy downstream's first creation
                 // (whose response is certain to be lost); then the steady agents.
-                let stage = scene::stage(&url, &admin, Duration::from_secs(30));
+                let stage = scene::stage(&url, &tokens, Duration::from_secs(30));
                 tokio::select! {
                     staged = stage => {
                         if let Err(e) = staged {
@@ -216,6 +227,18 @@ impl Embedded {
         for task in self.tasks {
             let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
         }
+    }
+}
+
+/// A token of the embedded default, for every tenant.
+fn principal(name: &str, token: &str, role: Role) -> TokenConfig {
+    TokenConfig {
+        name: name.into(),
+        token_sha256: token_sha256(token),
+        role,
+        tenants: vec!["*".into()],
+        connectors: Vec::new(),
+        may_approve_own: false,
     }
 }
 

@@ -31,16 +31,22 @@ pub const STORY_PURPOSE: &str = "پرداخت ۳۵٫۵ میلیون ریال ب�
 /// The command id of the scene's pause: one id for every run.
 pub const PAUSE_COMMAND_ID: &str = "demo-scene-pause-northwind-payments";
 
-/// Sets the scene on the coordinator at `coordinator` with an admin `token`, waiting (within
-/// `patience`) for it to start listening.
-pub async fn stage(coordinator: &str, token: &str, patience: Duration) -> anyhow::Result<()> {
+/// Sets the scene on the coordinator at `coordinator`, waiting (within `patience`) for it
+/// to start listening: the agent creates and sends the payment, the approver approves it,
+/// the admin pauses.
+pub async fn stage(
+    coordinator: &str,
+    tokens: &super::Tokens,
+    patience: Duration,
+) -> anyhow::Result<()> {
     let agent = IngestClient::new(
         coordinator.parse().context("the coordinator's address")?,
-        token,
+        &tokens.agent,
         Duration::from_secs(10),
         patience,
         0x5ce4e,
-    )?;
+    )?
+    .with_approver(&tokens.approver);
     let payment = CreateIntent {
         tenant: "pars-trading".into(),
         actor: "agent:kharid-bot".into(),
@@ -69,8 +75,10 @@ pub async fn stage(coordinator: &str, token: &str, patience: Duration) -> anyhow
             Created::New(intent) | Created::Replayed(intent) => intent,
             Created::Mismatch => anyhow::bail!("{STORY_KEY} names another payment"),
         };
-        if let Answer::Refused { code } = agent.authorize(&intent.id, "s.karimi", None).await? {
-            tracing::debug!(%code, "the scene's payment was not authorized again");
+        if intent.state == crate::domain::IntentState::Prepared
+            && let Answer::Refused { code } = agent.authorize(&intent.id, None).await?
+        {
+            tracing::debug!(%code, "the scene's payment was not authorized");
         }
         if let Answer::Refused { code } = agent.dispatch(&intent.id).await? {
             tracing::debug!(%code, "the scene's payment was not dispatched again");
@@ -79,7 +87,7 @@ pub async fn stage(coordinator: &str, token: &str, patience: Duration) -> anyhow
     }
     .await;
 
-    let operator = Client::new(coordinator, token)?;
+    let operator = Client::new(coordinator, &tokens.admin)?;
     let pause = json!({
         "command_id": PAUSE_COMMAND_ID,
         "kind": "pause",

@@ -9,7 +9,8 @@ use crate::domain::{AttemptId, ConsequenceTier, Event, IntentId, Locale, Receipt
 use crate::store::bulk::BulkSpec;
 use crate::store::ops::*;
 use crate::store::{
-    ApplyContext, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource, Store, search_form,
+    ApplyContext, Approval, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource, Store,
+    search_form,
 };
 
 const END: u64 = 1_764_489_600_000;
@@ -245,6 +246,7 @@ fn new_intent(n: u64) -> NewIntent {
         created_at_ms: END + n,
         deadline_at_ms: END + n + 60_000,
         key_retention_secs: None,
+        refused: None,
     }
 }
 
@@ -270,7 +272,7 @@ fn writes_after_the_load_reach_the_index_through_the_change_feed() {
     };
     let at = |ms: u64| ApplyContext {
         now_ms: END + ms,
-        authorization: Some(("v1".into(), "ann".into(), None)),
+        authorization: Some(Approval::by("ann", "v1")),
         dispatch: Some(DispatchPlan {
             attempt_id: AttemptId::generate(END + ms, u128::from(ms)),
             available_at_ms: END + ms,
@@ -366,7 +368,7 @@ fn attempt_on(store: &mut Store, n: u64, tenant: &str, provider: &str) {
     };
     let ctx = ApplyContext {
         now_ms: END + n,
-        authorization: Some(("v1".into(), "ann".into(), None)),
+        authorization: Some(Approval::by("ann", "v1")),
         ..ApplyContext::default()
     };
     store

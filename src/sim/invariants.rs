@@ -252,7 +252,7 @@ pub fn after_step(world: &mut World) -> anyhow::Result<()> {
         .conn()
         .rows(
             "SELECT t.seq, i.id, t.to_state, t.event FROM transitions t JOIN intents i ON i.seq = t.intent_seq \
-             WHERE t.seq > ?1 AND t.from_state = 'indeterminate' ORDER BY t.seq",
+             WHERE t.seq > ?1 AND t.from_state = 'indeterminate' AND t.to_state <> 'indeterminate' ORDER BY t.seq",
             params![since],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )

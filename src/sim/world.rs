@@ -39,6 +39,7 @@ pub const TOKENS: &[(&str, &str, &str, &str, &str)] = &[
         "",
     ),
     ("engineer", "sim-engineer", "engineer", r#"["*"]"#, ""),
+    ("approver", "sim-approver", "approver", r#"["*"]"#, ""),
     (
         "erp-hook",
         "sim-erp-hook",

@@ -21,8 +21,32 @@ pub struct ApplyContext {
     pub dispatch: Option<DispatchPlan>,
     /// Needed when the event records a receipt.
     pub receipt: Option<ReceiptSource>,
-    /// Needed for `Authorized`: version, approver, and when the authorisation lapses.
-    pub authorization: Option<(String, String, Option<u64>)>,
+    /// Needed for `Authorized`.
+    pub authorization: Option<Approval>,
+}
+
+/// An approval as `Authorized` records it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Approval {
+    /// The approval's own version (the caller's reference to what was approved).
+    pub version: String,
+    /// The principal that approved.
+    pub approver: String,
+    /// When it lapses, if it does before the deadline.
+    pub expires_at_ms: Option<u64>,
+    /// The tenant's policy version it was given under.
+    pub policy_version: Option<String>,
+}
+
+impl Approval {
+    /// An approval with no expiry and no policy, for tests and benchmarks.
+    pub fn by(approver: &str, version: &str) -> Self {
+        Approval {
+            version: version.to_string(),
+            approver: approver.to_string(),
+            ..Approval::default()
+        }
+    }
 }
 
 /// A dispatch to enqueue.
@@ -133,11 +157,22 @@ pub(crate) fn apply_in(
          WHERE seq = ?1",
         params![seq, transition.to.as_str(), now, reason],
     )?;
-    if let (Event::Authorized, Some((version, approver, expires))) = (event, &ctx.authorization) {
+    if let (Event::Authorized, Some(a)) = (event, &ctx.authorization) {
         tx.run(
             "UPDATE intents SET authorization_version = ?2, approver = ?3, authorized_at_ms = ?4, \
-             authorization_expires_at_ms = ?5 WHERE seq = ?1",
-            params![seq, version, approver, now, expires.map(to_i64)],
+             authorization_expires_at_ms = ?5, policy_version = ?6, \
+             state_reason = CASE WHEN state_reason = ?7 OR state_reason LIKE 'approval lapsed:%' \
+                 THEN NULL ELSE state_reason END \
+             WHERE seq = ?1",
+            params![
+                seq,
+                a.version,
+                a.approver,
+                now,
+                a.expires_at_ms.map(to_i64),
+                a.policy_version,
+                super::outbox::AWAITING_APPROVAL
+            ],
         )?;
     }
 

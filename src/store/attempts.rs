@@ -4,7 +4,8 @@
 use super::apply::apply_in;
 use super::intents::load_for_update;
 use super::sql::{Conn, ConnExt, Optional, Row, params};
-use super::{ApplyContext, Store, StoreError, events, to_i64};
+use super::{ApplyContext, Store, StoreError, events, to_i64, to_u64};
+use crate::domain::retry::{RetryPolicy, reported_retry_not_before};
 use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, Refusal,
 };
@@ -22,6 +23,7 @@ impl From<AttemptReport> for AttemptFinish {
             detail: r.detail,
             replayed: None,
             sent: None,
+            cost_micros: r.cost_micros,
         }
     }
 }
@@ -39,6 +41,8 @@ pub struct AttemptFinish {
     /// True when the request may have reached the downstream.
     pub sent: Option<bool>,
     pub detail: Option<String>,
+    /// What the attempt cost, as its reporter says (millionths of its billing currency).
+    pub cost_micros: Option<u64>,
 }
 
 /// What an agent's finish of its attempt did.
@@ -53,7 +57,7 @@ pub enum ReportedFinish {
 pub(crate) const ATTEMPT_COLUMNS: &str = "a.id, i.id, a.kind, a.provider, a.region, a.model, a.release_id, a.worker, \
      a.provider_request_id, a.hedge_group, a.outcome, a.error_class, a.http_status, a.retry_after_ms, a.proposal_hash, \
      a.presented_key, a.replayed, a.sent, a.late, a.detail, a.started_at_ms, a.ended_at_ms, a.reported_by, \
-     a.downstream_resource, a.key_retention_secs";
+     a.downstream_resource, a.key_retention_secs, a.cost_micros, a.hedge_lost";
 
 pub(crate) fn attempt_from_row(row: &Row<'_>) -> Result<Attempt, StoreError> {
     let text = |i: usize| row.get::<String>(i);
@@ -83,6 +87,8 @@ pub(crate) fn attempt_from_row(row: &Row<'_>) -> Result<Attempt, StoreError> {
         reported_by: row.get(22)?,
         downstream_resource: row.get(23)?,
         key_retention_secs: row.get(24)?,
+        cost_micros: row.get(25)?,
+        hedge_lost: row.get(26)?,
     })
 }
 
@@ -158,9 +164,62 @@ pub trait Attempts {
     /// Every attempt of one intent, oldest first.
     fn attempts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Attempt>, StoreError>;
 
+    /// The attempt `winner` became its intent's result: every other attempt of its hedge
+    /// group lost, and keeps its cost as a losing hedge's. Answers how many lost.
+    fn mark_losing_hedges(
+        &mut self,
+        intent_id: &IntentId,
+        winner: &AttemptId,
+        now_ms: u64,
+    ) -> Result<u32, StoreError>;
+
     /// The downstream resource the intent's latest send went to, as its claim resolved it;
     /// `None` when no send recorded one.
     fn sent_resource(&mut self, intent_id: &IntentId) -> Result<Option<String>, StoreError>;
+}
+
+/// Refuse a reported attempt begun too soon after the failure before it: with no attempt
+/// still running, the latest one failed, and its backoff or `Retry-After` has not passed.
+/// A hedge beside a running attempt is not a retry and is not paced.
+fn pace_reported_retry(
+    tx: &dyn Conn,
+    seq: i64,
+    attempts_used: u32,
+    now_ms: u64,
+) -> Result<(), StoreError> {
+    let latest: Option<(String, Option<i64>, Option<i64>, bool)> = tx
+        .one(
+            "SELECT outcome, ended_at_ms, retry_after_ms, \
+             EXISTS (SELECT 1 FROM attempts p WHERE p.intent_seq = ?1 AND p.outcome = 'pending' \
+                 AND p.kind <> 'lookup') \
+             FROM attempts WHERE intent_seq = ?1 AND kind <> 'lookup' ORDER BY seq DESC LIMIT 1",
+            params![seq],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .optional()?;
+    let Some((outcome, Some(ended_at_ms), retry_after_ms, false)) = latest else {
+        return Ok(());
+    };
+    let outcome: AttemptOutcome = outcome.parse()?;
+    if matches!(
+        outcome,
+        AttemptOutcome::Succeeded | AttemptOutcome::Abandoned | AttemptOutcome::Pending
+    ) {
+        return Ok(());
+    }
+    let not_before = reported_retry_not_before(
+        &RetryPolicy::default(),
+        attempts_used.saturating_sub(1),
+        to_u64(ended_at_ms),
+        retry_after_ms.map(to_u64),
+    );
+    if now_ms < not_before {
+        return Err(Refusal::TooEarly {
+            wait_ms: not_before - now_ms,
+        }
+        .into());
+    }
+    Ok(())
 }
 
 /// Attempts of one hedge group that may run at once: the first and two hedges.
@@ -229,6 +288,9 @@ impl Attempts for Store {
                 ..ApplyContext::default()
             };
             apply_in(&tx, intent_id, &Event::AttemptStarted, &ctx)?;
+            // After the state machine, so a lapsed approval or a spent budget is the answer
+            // rather than the wait; a refusal here rolls the transition back with the rest.
+            pace_reported_retry(&tx, seq, intent.attempts, now_ms)?;
             tx.run(
                 "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
                 params![seq],
@@ -344,7 +406,7 @@ impl Attempts for Store {
              http_status = coalesce(?4, http_status), retry_after_ms = coalesce(?5, retry_after_ms), \
              provider_request_id = coalesce(?6, provider_request_id), proposal_hash = coalesce(?7, proposal_hash), \
              replayed = coalesce(?8, replayed), sent = coalesce(?9, sent), detail = coalesce(?10, detail), \
-             late = ?11, ended_at_ms = ?12 WHERE id = ?1",
+             late = ?11, ended_at_ms = ?12, cost_micros = coalesce(?13, cost_micros) WHERE id = ?1",
             params![
                 attempt_id.as_str(),
                 finish.outcome.map(AttemptOutcome::as_str),
@@ -357,7 +419,8 @@ impl Attempts for Store {
                 finish.sent,
                 finish.detail,
                 late,
-                to_i64(now_ms)
+                to_i64(now_ms),
+                finish.cost_micros.map(to_i64)
             ],
         )?;
         if finish.sent.is_some() {
@@ -372,6 +435,32 @@ impl Attempts for Store {
         let attempt = announce(&tx, &intent, attempt_id, now_ms)?;
         tx.commit()?;
         Ok(attempt)
+    }
+
+    fn mark_losing_hedges(
+        &mut self,
+        intent_id: &IntentId,
+        winner: &AttemptId,
+        now_ms: u64,
+    ) -> Result<u32, StoreError> {
+        let tx = self.conn.savepoint()?;
+        let (_, intent) = load_for_update(&tx, intent_id)?;
+        let losers: Vec<String> = tx.rows(
+            "SELECT l.id FROM attempts w JOIN attempts l ON l.intent_seq = w.intent_seq \
+             AND l.hedge_group = w.hedge_group AND l.id <> w.id \
+             WHERE w.id = ?1 AND l.hedge_lost = 0",
+            params![winner.as_str()],
+            |r| r.get(0),
+        )?;
+        for loser in &losers {
+            tx.run(
+                "UPDATE attempts SET hedge_lost = 1 WHERE id = ?1",
+                params![loser.as_str()],
+            )?;
+            announce(&tx, &intent, &loser.parse()?, now_ms)?;
+        }
+        tx.commit()?;
+        Ok(losers.len() as u32)
     }
 
     fn attempts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Attempt>, StoreError> {

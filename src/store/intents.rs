@@ -32,6 +32,10 @@ pub struct NewIntent {
     /// The connector's key retention when the intent was created; replaced by the one its
     /// key is first sent under, when it is.
     pub key_retention_secs: Option<u64>,
+    /// Why the tenant's policy refuses a new intent of this request: a key that already
+    /// names an intent still replays it (the same key, the same answer), and a new one
+    /// stores nothing.
+    pub refused: Option<String>,
 }
 
 /// What creating an intent by a caller key did.
@@ -48,6 +52,8 @@ pub enum CreateOutcome {
         intent_id: IntentId,
         differs: &'static str,
     },
+    /// A new intent the tenant's policy refuses ([`NewIntent::refused`]): nothing stored.
+    Refused(String),
 }
 
 /// The columns every intent query selects, in the order [`intent_from_row`] reads them.
@@ -63,7 +69,11 @@ pub(crate) const INTENT_COLUMNS: &str = "i.seq, i.id, i.tenant, i.caller_key, i.
         AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
         AND (z.provider IS NULL OR z.provider = i.connector \
              OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider))), \
-     i.crossed";
+     i.crossed, i.created_by, i.policy_version";
+
+/// How many columns [`INTENT_COLUMNS`] selects: a query that selects more after them reads
+/// the first of those at this index.
+pub(crate) const INTENT_COLUMN_COUNT: usize = 37;
 
 /// Map a row selected with [`INTENT_COLUMNS`]; returns the row's sequence number too.
 pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError> {
@@ -113,6 +123,8 @@ pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError
         providers,
         paused: row.get(33)?,
         may_have_crossed_boundary: row.get(34)?,
+        created_by: row.get(35)?,
+        policy_version: row.get(36)?,
     };
     Ok((row.get(0)?, intent))
 }
@@ -228,14 +240,17 @@ impl Intents for Store {
                 differs: "tenant",
             });
         }
+        if let Some(why) = &new.refused {
+            return Ok(CreateOutcome::Refused(why.clone()));
+        }
 
         let action_key = ActionKey::new(&new.operation, &new.tenant, &new.id);
         let now = to_i64(new.created_at_ms);
         let seq: i64 = tx.one(
             "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
              canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, \
-             max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs, retry_owner) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20, ?21) RETURNING seq",
+             max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs, retry_owner, created_by) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20, ?21, ?22) RETURNING seq",
             params![
                 new.id.as_str(),
                 new.tenant.as_str(),
@@ -258,6 +273,7 @@ impl Intents for Store {
                 to_i64(new.deadline_at_ms),
                 new.key_retention_secs.map(to_i64),
                 RetryOwner::of(new.tier).as_str(),
+                new.principal,
             ],
             |r| r.get(0),
         )?;

@@ -307,6 +307,16 @@ ALTER TABLE attempts ADD COLUMN downstream_resource TEXT;
 ALTER TABLE attempts ADD COLUMN key_retention_secs INTEGER;
 UPDATE intents SET retry_owner = 'agent' WHERE tier IN ('read', 'compute', 'proposal');
 "#,
+    // 9: approvals by someone else, under a policy. An intent keeps the principal that
+    // created it (never its approver) and the policy version it was approved under; an
+    // attempt, what it cost as its reporter says, and whether it was a hedge that lost.
+    r#"
+ALTER TABLE attempts ADD COLUMN cost_micros INTEGER;
+ALTER TABLE attempts ADD COLUMN hedge_lost INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intents ADD COLUMN created_by TEXT;
+ALTER TABLE intents ADD COLUMN policy_version TEXT;
+UPDATE intents SET created_by = (SELECT k.principal FROM ingest_keys k WHERE k.intent_seq = intents.seq);
+"#,
 ];
 
 /// A migration as PostgreSQL runs it.

@@ -12,6 +12,7 @@
 //! half-written.
 
 mod apply;
+mod approvals;
 mod attempts;
 pub mod bulk;
 mod commands;
@@ -41,13 +42,14 @@ use sql::{Conn, Dialect};
 
 use crate::domain::{IdError, Refusal, UnknownName};
 
-pub use apply::{Applied, ApplyContext, DispatchPlan, ReceiptSource};
+pub use apply::{Applied, ApplyContext, Approval, DispatchPlan, ReceiptSource};
 
 /// The store's operations, one small trait per table module, all implemented by [`Store`]
 /// over any backend's connection: `use crate::store::ops::*` brings them into scope.
 pub mod ops {
     pub use super::StoreOps;
     pub use super::apply::Transitions;
+    pub use super::approvals::Approvals;
     pub use super::attempts::Attempts;
     pub use super::commands::Commands;
     pub use super::events::ChangeFeed;
@@ -66,6 +68,7 @@ pub mod ops {
 pub trait StoreOps:
     ops::Intents
     + ops::Transitions
+    + ops::Approvals
     + ops::Attempts
     + ops::Outbox
     + ops::Receipts
@@ -83,6 +86,7 @@ pub trait StoreOps:
 impl<T> StoreOps for T where
     T: ops::Intents
         + ops::Transitions
+        + ops::Approvals
         + ops::Attempts
         + ops::Outbox
         + ops::Receipts

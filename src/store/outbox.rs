@@ -308,6 +308,10 @@ pub(crate) fn refund_attempt(tx: &dyn Conn, id: &IntentId) -> Result<(), StoreEr
     Ok(())
 }
 
+/// What an intent whose retry waits for a fresh approval says of itself.
+pub const AWAITING_APPROVAL: &str =
+    "waiting for a fresh approval: the approval lapsed before the next attempt";
+
 /// Carry out a send the gate stopped: the row is withdrawn or done, its attempt abandoned
 /// and never sent, and the intent told what that means for it.
 fn hold_back(
@@ -345,12 +349,10 @@ fn hold_back(
             reason: why.clone(),
         }),
         // Nothing to tell a final intent; a paused one keeps executing and its retry is
-        // planned again after resume.
-        Stop::Gate(Hold::NotExecuting { .. } | Hold::Paused) => None,
+        // planned again after resume; one whose approval lapsed (it expired, or the policy
+        // it was given under changed) waits for a fresh approval, then likewise.
+        Stop::Gate(Hold::NotExecuting { .. } | Hold::Paused | Hold::AuthorizationLapsed) => None,
         Stop::Gate(Hold::DeadlinePassed) => Some(Event::DeadlinePassed),
-        Stop::Gate(Hold::AuthorizationLapsed) => Some(Event::Refused {
-            reason: format!("no retry: {why}"),
-        }),
         Stop::Gate(Hold::NoIdempotency | Hold::KeyMayBeForgotten { .. }) => Some(Event::Refused {
             reason: format!("not resent: {why}"),
         }),
@@ -370,6 +372,14 @@ fn hold_back(
             Err(StoreError::Refused(_)) => {}
             Err(e) => return Err(e),
         }
+    }
+    if matches!(stop, Stop::Gate(Hold::AuthorizationLapsed)) {
+        tx.run(
+            // A lapse that names its policy change says more; it stays.
+            "UPDATE intents SET state_reason = CASE WHEN state_reason LIKE 'approval lapsed:%' \
+             THEN state_reason ELSE ?2 END WHERE id = ?1",
+            params![intent.id.as_str(), AWAITING_APPROVAL],
+        )?;
     }
     if !announced {
         announce_intent(tx, &intent.id, now_ms)?;

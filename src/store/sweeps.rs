@@ -37,8 +37,9 @@ pub trait Sweeps {
     /// Executing mutating intents that were dispatched before and have nothing planned or on
     /// its way: no send pending or claimed and no dispatch attempt still open. Such an intent
     /// was held (a pause held its planned send, or a crash fell between two steps) and its
-    /// next send is planned again; the send gate judges it when it comes due.
-    fn stalled_executing(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError>;
+    /// next send is planned again; the send gate judges it when it comes due. One whose
+    /// approval has lapsed by `now_ms` is not stalled: it waits for a fresh approval.
+    fn stalled_executing(&mut self, limit: u32, now_ms: u64) -> Result<Vec<IntentId>, StoreError>;
 
     /// Plan the next send of a stalled intent, deciding "stalled" again in this transaction,
     /// so two planners never plan two sends. `None` when it is no longer stalled.
@@ -68,10 +69,12 @@ impl Sweeps for Store {
         ids(rows)
     }
 
-    fn stalled_executing(&mut self, limit: u32) -> Result<Vec<IntentId>, StoreError> {
+    fn stalled_executing(&mut self, limit: u32, now_ms: u64) -> Result<Vec<IntentId>, StoreError> {
         let sql =
             format!("SELECT i.id FROM intents i WHERE {STALLED} ORDER BY i.updated_at_ms LIMIT ?1");
-        let rows = self.conn.rows(&sql, params![limit], |r| r.get(0))?;
+        let rows = self
+            .conn
+            .rows(&sql, params![limit, to_i64(now_ms)], |r| r.get(0))?;
         ids(rows)
     }
 
@@ -84,7 +87,7 @@ impl Sweeps for Store {
         // Decided under the intent's lock: two coordinators' sweeps never both plan a send.
         super::intents::load_for_update(&tx, id)?;
         let sql = format!("SELECT EXISTS (SELECT 1 FROM intents i WHERE i.id = ?1 AND {STALLED})");
-        let stalled: bool = tx.one(&sql, params![id.as_str()], |r| r.get(0))?;
+        let stalled: bool = tx.one(&sql, params![id.as_str(), to_i64(ctx.now_ms)], |r| r.get(0))?;
         let applied = if stalled {
             Some(apply_in(&tx, id, &Event::Dispatch, ctx)?)
         } else {
@@ -95,8 +98,10 @@ impl Sweeps for Store {
     }
 }
 
-/// The condition on `intents i` that makes an executing intent stalled.
+/// The condition on `intents i` that makes an executing intent stalled, at the time `?2`.
+/// One whose approval lapsed waits for a fresh one instead.
 const STALLED: &str = "i.state = 'executing' AND i.tier IN ('write', 'financial') \
+     AND (i.authorization_expires_at_ms IS NULL OR i.authorization_expires_at_ms > ?2) \
      AND EXISTS (SELECT 1 FROM attempts d WHERE d.intent_seq = i.seq AND d.kind = 'dispatch') \
      AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.intent_seq = i.seq AND o.status IN ('pending', 'claimed')) \
      AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = i.seq AND a.kind = 'dispatch' \

@@ -48,6 +48,10 @@ pub struct AttemptReport {
     pub proposal_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// What the call cost, in millionths of the billing currency the agent reports in
+    /// (USD 0.0042 is 4200); a losing hedge keeps it as the hedge's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micros: Option<u64>,
 }
 
 impl AttemptReport {
@@ -61,6 +65,7 @@ impl AttemptReport {
             provider_request_id: None,
             proposal_hash: None,
             detail: None,
+            cost_micros: None,
         }
     }
 }
@@ -121,4 +126,10 @@ pub struct Attempt {
     /// For a dispatch, the connector's key retention it was sent under.
     #[serde(default)]
     pub key_retention_secs: Option<u64>,
+    /// What the attempt cost, as its reporter said.
+    #[serde(default)]
+    pub cost_micros: Option<u64>,
+    /// A hedge another attempt of its group beat: its cost is the hedge's price.
+    #[serde(default)]
+    pub hedge_lost: bool,
 }

@@ -52,6 +52,13 @@ pub struct Intent<S = IntentState> {
     pub authorized_at_ms: Option<u64>,
     #[serde(default)]
     pub authorization_expires_at_ms: Option<u64>,
+    /// The version of the tenant's policy the approval was given under; `None` when the
+    /// tenant had no policy then.
+    #[serde(default)]
+    pub policy_version: Option<String>,
+    /// The principal (token name) that created the intent; it may never approve it.
+    #[serde(default)]
+    pub created_by: Option<String>,
     #[serde(default)]
     pub attempts: u32,
     #[serde(default)]
@@ -181,9 +188,15 @@ fn default_connector() -> String {
 #[serde(deny_unknown_fields)]
 pub struct Authorize {
     pub authorization_version: String,
-    pub approver: String,
+    /// Who approves is the calling token's name; when given, this must be that name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_for_secs: Option<u64>,
+    /// The version of the tenant's policy the approver judged the intent by; when given, it
+    /// must be the version in force.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_version: Option<String>,
 }
 
 /// The answer to `POST /v1/intents/{id}/dispatch` (202): whether this call enqueued the

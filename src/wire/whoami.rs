@@ -24,6 +24,9 @@ pub struct Whoami {
 pub struct Permissions {
     #[serde(default)]
     pub ingest: bool,
+    /// Authorise intents other principals created.
+    #[serde(default)]
+    pub approve: bool,
     #[serde(default)]
     pub receipt: bool,
     #[serde(default)]

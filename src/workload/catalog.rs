@@ -20,7 +20,6 @@ pub struct TenantProfile {
     /// The interface its people usually type in.
     pub locale: Locale,
     pub actors: &'static [&'static str],
-    pub approvers: &'static [&'static str],
     pub releases: &'static [&'static str],
     /// Share of all intents, in relative weight.
     pub weight: u32,
@@ -34,7 +33,6 @@ pub const TENANTS: &[TenantProfile] = &[
         name: "acme",
         locale: Locale::EnUs,
         actors: &["agent:procure-bot", "agent:restock-bot"],
-        approvers: &["j.okafor", "l.chen"],
         releases: &[
             "procure-agent@2.3.0",
             "procure-agent@2.4.0",
@@ -48,7 +46,6 @@ pub const TENANTS: &[TenantProfile] = &[
         name: "pars-trading",
         locale: Locale::FaIr,
         actors: &["agent:kharid-bot", "agent:anbar-bot"],
-        approvers: &["s.karimi", "m.rahimi"],
         releases: &["procure-agent@2.3.0", "procure-agent@2.4.0"],
         weight: 4,
         currency: "IRR",
@@ -58,7 +55,6 @@ pub const TENANTS: &[TenantProfile] = &[
         name: "northwind",
         locale: Locale::EnUs,
         actors: &["agent:ops-assistant"],
-        approvers: &["a.novak"],
         releases: &["procure-agent@2.4.0", "procure-agent@2.4.1-canary"],
         weight: 2,
         currency: "EUR",

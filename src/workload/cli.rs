@@ -32,6 +32,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "F")]
     pub report_token_file: Option<PathBuf>,
 
+    /// File holding the token approvals are sent with (an approver, supervisor or admin):
+    /// an intent is approved by a principal other than the agent that created it. Without
+    /// it, the --report-token-file token approves.
+    #[arg(long, value_name = "F")]
+    pub approver_token_file: Option<PathBuf>,
+
     /// The sandbox: its faults are set before the run and its effects are the ground truth.
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:7420")]
     pub sandbox: Url,
@@ -144,9 +150,19 @@ async fn drive_and_report(
         Some(path) => read_token(path)?,
         None => token.clone(),
     };
+    let approver_token = match (&args.approver_token_file, &args.report_token_file) {
+        (Some(path), _) => read_token(path)?,
+        (None, Some(_)) => report_token.clone(),
+        (None, None) => anyhow::bail!(
+            "an intent is approved by a principal other than the agent that created it: give \
+             --approver-token-file (an approver, supervisor or admin token), or an admin \
+             --report-token-file, besides the agents' --token-file"
+        ),
+    };
     let config = DriverConfig {
         coordinator: coordinator.clone(),
         token,
+        approver_token: Some(approver_token),
         seed: args.seed,
         run_tag: tag,
         mix,

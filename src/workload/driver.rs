@@ -33,7 +33,11 @@ use crate::wire::{AttemptReport, Intent, NewAttempt};
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
     pub coordinator: Url,
+    /// The agents' token: they create, report and dispatch.
     pub token: String,
+    /// The approver's token (an approver, supervisor or admin); `None` approves with
+    /// `token`, which the coordinator refuses unless that token may approve its own.
+    pub approver_token: Option<String>,
     pub seed: u64,
     /// Goes into every caller key; unique per run against one database.
     pub run_tag: String,
@@ -59,6 +63,7 @@ impl DriverConfig {
         DriverConfig {
             coordinator,
             token,
+            approver_token: None,
             seed,
             run_tag: run_tag(seed, clock.now_ms()),
             mix: Mix::default(),
@@ -192,13 +197,16 @@ pub async fn drive(
             "the concurrency must be at least 1".into(),
         ));
     }
-    let api = IngestClient::new(
+    let mut api = IngestClient::new(
         config.coordinator.clone(),
         &config.token,
         config.request_timeout,
         config.patience,
         config.seed,
     )?;
+    if let Some(approver) = &config.approver_token {
+        api = api.with_approver(approver);
+    }
     let mut generator = Generator::new(config.seed, &config.run_tag, config.mix);
     let permits = Arc::new(Semaphore::new(config.concurrency));
     let mut tasks: JoinSet<PlanRun> = JoinSet::new();
@@ -352,7 +360,7 @@ async fn work_on(
 ) -> Result<(), WorkloadError> {
     if view.state == IntentState::Prepared {
         // A refusal means the intent already moved on (authorised by an earlier try).
-        api.authorize(&view.id, &plan.approver, None).await?;
+        api.authorize(&view.id, None).await?;
     }
     match &plan.work {
         Work::Dispatch { calls } => {
@@ -489,7 +497,7 @@ async fn one_call(
     } else {
         "transient_compute"
     };
-    let (end, result) = match call.outcome {
+    let (mut end, result) = match call.outcome {
         CallOutcome::Succeeded => (
             AttemptReport {
                 provider_request_id: Some(request_id),
@@ -525,6 +533,8 @@ async fn one_call(
             CallEnd::Failed { wait_ms: 0 },
         ),
     };
+    // What the call cost: a simulated provider's price, 10 millionths per millisecond.
+    end.cost_micros = Some(call.latency_ms.saturating_mul(10));
     if api.finish_attempt(&view.id, &attempt, &end).await? {
         run.totals.late_reported += 1;
     }

@@ -141,7 +141,6 @@ pub struct Plan {
     pub seq: u64,
     pub caller_key: String,
     pub request: CreateIntent,
-    pub approver: String,
     pub work: Work,
     pub replay: Replay,
     /// The same instruction again under this new caller key.
@@ -226,7 +225,6 @@ impl Generator {
         let interface = Interface::of(tenant.locale);
         let release = tenant.releases[self.below(tenant.releases.len())].to_string();
         let actor = tenant.actors[self.below(tenant.actors.len())].to_string();
-        let approver = tenant.approvers[self.below(tenant.approvers.len())].to_string();
         let deadline_secs =
             ((op.deadline_secs as f64 * self.mix.deadline_scale).round() as u64).max(1);
         // Drawn only when asked for, so other mixes keep their sequence of plans.
@@ -264,7 +262,6 @@ impl Generator {
             seq,
             caller_key: self.caller_key(tenant, seq, "k"),
             request,
-            approver,
             work,
             replay,
             repeat_key,

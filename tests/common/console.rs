@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use super::deploy::{self, Setup, Token};
 
 pub const ADMIN: &str = "common-admin-token";
-/// A supervisor of every tenant: reads, and may reconcile and close, but not pause.
+/// A supervisor of every tenant: reads, and may approve, reconcile and close, but not pause.
 pub const SUPERVISOR: &str = "common-supervisor-token";
 /// The `erp` connector's token, which the sandbox presents with its receipts.
 pub const CONNECTOR: &str = "common-connector-token";
@@ -167,13 +167,24 @@ impl Rig {
     /// `POST` `body` to `path` as the admin, with an `Idempotency-Key` if given: the status,
     /// the `Idempotent-Replayed` header and the answer.
     pub fn post(&self, path: &str, key: Option<&str>, body: &Value) -> (u16, bool, Value) {
+        self.post_as(ADMIN, path, key, body)
+    }
+
+    /// [`Rig::post`] with `token`.
+    pub fn post_as(
+        &self,
+        token: &str,
+        path: &str,
+        key: Option<&str>,
+        body: &Value,
+    ) -> (u16, bool, Value) {
         self.runtime.block_on(async {
             let mut request = intentdesk::tls::client(None)
                 .expect("a TLS client")
                 .build()
                 .expect("an HTTP client")
                 .post(format!("{}{path}", self.base))
-                .bearer_auth(ADMIN);
+                .bearer_auth(token);
             if !body.is_null() {
                 request = request.json(body);
             }
@@ -201,8 +212,13 @@ impl Rig {
         let (status, replayed, created) = self.post("/v1/intents", Some(key), &body);
         if status == 201 {
             let id = created["id"].as_str().expect("id");
-            let auth = json!({"authorization_version": "v1", "approver": "ann"});
-            let (status, _, _) = self.post(&format!("/v1/intents/{id}/authorize"), None, &auth);
+            let auth = json!({"authorization_version": "v1"});
+            let (status, _, _) = self.post_as(
+                SUPERVISOR,
+                &format!("/v1/intents/{id}/authorize"),
+                None,
+                &auth,
+            );
             assert_eq!(status, 200, "authorize {id}");
         }
         (status, replayed, created)
@@ -225,8 +241,13 @@ impl Rig {
         let (status, _, created) = self.post("/v1/intents", Some(key), &body);
         assert_eq!(status, 201, "create {key}: {created}");
         let id = created["id"].as_str().expect("id");
-        let auth = json!({"authorization_version": "v1", "approver": "ann"});
-        let (status, _, _) = self.post(&format!("/v1/intents/{id}/authorize"), None, &auth);
+        let auth = json!({"authorization_version": "v1"});
+        let (status, _, _) = self.post_as(
+            SUPERVISOR,
+            &format!("/v1/intents/{id}/authorize"),
+            None,
+            &auth,
+        );
         assert_eq!(status, 200, "authorize {id}");
         let mut answers = Vec::new();
         if providers.is_empty() {

@@ -2,5 +2,6 @@
 //! answer yes to before it turns on automatic retry or failover. One test binary, one module
 //! per part of the gate.
 
+mod approvals;
 #[path = "../common/mod.rs"]
 mod common;

@@ -78,6 +78,13 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                 or_dash(&i.approver)
             ),
         );
+        let policy = match (&i.policy_version, &i.approver) {
+            (Some(v), _) => v.clone(),
+            (None, Some(_)) => i18n.tr("envelope-no-policy"),
+            (None, None) => "-".into(),
+        };
+        user_row(ui, i18n, "envelope-policy-version", &policy);
+        user_row(ui, i18n, "envelope-created-by", &or_dash(&i.created_by));
         time_row(ui, i18n, "envelope-approved-at", i.authorized_at_ms);
         time_row(
             ui,
@@ -154,6 +161,22 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
     }
 }
 
+/// An attempt's reported cost in its billing currency's units (millionths written out as a
+/// decimal, `4200` as `0.0042`), in the locale's digits; `-` when none was reported.
+fn cost_text(i18n: &Localizer, micros: Option<u64>) -> String {
+    let Some(m) = micros else {
+        return "-".into();
+    };
+    let fraction = format!("{:06}", m % 1_000_000);
+    let fraction = fraction.trim_end_matches('0');
+    let plain = if fraction.is_empty() {
+        (m / 1_000_000).to_string()
+    } else {
+        format!("{}.{fraction}", m / 1_000_000)
+    };
+    crate::i18n::digits::format_decimal_text(&plain, true, i18n.locale()).unwrap_or(plain)
+}
+
 /// Every field of one attempt; ids copyable.
 pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
     fields_grid(ui, i18n, "attempt_fields", |ui| {
@@ -198,6 +221,10 @@ pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
         field_row(ui, i18n, "attempt-replayed", &replayed);
         field_row(ui, i18n, "attempt-sent", &yes_no(a.sent));
         field_row(ui, i18n, "attempt-late", &yes_no(a.late));
+        if a.hedge_group.is_some() {
+            field_row(ui, i18n, "attempt-hedge-lost", &yes_no(a.hedge_lost));
+        }
+        field_row(ui, i18n, "attempt-cost", &cost_text(i18n, a.cost_micros));
         user_row(ui, i18n, "attempt-detail", &or_dash(&a.detail));
         user_row(
             ui,

@@ -37,7 +37,10 @@ pub fn replan(
     };
     match s.replan_stalled(id, &ctx) {
         Ok(Some(_)) => Ok(Follow::Dispatch),
-        Ok(None) | Err(StoreError::Refused(Refusal::Paused)) => Ok(Follow::Nothing),
+        // A paused intent waits for its resume, one whose approval lapsed for a fresh one.
+        Ok(None) | Err(StoreError::Refused(Refusal::Paused | Refusal::AuthorizationInvalid)) => {
+            Ok(Follow::Nothing)
+        }
         Err(StoreError::Refused(refusal)) => {
             let ctx = ApplyContext {
                 now_ms: now,

@@ -183,7 +183,7 @@ pub fn sweep_once(world: &mut World, dice: &mut Dice) -> anyhow::Result<()> {
             .history
             .note(format!("the deadline of {id} passed: {passed:?}"));
     }
-    let stalled = world.write(|s| s.stalled_executing(50))?;
+    let stalled = world.write(move |s| s.stalled_executing(50, now))?;
     for id in stalled {
         let (rid, entropy) = (id.clone(), world.entropy.clone());
         let follow = world.write(move |s| sweep::replan(s, &rid, now, &*entropy));

@@ -146,7 +146,7 @@ pub(super) fn forge(world: &mut World, dice: &mut Dice) {
         .map_or("agent-globex", |t| t.1);
     // A receipt names only the key and a path only the intent: an answer must not name
     // the other.
-    let (what, status, answer, hidden) = match dice.below(5) {
+    let (what, status, answer, hidden) = match dice.below(6) {
         0 if order.tenant != "acme" => {
             let (s, a, _) = world.call(
                 Method::POST,
@@ -198,7 +198,7 @@ pub(super) fn forge(world: &mut World, dice: &mut Dice) {
                 key.clone(),
             )
         }
-        _ => {
+        4 => {
             let (s, a, _) = world.call(
                 Method::POST,
                 &format!("/v1/intents/{id}/authorize"),
@@ -207,6 +207,22 @@ pub(super) fn forge(world: &mut World, dice: &mut Dice) {
                 Some(&json!({"authorization_version": "v1", "approver": "mallory"})),
             );
             ("another tenant's agent authorising", s, a, key.clone())
+        }
+        _ => {
+            // The agent that created the intent approving it itself: never an approval.
+            let (s, a, _) = world.call(
+                Method::POST,
+                &format!("/v1/intents/{id}/authorize"),
+                order.agent,
+                &[],
+                Some(&json!({"authorization_version": "v1"})),
+            );
+            (
+                "the creating agent approving its own intent",
+                s,
+                a,
+                String::new(),
+            )
         }
     };
     world
