@@ -25,6 +25,16 @@ durability = "power_loss"
 # How often the reconciler looks indeterminate intents up, and how many lookups one pass may do.
 reconcile_interval_ms = 2000
 reconcile_batch = 200
+# How an indeterminate intent's automatic lookups are paced (each shown at its default). The
+# n-th lookup is followed by a wait of first_delay_ms * 2^(n-1), at most max_delay_ms, drawn
+# between half and all of it (and never shorter than a Retry-After the lookup was answered
+# with). After `budget` automatic lookups the intent shows "lookups exhausted" and waits for
+# an operator, whose reconcile command looks it up at once, whatever its pacing.
+# [lookups]
+# first_delay_ms = 2000
+# max_delay_ms = 600000
+# budget = 20
+# per_connector_per_sec = 5     # automatic lookups one connector is sent per second at most
 # How long a dispatcher holds a claimed outbox row before another may take it over. It must be
 # at least twice the longest connector timeout plus a second, so a send always ends (or is
 # not begun) inside its lease.
@@ -196,6 +206,34 @@ pub struct Config {
     pub limits: Limits,
     #[serde(default)]
     pub tls: TlsConfig,
+    #[serde(default)]
+    pub lookups: LookupPacing,
+}
+
+/// How automatic lookups are paced (`[lookups]`): capped exponential backoff with jitter per
+/// intent, a budget per intent, and a rate per connector.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LookupPacing {
+    /// The wait after an intent's first automatic lookup, before jitter.
+    pub first_delay_ms: u64,
+    /// The longest wait between two automatic lookups of one intent, before jitter.
+    pub max_delay_ms: u64,
+    /// Automatic lookups per intent; past them the intent waits for an operator.
+    pub budget: u32,
+    /// Automatic lookups sent to one connector per second at most.
+    pub per_connector_per_sec: u32,
+}
+
+impl Default for LookupPacing {
+    fn default() -> Self {
+        LookupPacing {
+            first_delay_ms: 2_000,
+            max_delay_ms: 600_000,
+            budget: 20,
+            per_connector_per_sec: 5,
+        }
+    }
 }
 
 /// TLS (`[tls]`): the coordinator serves HTTPS when given a certificate and its key, and
@@ -426,6 +464,23 @@ impl Config {
                     self.dispatch_lease_ms, c.name, c.timeout_ms
                 )));
             }
+        }
+        let p = &self.lookups;
+        for (key, value) in [
+            ("first_delay_ms", p.first_delay_ms),
+            ("max_delay_ms", p.max_delay_ms),
+            ("budget", u64::from(p.budget)),
+            ("per_connector_per_sec", u64::from(p.per_connector_per_sec)),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!("lookups.{key} must be at least 1")));
+            }
+        }
+        if p.max_delay_ms < p.first_delay_ms {
+            return Err(invalid(format!(
+                "lookups.max_delay_ms ({}) must be at least lookups.first_delay_ms ({})",
+                p.max_delay_ms, p.first_delay_ms
+            )));
         }
         if self.dispatch_concurrency == 0 {
             return Err(invalid("dispatch_concurrency must be positive".to_string()));

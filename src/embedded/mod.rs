@@ -156,6 +156,7 @@ impl Embedded {
             max_body_bytes: 262_144,
             limits: Default::default(),
             tls: Default::default(),
+            lookups: Default::default(),
         };
         let rx = stopped.clone();
         let coordinator_clock = clock.clone();

@@ -263,6 +263,7 @@ impl MetricIndex {
             created_ms: row.created_at_ms,
             committed_ms: row.committed_at_ms.unwrap_or(0),
             attempts: row.attempts,
+            lookups: row.lookups,
             max_attempts: row.max_attempts,
             tenant,
             operation: d.operation.id_for(Some(tenant), &row.operation),

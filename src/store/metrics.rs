@@ -154,6 +154,21 @@ impl Metrics for Store {
             values(),
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
+        let mut per_intent_lookups: Vec<u64> = Vec::new();
+        {
+            let sql = format!("SELECT i.lookups, count(*) FROM intents i WHERE {cond} GROUP BY 1");
+            let rows = self
+                .conn
+                .rows(&sql, values(), |r| Ok((r.get::<i64>(0)?, r.get::<i64>(1)?)))?;
+            for (lookups, n) in rows {
+                per_intent_lookups.extend(std::iter::repeat_n(to_u64(lookups), to_u64(n) as usize));
+            }
+        }
+        let lookups_exhausted: i64 = self.conn.one(
+            &count_where("i.state = 'indeterminate' AND i.lookups_exhausted_at_ms IS NOT NULL"),
+            values(),
+            |r| r.get(0),
+        )?;
         let mut indeterminate = self.indeterminate_summary(filter, now_ms)?;
         indeterminate.rate =
             crate::domain::metrics::indeterminate_rate(indeterminate.count, to_u64(dispatched));
@@ -173,6 +188,9 @@ impl Metrics for Store {
             } else {
                 diverged as f64 / with_two as f64
             },
+            lookups: per_intent_lookups.iter().sum(),
+            lookup_amplification: distribution(&per_intent_lookups),
+            lookups_exhausted: to_u64(lookups_exhausted),
         })
     }
 

@@ -4,3 +4,4 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod pacing;

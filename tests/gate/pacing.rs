@@ -1,0 +1,357 @@
+//! Reconciliation that paces itself: an indeterminate intent whose downstream keeps failing
+//! its lookups is looked up with capped exponential backoff, a bounded number of times, and
+//! then waits for an operator, whose reconcile looks it up at once.
+//!
+//! The coordinator runs on a manual clock the test moves, served over real HTTP beside the
+//! sandbox: an hour passes in a few seconds, and every lookup is counted at both ends.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use intentdesk::clock::{Clock, Entropy, ManualClock, OsEntropy, SeededEntropy, SystemClock};
+use intentdesk::coordinator::{Config, run_with};
+use intentdesk::domain::CommandId;
+use intentdesk::sandbox::FaultSpec;
+
+use crate::common::backends::Backend;
+use crate::common::deploy::{self, Setup, Token};
+
+const ADMIN: &str = "pacing-admin-token";
+const AGENT: &str = "pacing-agent-token";
+const SUPERVISOR: &str = "pacing-supervisor-token";
+const PATIENCE: Duration = Duration::from_secs(20);
+const HOUR_MS: u64 = 3_600_000;
+const START_MS: u64 = 1_790_000_000_000;
+
+/// The pacing these tests configure: the n-th automatic lookup waits up to
+/// 1 s · 2^(n-1), at most 60 s; 20 lookups at most.
+const PACING: &str = "[lookups]\nfirst_delay_ms = 1000\nmax_delay_ms = 60000\nbudget = 20\n\
+                      per_connector_per_sec = 5\n";
+const BUDGET: u64 = 20;
+
+struct Rig {
+    base: String,
+    http: reqwest::Client,
+    clock: Arc<ManualClock>,
+    sandbox: deploy::Sandbox,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    /// A coordinator on a manual clock in front of a sandbox that loses every creation's
+    /// response after committing it and fails every lookup.
+    async fn start(backend: &Backend, pacing: &str) -> Rig {
+        let sandbox = deploy::sandbox("drop_after_commit=1,fail_lookups=1", None, Some(7)).await;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut setup = Setup::on(
+            backend,
+            dir.path(),
+            &sandbox.url,
+            vec![
+                Token::all_tenants("admin", ADMIN),
+                Token::all_tenants("agent", AGENT),
+                Token::all_tenants("supervisor", SUPERVISOR),
+            ],
+        );
+        setup.top_level = pacing.to_string();
+        let config = Config::parse(&setup.toml(), "test").expect("the test configuration");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the coordinator");
+        let addr = listener.local_addr().expect("an address");
+        let clock = Arc::new(ManualClock::new(START_MS));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(run_with(
+            listener,
+            config,
+            clock.clone(),
+            Arc::new(SeededEntropy::new(17)),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        Rig {
+            base: format!("http://{addr}"),
+            http: intentdesk::tls::client(None)
+                .expect("a TLS client")
+                .no_proxy()
+                .timeout(PATIENCE)
+                .build()
+                .expect("a client"),
+            clock,
+            sandbox,
+            stop: Some(stop),
+            task: Some(task),
+            _dir: dir,
+        }
+    }
+
+    async fn call(&self, token: &str, path: &str, body: Option<&Value>) -> (StatusCode, Value) {
+        let mut request = match body {
+            Some(body) => self.http.post(format!("{}{path}", self.base)).json(body),
+            None => self.http.get(format!("{}{path}", self.base)),
+        };
+        request = request.bearer_auth(token);
+        for _ in 0..200 {
+            match request.try_clone().expect("a plain request").send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    return (status, response.json().await.unwrap_or(Value::Null));
+                }
+                // The coordinator may still be starting.
+                Err(e) if e.is_connect() => tokio::time::sleep(Duration::from_millis(25)).await,
+                Err(e) => panic!("the coordinator answers: {e}"),
+            }
+        }
+        panic!("the coordinator never accepted a connection");
+    }
+
+    /// Create an order, have an admin approve it and the agent dispatch it: its id.
+    async fn dispatched_order(&self, key: &str) -> String {
+        let body = json!({
+            "tenant": "acme", "actor": "agent:kharid-bot", "purpose": "restock paper",
+            "operation": "purchase_order.create", "tool": "erp", "consequence": "write",
+            "args": {"item": "A4 paper", "qty": 1200, "amount": "90"},
+            "deadline_secs": 120, "max_attempts": 4, "release_id": "procure-agent@2.4.0",
+            "locale": "en-US", "connector": "erp",
+        });
+        let response = self
+            .http
+            .post(format!("{}/v1/intents", self.base))
+            .bearer_auth(AGENT)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+            .await
+            .expect("the coordinator answers");
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let created: Value = response.json().await.expect("a body");
+        let id = created["id"].as_str().expect("an id").to_string();
+        let approval = json!({"authorization_version": "policy-v7", "approver": "s.karimi"});
+        let (status, answer) = self
+            .call(
+                ADMIN,
+                &format!("/v1/intents/{id}/authorize"),
+                Some(&approval),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        let response = self
+            .http
+            .post(format!("{}/v1/intents/{id}/dispatch", self.base))
+            .bearer_auth(AGENT)
+            .send()
+            .await
+            .expect("the coordinator answers");
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        id
+    }
+
+    async fn intent(&self, id: &str) -> Value {
+        let (status, detail) = self.call(ADMIN, &format!("/v1/intents/{id}"), None).await;
+        assert_eq!(status, StatusCode::OK, "{detail}");
+        detail["intent"].clone()
+    }
+
+    /// Poll the intent until `done` holds; the intent then.
+    async fn wait_for(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let intent = self.intent(id).await;
+            if done(&intent) {
+                return intent;
+            }
+            assert!(Instant::now() < deadline, "{what}: {intent}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Let the reconciler make every automatic lookup it is allowed, moving the clock to
+    /// each one's due time, until the budget is spent: the lookups counted on the way.
+    async fn run_lookups_out(&self, id: &str, within_ms: u64) -> u64 {
+        let mut intent = self
+            .wait_for(id, "the first lookup", |i| lookups(i) >= 1)
+            .await;
+        loop {
+            let seen = lookups(&intent);
+            if !intent["lookups_exhausted_at_ms"].is_null() {
+                return seen;
+            }
+            let Some(next) = intent["next_lookup_at_ms"].as_u64() else {
+                // Between the last lookup's count and its recording.
+                intent = self.intent(id).await;
+                continue;
+            };
+            assert!(
+                next <= START_MS + within_ms,
+                "lookup {} would be due {} s in, past {} s: {intent}",
+                seen + 1,
+                (next - START_MS) / 1000,
+                within_ms / 1000
+            );
+            if next > self.clock.now_ms() {
+                self.clock.set_ms(next);
+            }
+            intent = self
+                .wait_for(id, "the next lookup or the budget spent", |i| {
+                    lookups(i) > seen || !i["lookups_exhausted_at_ms"].is_null()
+                })
+                .await;
+        }
+    }
+
+    /// Wait until the reconciler has made a whole pass after the clock moved to where it
+    /// is now: two intents that expire one after the other, each created after the
+    /// previous one expired, prove the pass that expired the first one has ended.
+    async fn settle_one_pass(&self, tag: &str) {
+        for n in 0..2 {
+            let body = json!({
+                "tenant": "acme", "actor": "agent:kharid-bot", "purpose": "compare quotes",
+                "operation": "quote.compare", "tool": "llm", "consequence": "compute",
+                "args": {"quotes": ["a", "b"], "n": n, "tag": tag},
+                "deadline_secs": 1, "max_attempts": 4, "release_id": "procure-agent@2.4.0",
+            });
+            let response = self
+                .http
+                .post(format!("{}/v1/intents", self.base))
+                .bearer_auth(AGENT)
+                .header("Idempotency-Key", format!("{tag}-{n}"))
+                .json(&body)
+                .send()
+                .await
+                .expect("the coordinator answers");
+            assert_eq!(response.status(), StatusCode::CREATED);
+            let created: Value = response.json().await.expect("a body");
+            let id = created["id"].as_str().expect("an id").to_string();
+            self.clock.advance_ms(2_000);
+            self.wait_for(&id, "the sweep expires it", |i| i["state"] == "expired")
+                .await;
+        }
+    }
+
+    async fn reconcile(&self, id: &str) -> Value {
+        let command_id =
+            CommandId::generate(SystemClock.now_ms(), OsEntropy::default().next_u128());
+        let body = json!({"command_id": command_id.to_string(), "kind": "reconcile",
+                          "target": {"intent_id": id}});
+        let (status, answer) = self.call(SUPERVISOR, "/v1/commands", Some(&body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        answer["result"]["lookups"][0].clone()
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await
+                .expect("the coordinator's task")
+                .expect("a clean stop");
+        }
+    }
+}
+
+fn lookups(intent: &Value) -> u64 {
+    intent["lookups"].as_u64().unwrap_or(0)
+}
+
+crate::on_both_backends_tokio! {
+    multi_thread:
+    an_hour_of_failing_lookups_makes_a_bounded_number_of_them,
+    an_operator_reconcile_after_the_budget_looks_up_at_once_and_settles,
+}
+
+async fn an_hour_of_failing_lookups_makes_a_bounded_number_of_them(backend: Backend) {
+    let rig = Rig::start(&backend, PACING).await;
+    let id = rig.dispatched_order("hour-1").await;
+    rig.wait_for(&id, "the lost response", |i| i["state"] == "indeterminate")
+        .await;
+
+    // With these settings the waits add up to at most 1+2+4+8+16+32 s and 13 × 60 s: the
+    // budget is spent well inside the hour, whatever the jitter drew.
+    let made = rig.run_lookups_out(&id, HOUR_MS).await;
+    assert_eq!(made, BUDGET, "exactly the budget's lookups");
+
+    // The rest of the hour passes; the reconciler keeps sweeping and looks nothing up.
+    rig.clock.set_ms(START_MS + HOUR_MS);
+    rig.settle_one_pass("after-the-hour").await;
+    let intent = rig.intent(&id).await;
+    assert_eq!(intent["state"], "indeterminate", "{intent}");
+    assert_eq!(lookups(&intent), BUDGET, "{intent}");
+    assert!(intent["lookups_exhausted_at_ms"].is_u64(), "{intent}");
+    assert!(intent["next_lookup_at_ms"].is_null(), "{intent}");
+    assert_eq!(intent["attempts"], 1, "lookups are not attempts: {intent}");
+    assert_eq!(
+        rig.sandbox.state.lookups_received(),
+        BUDGET,
+        "the downstream saw as many lookups as were counted"
+    );
+
+    // The lookups are the intent's own amplification, in the summary and on /metrics.
+    let (status, summary) = rig
+        .call(
+            ADMIN,
+            "/v1/metrics/summary?tenant=acme&operation=purchase_order.create",
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{summary}");
+    assert_eq!(summary["lookups"], BUDGET, "{summary}");
+    assert_eq!(summary["lookup_amplification"]["max"], BUDGET, "{summary}");
+    assert_eq!(summary["lookups_exhausted"], 1, "{summary}");
+    let text = rig
+        .http
+        .get(format!("{}/metrics", rig.base))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .expect("the coordinator answers")
+        .text()
+        .await
+        .expect("a body");
+    assert!(
+        text.lines()
+            .any(|l| l == format!("intentdesk_lookup_amplification_max {BUDGET}")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l == "intentdesk_lookups_exhausted_count 1"),
+        "{text}"
+    );
+    rig.stop().await;
+}
+
+async fn an_operator_reconcile_after_the_budget_looks_up_at_once_and_settles(backend: Backend) {
+    let pacing = "[lookups]\nfirst_delay_ms = 1000\nmax_delay_ms = 4000\nbudget = 3\n";
+    let rig = Rig::start(&backend, pacing).await;
+    let id = rig.dispatched_order("operator-1").await;
+    rig.wait_for(&id, "the lost response", |i| i["state"] == "indeterminate")
+        .await;
+    assert_eq!(rig.run_lookups_out(&id, HOUR_MS).await, 3);
+
+    // Still failing: the operator's lookup is made and counted, and changes no pacing.
+    let still = rig.reconcile(&id).await;
+    assert_eq!(still["result"], "still_indeterminate", "{still}");
+    let intent = rig.intent(&id).await;
+    assert_eq!(lookups(&intent), 4, "{intent}");
+    assert!(intent["lookups_exhausted_at_ms"].is_u64(), "{intent}");
+    assert_eq!(rig.sandbox.state.lookups_received(), 4);
+
+    // The downstream answers again: the operator's lookup finds the order.
+    rig.sandbox.state.set_faults(FaultSpec::none());
+    let found = rig.reconcile(&id).await;
+    assert_eq!(found["result"], "committed", "{found}");
+    let intent = rig.intent(&id).await;
+    assert_eq!(intent["state"], "committed", "{intent}");
+    assert_eq!(lookups(&intent), 5, "{intent}");
+    assert_eq!(rig.sandbox.state.lookups_received(), 5);
+    rig.stop().await;
+}
