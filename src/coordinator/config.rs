@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::domain::{BareOverload, KeyContract, Role};
+use crate::domain::{BareOverload, KeyContract, ReleaseRegistry, Role};
 pub use crate::store::Durability;
 
 /// A commented example configuration.
@@ -99,6 +99,20 @@ timeout_ms = 2000
 overload_means_not_applied = false
 # which downstream resource each operation creates
 operations = { "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }
+
+# Release parity (optional): the releases eligible to act for an operation, with what each
+# binds. An operation with releases listed here refuses (422, naming the release and the
+# operation, storing nothing) an intent, a reported attempt, a dispatch or a failover under a
+# release it does not list, and its failover divergence counts eligible releases only. An
+# operation with none listed accepts any release, as without this table.
+# [[releases]]
+# operation = "purchase_order.create"
+# release_id = "procure-agent@2.4.0"
+# model = "model-a-2026-09"
+# prompt = "procure-v12"
+# tool_schema = "erp-po-v3"
+# safety_policy = "spend-guard-v5"
+# router = "primary-then-backup-v2"
 "#;
 
 /// Why a configuration cannot be used.
@@ -208,6 +222,10 @@ pub struct Config {
     pub tls: TlsConfig,
     #[serde(default)]
     pub lookups: LookupPacing,
+    /// Each operation's eligible releases (`[[releases]]`); an operation with none listed
+    /// accepts any release.
+    #[serde(default)]
+    pub releases: ReleaseRegistry,
 }
 
 /// How automatic lookups are paced (`[lookups]`): capped exponential backoff with jitter per
@@ -481,6 +499,9 @@ impl Config {
                 "lookups.max_delay_ms ({}) must be at least lookups.first_delay_ms ({})",
                 p.max_delay_ms, p.first_delay_ms
             )));
+        }
+        if let Some(problem) = self.releases.problem() {
+            return Err(invalid(problem));
         }
         if self.dispatch_concurrency == 0 {
             return Err(invalid("dispatch_concurrency must be positive".to_string()));

@@ -75,7 +75,7 @@ pub(super) async fn scrape(
     let ingest = state.db.ingest_load();
     let scrape = super::charts::with_index(&state, move |s, index| {
         Ok(Scrape {
-            summary: s.summary(&filter, now)?,
+            summary: s.summary_with(&filter, now, index.releases())?,
             tenants: s.tenant_counts(&filter, now)?,
             providers: crate::metrics::provider_slices(s, index, &filter, now)?,
             process: if unrestricted {

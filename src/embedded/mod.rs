@@ -157,6 +157,7 @@ impl Embedded {
             limits: Default::default(),
             tls: Default::default(),
             lookups: Default::default(),
+            releases: Default::default(),
         };
         let rx = stopped.clone();
         let coordinator_clock = clock.clone();
