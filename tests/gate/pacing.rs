@@ -355,3 +355,138 @@ async fn an_operator_reconcile_after_the_budget_looks_up_at_once_and_settles(bac
     assert_eq!(rig.sandbox.state.lookups_received(), 5);
     rig.stop().await;
 }
+
+/// Pictures of an intent whose lookups ran out, from fixed data and a fixed clock: the
+/// envelope and the action-key ledger, and the timeline, in both locales.
+#[cfg(feature = "console")]
+mod pictures {
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable;
+    use intentdesk::console::model::IntentDetail;
+    use intentdesk::console::views::envelope::envelope_ui;
+    use intentdesk::console::views::ledger::{Ledger, ledger_ui};
+    use intentdesk::console::views::timeline::model::TimelineModel;
+    use intentdesk::console::views::timeline::{TimelineView, timeline_ui};
+    use intentdesk::domain::Locale;
+    use intentdesk::i18n::Localizer;
+    use serde_json::json;
+
+    /// 2026-11-30 09:35:55 UTC.
+    const T0: u64 = 1_796_031_355_000;
+
+    /// An order whose response was lost, looked up four times at growing intervals, its
+    /// budget of four spent: it waits for an operator.
+    fn exhausted() -> IntentDetail {
+        let id = "int_01kbx7q3p9d2m8v4r6t0y5zs09";
+        let key = format!("po:acme:{id}");
+        let lookup = |n: u32, at: u64| {
+            json!({"id": format!("att_01kbx7q3p9d2m8v4r6t0y5zsk{n}"), "kind": "lookup", "provider": "erp",
+                   "outcome": "failed", "http_status": 500, "started_at_ms": T0 + at,
+                   "ended_at_ms": T0 + at + 300, "release_id": "procure-agent@2.5.0"})
+        };
+        serde_json::from_value(json!({
+            "intent": {
+                "id": id, "tenant": "acme", "actor": "agent-7", "purpose": "restock paper",
+                "operation": "purchase_order.create", "tool": "erp", "consequence": "write",
+                "state": "indeterminate", "attempts": 1, "max_attempts": 3,
+                "created_at_ms": T0, "updated_at_ms": T0 + 1_200, "deadline_at_ms": T0 + 120_000,
+                "action_key": key, "connector": "erp", "release_id": "procure-agent@2.5.0",
+                "locale": "en-US", "first_dispatch_at_ms": T0 + 200,
+                "indeterminate_since_ms": T0 + 1_200, "key_retention_secs": 86_400,
+                "retry_owner": "coordinator", "may_have_crossed_boundary": true,
+                "lookups": 4, "last_lookup_at_ms": T0 + 15_000, "next_lookup_at_ms": null,
+                "lookups_exhausted_at_ms": T0 + 15_300
+            },
+            "attempts": [
+                {"id": "att_01kbx7q3p9d2m8v4r6t0y5zsk0", "kind": "dispatch", "provider": "erp",
+                 "outcome": "lost", "sent": true, "presented_key": key, "started_at_ms": T0 + 200,
+                 "ended_at_ms": T0 + 1_200, "release_id": "procure-agent@2.5.0"},
+                lookup(1, 1_300), lookup(2, 3_300), lookup(3, 7_300), lookup(4, 15_000)
+            ],
+            "transitions": [
+                {"from": null, "to": "prepared", "event": "validated", "at_ms": T0 + 5},
+                {"from": "prepared", "to": "authorized", "event": "authorized", "at_ms": T0 + 120},
+                {"from": "authorized", "to": "executing", "event": "dispatch", "at_ms": T0 + 200},
+                {"from": "executing", "to": "indeterminate", "event": "outcome_unknown", "at_ms": T0 + 1_205}
+            ],
+            "key_forget_at_ms": T0 + 200 + 86_400_000
+        }))
+        .expect("the detail")
+    }
+
+    fn envelope_and_ledger(name: &str, locale: Locale, says: &str) {
+        let i18n = Localizer::new(locale);
+        let detail = exhausted();
+        let ledger = Ledger::build(&detail, T0 + 20_000);
+        intentdesk::console::views::charts::time_axis::show_times_in_utc(true);
+        let mut harness = Harness::builder()
+            .with_size(egui::vec2(1000.0, 1100.0))
+            .with_context_setup(intentdesk::console::text::install_fonts)
+            .build_ui(move |ui| {
+                envelope_ui(ui, &i18n, &detail);
+                ui.separator();
+                ledger_ui(ui, &i18n, &detail, &ledger);
+            });
+        harness.run_steps(3);
+        assert!(
+            harness.query_by_label_contains(says).is_some(),
+            "the ledger says `{says}`"
+        );
+        harness.snapshot(name);
+    }
+
+    #[test]
+    fn the_ledger_shows_the_lookups_and_that_they_ran_out() {
+        envelope_and_ledger(
+            "gate_lookups_ledger_en",
+            Locale::EnUs,
+            "Lookups exhausted at",
+        );
+    }
+
+    #[test]
+    fn the_ledger_shows_the_lookups_and_that_they_ran_out_in_persian() {
+        envelope_and_ledger("gate_lookups_ledger_fa", Locale::FaIr, "تمام شد");
+    }
+
+    fn timeline(name: &str, locale: Locale) {
+        let detail = exhausted();
+        let model = TimelineModel::build(&detail, T0 + 20_000);
+        assert_eq!(model.lookups_exhausted_ms, Some(15_300));
+        assert_eq!(model.next_lookup_ms, None);
+        let mut view = TimelineView::default();
+        view.sync(&model);
+        view.fit_span(&model);
+        let i18n = Localizer::new(locale);
+        let height = if i18n.is_rtl() { 352.0 } else { 330.0 };
+        let mut harness = Harness::builder()
+            .with_size(egui::vec2(920.0, height))
+            .with_context_setup(intentdesk::console::text::install_fonts)
+            .build_ui(move |ui| {
+                timeline_ui(ui, &i18n, &detail, &model, &mut view, 250.0);
+            });
+        harness.run_steps(3);
+        harness.snapshot(name);
+    }
+
+    #[test]
+    fn the_timeline_marks_each_lookup_and_where_they_ran_out() {
+        timeline("gate_lookups_timeline_en", Locale::EnUs);
+    }
+
+    #[test]
+    fn the_timeline_marks_each_lookup_and_where_they_ran_out_in_persian() {
+        timeline("gate_lookups_timeline_fa", Locale::FaIr);
+    }
+
+    /// While lookups are still paced, the next one is a line of its own.
+    #[test]
+    fn the_next_lookup_is_on_the_timeline_while_it_is_due() {
+        let mut detail = exhausted();
+        detail.intent.lookups_exhausted_at_ms = None;
+        detail.intent.next_lookup_at_ms = Some(T0 + 31_000);
+        let model = TimelineModel::build(&detail, T0 + 20_000);
+        assert_eq!(model.next_lookup_ms, Some(31_000));
+        assert!(model.span_ms.1 >= 31_000, "in view: {:?}", model.span_ms);
+    }
+}

@@ -416,3 +416,56 @@ fn a_malformed_release_registry_is_refused_at_load() {
     let config = Config::load(&path).expect("a good registry");
     assert!(config.releases.governs("quote.compare"));
 }
+
+/// A picture of an attempt that failed over to another release: its release beside the
+/// intent's, and the change flagged, in both locales.
+#[cfg(feature = "console")]
+mod pictures {
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable;
+    use intentdesk::console::model::AttemptRow;
+    use intentdesk::console::views::envelope::{attempt_fields_ui, release_changed};
+    use intentdesk::domain::Locale;
+    use intentdesk::i18n::Localizer;
+    use serde_json::json;
+
+    const T0: u64 = 1_796_031_355_000;
+
+    fn failover() -> AttemptRow {
+        serde_json::from_value(json!({
+            "id": "att_01kbx7q3p9d2m8v4r6t0y5zsf2", "kind": "inference", "provider": "model-b",
+            "region": "eu-west", "model": "model-b-2026-10", "release_id": "compare-agent@1.1",
+            "outcome": "succeeded", "proposal_hash": "9f2c1a", "started_at_ms": T0 + 2_000,
+            "ended_at_ms": T0 + 3_100
+        }))
+        .expect("an attempt")
+    }
+
+    fn picture(name: &str, locale: Locale, flag: &str) {
+        let attempt = failover();
+        assert!(release_changed(&attempt, "compare-agent@1.0"));
+        assert!(!release_changed(&attempt, "compare-agent@1.1"));
+        let i18n = Localizer::new(locale);
+        intentdesk::console::views::charts::time_axis::show_times_in_utc(true);
+        let mut harness = Harness::builder()
+            .with_size(egui::vec2(720.0, 720.0))
+            .with_context_setup(intentdesk::console::text::install_fonts)
+            .build_ui(move |ui| attempt_fields_ui(ui, &i18n, &attempt, "compare-agent@1.0"));
+        harness.run_steps(3);
+        assert!(
+            harness.query_by_label_contains(flag).is_some(),
+            "flagged: {flag}"
+        );
+        harness.snapshot(name);
+    }
+
+    #[test]
+    fn an_attempt_under_another_release_is_flagged() {
+        picture("gate_release_change_en", Locale::EnUs, "a failover to it");
+    }
+
+    #[test]
+    fn an_attempt_under_another_release_is_flagged_in_persian() {
+        picture("gate_release_change_fa", Locale::FaIr, "جابه‌جایی");
+    }
+}
