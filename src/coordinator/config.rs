@@ -639,6 +639,25 @@ mod tests {
     }
 
     #[test]
+    fn lookup_pacing_has_defaults_and_refuses_nonsense() {
+        let base = "listen = \"x\"\ndatabase = \"d\"\n";
+        let config = Config::parse(base, "c").expect("valid");
+        assert_eq!(config.lookups, LookupPacing::default());
+        assert_eq!(config.lookups.budget, 20);
+        for (table, said) in [
+            ("[lookups]\nbudget = 0\n", "lookups.budget"),
+            (
+                "[lookups]\nfirst_delay_ms = 5000\nmax_delay_ms = 1000\n",
+                "max_delay_ms",
+            ),
+            ("[lookups]\nbugdet = 3\n", "bugdet"),
+        ] {
+            let err = Config::parse(&format!("{base}{table}"), "c").expect_err(said);
+            assert!(err.to_string().contains(said), "{err}");
+        }
+    }
+
+    #[test]
     fn a_bad_hash_is_refused() {
         let text = "listen = \"x\"\ndatabase = \"d\"\n[[tokens]]\nname = \"a\"\ntoken_sha256 = \"abc\"\nrole = \"admin\"\ntenants = [\"*\"]\n";
         assert!(Config::parse(text, "c.toml").is_err());

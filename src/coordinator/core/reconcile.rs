@@ -361,3 +361,54 @@ fn settle(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pacing() -> LookupPacing {
+        LookupPacing {
+            first_delay_ms: 1_000,
+            max_delay_ms: 60_000,
+            budget: 20,
+            per_connector_per_sec: 2,
+        }
+    }
+
+    #[test]
+    fn each_wait_doubles_up_to_the_cap_and_stays_within_half_and_all_of_it() {
+        let p = pacing();
+        for (n, full) in [
+            (1, 1_000),
+            (2, 2_000),
+            (3, 4_000),
+            (7, 60_000),
+            (60, 60_000),
+        ] {
+            assert_eq!(
+                backoff_ms(&p, n, 0),
+                full / 2,
+                "the least wait after lookup {n}"
+            );
+            assert_eq!(
+                backoff_ms(&p, n, full / 2),
+                full,
+                "the most after lookup {n}"
+            );
+            for jitter in [1, 77, u64::MAX] {
+                let wait = backoff_ms(&p, n, jitter);
+                assert!((full / 2..=full).contains(&wait), "{n}: {wait}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_connector_gets_its_rate_a_second_and_others_theirs() {
+        let mut rate = ConnectorRate::default();
+        assert!(rate.take("erp", 2, 10_000));
+        assert!(rate.take("erp", 2, 10_500));
+        assert!(!rate.take("erp", 2, 10_999), "the third in one second");
+        assert!(rate.take("bank", 2, 10_999), "another connector's own");
+        assert!(rate.take("erp", 2, 11_000), "the next second");
+    }
+}
