@@ -38,6 +38,7 @@ struct Rig {
     base: String,
     http: reqwest::Client,
     clock: Arc<ManualClock>,
+    config: Config,
     sandbox: deploy::Sandbox,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
@@ -62,23 +63,10 @@ impl Rig {
         );
         setup.top_level = pacing.to_string();
         let config = Config::parse(&setup.toml(), "test").expect("the test configuration");
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the coordinator");
-        let addr = listener.local_addr().expect("an address");
         let clock = Arc::new(ManualClock::new(START_MS));
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(run_with(
-            listener,
-            config,
-            clock.clone(),
-            Arc::new(SeededEntropy::new(17)),
-            async {
-                let _ = stopped.await;
-            },
-        ));
+        let (base, stop, task) = serve(&config, &clock, 17).await;
         Rig {
-            base: format!("http://{addr}"),
+            base,
             http: intentdesk::tls::client(None)
                 .expect("a TLS client")
                 .no_proxy()
@@ -86,6 +74,7 @@ impl Rig {
                 .build()
                 .expect("a client"),
             clock,
+            config,
             sandbox,
             stop: Some(stop),
             task: Some(task),
@@ -246,6 +235,44 @@ impl Rig {
         answer["result"]["lookups"][0].clone()
     }
 
+    /// Stop the coordinator and start another on the same database and clock.
+    async fn restart(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await
+                .expect("the coordinator's task")
+                .expect("a clean stop");
+        }
+        let (base, stop, task) = serve(&self.config, &self.clock, 18).await;
+        self.base = base;
+        self.stop = Some(stop);
+        self.task = Some(task);
+    }
+
+    /// Let the reconciler make automatic lookups, moving the clock to each one's due time,
+    /// until `n` were made: the intent then.
+    async fn run_lookups_until(&self, id: &str, n: u64) -> Value {
+        loop {
+            let intent = self
+                .wait_for(id, "a lookup counted and its next one planned", |i| {
+                    lookups(i) >= 1 && i["next_lookup_at_ms"].is_u64()
+                })
+                .await;
+            let seen = lookups(&intent);
+            if seen >= n {
+                return intent;
+            }
+            let next = intent["next_lookup_at_ms"].as_u64().unwrap_or(0);
+            if next > self.clock.now_ms() {
+                self.clock.set_ms(next);
+            }
+            self.wait_for(id, "the next lookup", |i| lookups(i) > seen)
+                .await;
+        }
+    }
+
     async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
@@ -258,6 +285,31 @@ impl Rig {
     }
 }
 
+type Served = (
+    String,
+    oneshot::Sender<()>,
+    tokio::task::JoinHandle<anyhow::Result<()>>,
+);
+
+/// Serve `config` on a loopback port, on `clock`.
+async fn serve(config: &Config, clock: &Arc<ManualClock>, seed: u64) -> Served {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the coordinator");
+    let addr = listener.local_addr().expect("an address");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(run_with(
+        listener,
+        config.clone(),
+        clock.clone(),
+        Arc::new(SeededEntropy::new(seed)),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    (format!("http://{addr}"), stop, task)
+}
+
 fn lookups(intent: &Value) -> u64 {
     intent["lookups"].as_u64().unwrap_or(0)
 }
@@ -266,6 +318,41 @@ crate::on_both_backends_tokio! {
     multi_thread:
     an_hour_of_failing_lookups_makes_a_bounded_number_of_them,
     an_operator_reconcile_after_the_budget_looks_up_at_once_and_settles,
+    a_restart_keeps_each_intents_backoff_where_it_was,
+}
+
+async fn a_restart_keeps_each_intents_backoff_where_it_was(backend: Backend) {
+    let mut rig = Rig::start(&backend, PACING).await;
+    let id = rig.dispatched_order("restart-1").await;
+    rig.wait_for(&id, "the lost response", |i| i["state"] == "indeterminate")
+        .await;
+    // After the fifth lookup the next waits at least 8 s (half of 1 s · 2^4).
+    let before = rig.run_lookups_until(&id, 5).await;
+    assert_eq!(lookups(&before), 5, "{before}");
+    let next = before["next_lookup_at_ms"].as_u64().expect("planned");
+    assert!(next >= rig.clock.now_ms() + 8_000, "{before}");
+
+    // A new coordinator on the same database: its first passes look nothing up, since
+    // the plan was kept (and the clock moves 4 s while they run, short of the plan).
+    rig.restart().await;
+    rig.settle_one_pass("after-restart").await;
+    let after = rig.intent(&id).await;
+    assert!(rig.clock.now_ms() < next);
+    assert_eq!(lookups(&after), 5, "{after}");
+    assert_eq!(after["next_lookup_at_ms"], next, "{after}");
+    assert_eq!(rig.sandbox.state.lookups_received(), 5);
+
+    // When it is due, the sixth follows, and the backoff goes on from there: at least 16 s.
+    rig.clock.set_ms(next);
+    let sixth = rig
+        .wait_for(&id, "the sixth lookup planned", |i| {
+            lookups(i) == 6 && i["next_lookup_at_ms"].as_u64() != Some(next)
+        })
+        .await;
+    let last = sixth["last_lookup_at_ms"].as_u64().expect("a last lookup");
+    let planned = sixth["next_lookup_at_ms"].as_u64().expect("a plan");
+    assert!(planned - last >= 16_000, "{sixth}");
+    rig.stop().await;
 }
 
 async fn an_hour_of_failing_lookups_makes_a_bounded_number_of_them(backend: Backend) {
