@@ -882,7 +882,14 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     assert_eq!(figures(&plain), 1, "the generator analysed the index");
     plain
         .execute_batch(
-            "DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
+            "ALTER TABLE intents DROP COLUMN created_by; ALTER TABLE intents DROP COLUMN policy_version; \
+             ALTER TABLE attempts DROP COLUMN cost_micros; ALTER TABLE attempts DROP COLUMN hedge_lost; \
+             DROP INDEX intents_lookup_due; ALTER TABLE intents DROP COLUMN lookups; \
+             ALTER TABLE intents DROP COLUMN automatic_lookups; \
+             ALTER TABLE intents DROP COLUMN last_lookup_at_ms; \
+             ALTER TABLE intents DROP COLUMN next_lookup_at_ms; \
+             ALTER TABLE intents DROP COLUMN lookups_exhausted_at_ms; \
+             DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
              ALTER TABLE attempts DROP COLUMN downstream_resource; \
              ALTER TABLE attempts DROP COLUMN key_retention_secs; \
              DROP INDEX intents_open_deadline; DROP TABLE events_pending; \

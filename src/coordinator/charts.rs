@@ -121,7 +121,7 @@ fn lock(index: &Shared) -> std::sync::MutexGuard<'_, MetricIndex> {
     index.lock().unwrap_or_else(|poisoned| {
         tracing::warn!("the metric index was poisoned by a panic; loading it anew");
         let mut fresh = poisoned.into_inner();
-        *fresh = MetricIndex::default();
+        *fresh = MetricIndex::with_releases(fresh.releases().clone());
         index.clear_poison();
         fresh
     })

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::policies::{PolicyConfig, compile as compile_policies};
 use crate::domain::policy::Policy;
-use crate::domain::{BareOverload, KeyContract, Role};
+use crate::domain::{BareOverload, KeyContract, ReleaseRegistry, Role};
 pub use crate::store::Durability;
 
 /// A commented example configuration.
@@ -27,6 +27,16 @@ durability = "power_loss"
 # How often the reconciler looks indeterminate intents up, and how many lookups one pass may do.
 reconcile_interval_ms = 2000
 reconcile_batch = 200
+# How an indeterminate intent's automatic lookups are paced (each shown at its default). The
+# n-th lookup is followed by a wait of first_delay_ms * 2^(n-1), at most max_delay_ms, drawn
+# between half and all of it (and never shorter than a Retry-After the lookup was answered
+# with). After `budget` automatic lookups the intent shows "lookups exhausted" and waits for
+# an operator, whose reconcile command looks it up at once, whatever its pacing.
+# [lookups]
+# first_delay_ms = 2000
+# max_delay_ms = 600000
+# budget = 20
+# per_connector_per_sec = 5     # automatic lookups one connector is sent per second at most
 # How long a dispatcher holds a claimed outbox row before another may take it over. It must be
 # at least twice the longest connector timeout plus a second, so a send always ends (or is
 # not begun) inside its lease.
@@ -99,6 +109,20 @@ timeout_ms = 2000
 overload_means_not_applied = false
 # which downstream resource each operation creates
 operations = { "purchase_order.create" = "purchase-orders", "inventory.reserve" = "inventory-reservations", "payment.initiate" = "payments" }
+
+# Release parity (optional): the releases eligible to act for an operation, with what each
+# binds. An operation with releases listed here refuses (422, naming the release and the
+# operation, storing nothing) an intent, a reported attempt, a dispatch or a failover under a
+# release it does not list, and its failover divergence counts eligible releases only. An
+# operation with none listed accepts any release, as without this table.
+# [[releases]]
+# operation = "purchase_order.create"
+# release_id = "procure-agent@2.4.0"
+# model = "model-a-2026-09"
+# prompt = "procure-v12"
+# tool_schema = "erp-po-v3"
+# safety_policy = "spend-guard-v5"
+# router = "primary-then-backup-v2"
 
 # A tenant's approval policy (optional). Without one, a tenant's intents are bounded only by
 # the budget cap of their tier (read and compute 20 attempts, proposal and write 10, financial
@@ -234,6 +258,38 @@ pub struct Config {
     /// The same, checked and by tenant; filled when the configuration is parsed.
     #[serde(skip)]
     pub tenant_policies: BTreeMap<String, Policy>,
+    #[serde(default)]
+    pub lookups: LookupPacing,
+    /// Each operation's eligible releases (`[[releases]]`); an operation with none listed
+    /// accepts any release.
+    #[serde(default)]
+    pub releases: ReleaseRegistry,
+}
+
+/// How automatic lookups are paced (`[lookups]`): capped exponential backoff with jitter per
+/// intent, a budget per intent, and a rate per connector.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LookupPacing {
+    /// The wait after an intent's first automatic lookup, before jitter.
+    pub first_delay_ms: u64,
+    /// The longest wait between two automatic lookups of one intent, before jitter.
+    pub max_delay_ms: u64,
+    /// Automatic lookups per intent; past them the intent waits for an operator.
+    pub budget: u32,
+    /// Automatic lookups sent to one connector per second at most.
+    pub per_connector_per_sec: u32,
+}
+
+impl Default for LookupPacing {
+    fn default() -> Self {
+        LookupPacing {
+            first_delay_ms: 2_000,
+            max_delay_ms: 600_000,
+            budget: 20,
+            per_connector_per_sec: 5,
+        }
+    }
 }
 
 /// TLS (`[tls]`): the coordinator serves HTTPS when given a certificate and its key, and
@@ -478,6 +534,26 @@ impl Config {
                 )));
             }
         }
+        let p = &self.lookups;
+        for (key, value) in [
+            ("first_delay_ms", p.first_delay_ms),
+            ("max_delay_ms", p.max_delay_ms),
+            ("budget", u64::from(p.budget)),
+            ("per_connector_per_sec", u64::from(p.per_connector_per_sec)),
+        ] {
+            if value == 0 {
+                return Err(invalid(format!("lookups.{key} must be at least 1")));
+            }
+        }
+        if p.max_delay_ms < p.first_delay_ms {
+            return Err(invalid(format!(
+                "lookups.max_delay_ms ({}) must be at least lookups.first_delay_ms ({})",
+                p.max_delay_ms, p.first_delay_ms
+            )));
+        }
+        if let Some(problem) = self.releases.problem() {
+            return Err(invalid(problem));
+        }
         if self.dispatch_concurrency == 0 {
             return Err(invalid("dispatch_concurrency must be positive".to_string()));
         }
@@ -646,6 +722,25 @@ mod tests {
         )
         .expect_err("unknown");
         assert!(err.to_string().contains("power_loss"), "{err}");
+    }
+
+    #[test]
+    fn lookup_pacing_has_defaults_and_refuses_nonsense() {
+        let base = "listen = \"x\"\ndatabase = \"d\"\n";
+        let config = Config::parse(base, "c").expect("valid");
+        assert_eq!(config.lookups, LookupPacing::default());
+        assert_eq!(config.lookups.budget, 20);
+        for (table, said) in [
+            ("[lookups]\nbudget = 0\n", "lookups.budget"),
+            (
+                "[lookups]\nfirst_delay_ms = 5000\nmax_delay_ms = 1000\n",
+                "max_delay_ms",
+            ),
+            ("[lookups]\nbugdet = 3\n", "bugdet"),
+        ] {
+            let err = Config::parse(&format!("{base}{table}"), "c").expect_err(said);
+            assert!(err.to_string().contains(said), "{err}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::domain::Refusal;
+use crate::domain::{IneligibleRelease, Refusal};
 use crate::store::StoreError;
 
 /// An error as the client sees it.
@@ -154,6 +154,21 @@ impl From<StoreError> for ApiError {
                 tracing::error!(error = %other, "store error");
                 ApiError::internal()
             }
+        }
+    }
+}
+
+impl From<IneligibleRelease> for ApiError {
+    /// 422 naming the release and the operation, with the releases that are eligible.
+    fn from(r: IneligibleRelease) -> Self {
+        let message = r.to_string();
+        ApiError {
+            fields: BTreeMap::from([("release_id".to_string(), message.clone())]),
+            ..ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "release_not_eligible",
+                message,
+            )
         }
     }
 }

@@ -174,6 +174,11 @@ async fn create_intent(
             "create intents for tenant `{tenant}`"
         )));
     }
+    // An operation with a release registry acts only through the releases it lists.
+    state
+        .config
+        .releases
+        .check(req.operation.trim(), req.release_id.trim())?;
 
     // The tenant's policy judges the canonical arguments; its refusal is decided by the
     // store only once the key is known new, so a key created before a policy change still
@@ -534,6 +539,14 @@ async fn report_attempt(
     let req: NewAttempt = parse_body(&body)?;
     check_new_attempt(&req)?;
     let (id, intent) = visible_intent_of(&state, &principal, &raw_id).await?;
+    // A retry or a failover to another release is refused unless that release is eligible
+    // for the operation; an intent's operation and release never change, so reading them
+    // before the write decides the same as reading them in it.
+    let release = req
+        .release_id
+        .as_deref()
+        .map_or(intent.release_id.as_str(), str::trim);
+    state.config.releases.check(&intent.operation, release)?;
     let tenant = intent.tenant;
     let now = state.clock.now_ms();
     let attempt_id = AttemptId::generate(now, state.entropy.next_u128());
@@ -632,6 +645,14 @@ async fn dispatch(
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Ingest, "dispatch intents")?;
     let id = visible_intent(&state, &principal, &raw_id).await?;
+    // The dispatch acts under the intent's release: one the registry no longer lists (it
+    // changed since the intent was created) sends nothing.
+    let lookup = id.clone();
+    let intent = state.db.read(move |s| s.intent(&lookup)).await?;
+    state
+        .config
+        .releases
+        .check(&intent.operation, &intent.release_id)?;
     let now = state.clock.now_ms();
     let result = state
         .db

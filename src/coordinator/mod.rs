@@ -113,7 +113,9 @@ impl AppState {
             )),
             clock,
             entropy,
-            metrics: charts::Shared::default(),
+            metrics: Arc::new(std::sync::Mutex::new(
+                crate::metrics::MetricIndex::with_releases(config.releases.clone()),
+            )),
             metrics_ready: Arc::new(watch::Sender::new(true)),
             streams: limits::StreamSlots::new(&config),
             health: Arc::default(),

@@ -182,7 +182,11 @@ async fn metrics_summary(
     let filter = p.filter(&principal);
     p.finish()?;
     let now = state.clock.now_ms();
-    let summary = state.db.read(move |s| s.summary(&filter, now)).await?;
+    let releases = state.config.releases.clone();
+    let summary = state
+        .db
+        .read(move |s| s.summary_with(&filter, now, &releases))
+        .await?;
     Ok(Json(summary))
 }
 

@@ -7,6 +7,8 @@
 //! - `intentdesk_intents{state}` and `intentdesk_intents_by_tenant{tenant,state}`
 //! - `intentdesk_attempt_amplification{quantile}` (a summary: `_sum` attempts, `_count`
 //!   intents) with `intentdesk_attempt_amplification_mean` and `_max`
+//! - `intentdesk_lookup_amplification{quantile}` (`_sum` lookups, `_count` intents) with
+//!   `_max`, and `intentdesk_lookups_exhausted_count`: the reconciler's own amplification
 //! - `intentdesk_indeterminate_count`, `intentdesk_indeterminate_oldest_age_seconds` and
 //!   their `_by_tenant{tenant}` and `_by_provider{tenant,provider}` forms
 //! - `intentdesk_duplicate_effects_total`, `intentdesk_late_results_total`,
@@ -73,7 +75,7 @@ pub(super) async fn scrape(
     let ingest = state.db.ingest_load();
     let scrape = super::charts::with_index(&state, move |s, index| {
         Ok(Scrape {
-            summary: s.summary(&filter, now)?,
+            summary: s.summary_with(&filter, now, index.releases())?,
             tenants: s.tenant_counts(&filter, now)?,
             providers: crate::metrics::provider_slices(s, index, &filter, now)?,
             process: if unrestricted {
@@ -164,6 +166,40 @@ fn render(scrape: &Scrape) -> String {
         "The most attempts any one intent took.",
     );
     let _ = writeln!(out, "intentdesk_attempt_amplification_max {}", a.max);
+
+    let l = &s.lookup_amplification;
+    family(
+        &mut out,
+        "intentdesk_lookup_amplification",
+        "summary",
+        "Lookups of an action key per intent.",
+    );
+    for (q, v) in [("0.5", l.p50), ("0.95", l.p95), ("0.99", l.p99)] {
+        let _ = writeln!(
+            out,
+            "intentdesk_lookup_amplification{{quantile=\"{q}\"}} {v}"
+        );
+    }
+    let _ = writeln!(out, "intentdesk_lookup_amplification_sum {}", s.lookups);
+    let _ = writeln!(out, "intentdesk_lookup_amplification_count {}", s.intents);
+    family(
+        &mut out,
+        "intentdesk_lookup_amplification_max",
+        "gauge",
+        "The most lookups any one intent took.",
+    );
+    let _ = writeln!(out, "intentdesk_lookup_amplification_max {}", l.max);
+    family(
+        &mut out,
+        "intentdesk_lookups_exhausted_count",
+        "gauge",
+        "Indeterminate intents whose automatic lookups' budget is spent: they wait for an operator.",
+    );
+    let _ = writeln!(
+        out,
+        "intentdesk_lookups_exhausted_count {}",
+        s.lookups_exhausted
+    );
 
     family(
         &mut out,

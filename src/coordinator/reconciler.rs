@@ -3,20 +3,17 @@
 //! HTTP; what each finding means is decided in the core (`super::core::reconcile`,
 //! `super::core::sweep`).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use super::AppState;
-use super::core::reconcile::{self, Begin};
+use super::core::reconcile::{self, Begin, ConnectorRate};
 use super::core::{Follow, sweep};
 use crate::domain::IntentId;
 use crate::store::StoreError;
 use crate::store::ops::*;
 
-pub use super::core::reconcile::LookupResult;
+pub use super::core::reconcile::{LookupResult, Trigger};
 
-/// The least time between two automatic lookups of one intent.
-const LOOKUP_SPACING_MS: u64 = 1_000;
 /// How often the change feed is cut back to `limits.events_kept_*`.
 const PRUNE_EVERY_MS: u64 = 30_000;
 /// Events dropped per write, and writes per pruning pass at most: a pass never holds the
@@ -47,14 +44,14 @@ async fn prune_events(state: &AppState) -> Result<(), StoreError> {
 /// Run until the coordinator stops.
 pub async fn run(state: AppState) {
     let interval = Duration::from_millis(state.config.reconcile_interval_ms.max(50));
-    let mut last_lookup: HashMap<IntentId, u64> = HashMap::new();
+    let mut rate = ConnectorRate::default();
     let mut stopping = state.stopping.clone();
     let mut next_prune_ms = 0;
     loop {
         if *stopping.borrow() {
             break;
         }
-        if let Err(e) = sweep(&state, &mut last_lookup).await {
+        if let Err(e) = sweep(&state, &mut rate).await {
             tracing::error!(error = %e, "reconciler sweep failed");
         }
         if state.clock.now_ms() >= next_prune_ms {
@@ -71,10 +68,7 @@ pub async fn run(state: AppState) {
     }
 }
 
-async fn sweep(
-    state: &AppState,
-    last_lookup: &mut HashMap<IntentId, u64>,
-) -> Result<(), StoreError> {
+async fn sweep(state: &AppState, rate: &mut ConnectorRate) -> Result<(), StoreError> {
     let batch = state.config.reconcile_batch;
     let now = state.clock.now_ms();
     let overdue = state
@@ -103,21 +97,19 @@ async fn sweep(
         wake(state, follow);
     }
 
-    let due = state.db.read(move |s| s.indeterminate_batch(batch)).await?;
+    // Only the intents whose backoff ended, each connector at most its rate a second.
     let now = state.clock.now_ms();
-    last_lookup.retain(|_, at| now.saturating_sub(*at) < 60_000);
-    for id in due {
-        if last_lookup
-            .get(&id)
-            .is_some_and(|at| now.saturating_sub(*at) < LOOKUP_SPACING_MS)
-        {
-            continue;
-        }
-        last_lookup.insert(id.clone(), now);
+    let due = state.db.read(move |s| s.due_lookups(now, batch)).await?;
+    let per_sec = state.config.lookups.per_connector_per_sec;
+    for due in due {
         if *state.stopping.borrow() {
             break;
         }
-        if let Err(e) = reconcile_intent(state, &id).await {
+        if !rate.take(&due.connector, per_sec, state.clock.now_ms()) {
+            continue;
+        }
+        let id = due.intent_id;
+        if let Err(e) = reconcile_intent(state, &id, Trigger::Automatic).await {
             tracing::warn!(intent = %id, error = %e, "lookup failed");
         }
     }
@@ -133,8 +125,13 @@ fn wake(state: &AppState, follow: Follow) {
     }
 }
 
-/// Look one intent's action key up now and act on what is found.
-pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupResult, StoreError> {
+/// Look one intent's action key up and act on what is found: an operator's lookup at once,
+/// an automatic one when its pacing allows.
+pub async fn reconcile_intent(
+    state: &AppState,
+    id: &IntentId,
+    trigger: Trigger,
+) -> Result<LookupResult, StoreError> {
     let (config, clock, entropy, rid) = (
         state.config.clone(),
         state.clock.clone(),
@@ -143,7 +140,7 @@ pub async fn reconcile_intent(state: &AppState, id: &IntentId) -> Result<LookupR
     );
     let begun = state
         .db
-        .write(move |s| reconcile::begin(s, &config, &rid, clock.now_ms(), &*entropy))
+        .write(move |s| reconcile::begin(s, &config, &rid, clock.now_ms(), &*entropy, trigger))
         .await?;
     let ask = match begun {
         Begin::Done(result) => return Ok(result),

@@ -7,6 +7,7 @@ pub mod decision;
 pub mod ids;
 pub mod metrics;
 pub mod policy;
+pub mod release;
 pub mod retry;
 pub mod revisit;
 pub mod send;
@@ -23,6 +24,7 @@ pub use decision::{
 };
 pub use ids::{ActionKey, AttemptId, CommandId, IdError, IntentId, ReceiptId, Tenant};
 pub use metrics::Distribution;
+pub use release::{IneligibleRelease, Release, ReleaseRegistry};
 pub use retry::{
     BudgetView, GiveUpReason, Jitter, RetryPolicy, SplitMix64, backoff_ms, may_hedge, plan_retry,
 };

@@ -166,6 +166,8 @@ impl Embedded {
             tls: Default::default(),
             policies: Vec::new(),
             tenant_policies: Default::default(),
+            lookups: Default::default(),
+            releases: Default::default(),
         };
         let rx = stopped.clone();
         let coordinator_clock = clock.clone();

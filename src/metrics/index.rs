@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 
 pub(crate) use super::records::{AttemptRec, Dict, Dicts, IntentRec, Interval, provider_bit};
+use crate::domain::ReleaseRegistry;
 use crate::store::StoreError;
 use crate::store::metric_source::{EventMark, IndexAttempt, IndexIntent, MetricSource};
 
@@ -38,6 +39,9 @@ pub struct MetricIndex {
     /// told from the one read.
     last_mark: EventMark,
     loaded: bool,
+    /// Which releases may act for each operation: only their proposals are compared for
+    /// failover divergence.
+    releases: ReleaseRegistry,
 }
 
 /// One intent's rows as read from the tables.
@@ -49,6 +53,20 @@ struct Loaded {
 }
 
 impl MetricIndex {
+    /// An empty index whose failover divergence counts only the proposals of releases
+    /// `releases` lets act for their operation.
+    pub fn with_releases(releases: ReleaseRegistry) -> MetricIndex {
+        MetricIndex {
+            releases,
+            ..MetricIndex::default()
+        }
+    }
+
+    /// The registry this index counts divergence by.
+    pub fn releases(&self) -> &ReleaseRegistry {
+        &self.releases
+    }
+
     /// Bring the index up to the source's present state: load it whole the first time,
     /// then apply what the change feed says changed since, all from one snapshot.
     pub fn refresh(&mut self, source: &mut dyn MetricSource) -> Result<(), StoreError> {
@@ -83,6 +101,7 @@ impl MetricIndex {
     ) -> Result<(), StoreError> {
         *self = MetricIndex {
             dicts: std::mem::take(&mut self.dicts),
+            releases: std::mem::take(&mut self.releases),
             ..MetricIndex::default()
         };
         // Intents indeterminate now, with the time they became so.
@@ -103,9 +122,14 @@ impl MetricIndex {
             let Some(pos) = self.position(row.intent_seq) else {
                 return Ok(());
             };
+            let operation = self
+                .dicts
+                .operation
+                .name(self.intents[pos as usize].operation);
             let hash = row
                 .proposal_hash
                 .as_deref()
+                .filter(|_| self.releases.eligible(operation, &row.release_id))
                 .map(|h| u32::from(hashes.id(h)));
             let tenant = self.intents[pos as usize].tenant;
             let rec = self.attempt_rec(&row, tenant);
@@ -217,6 +241,7 @@ impl MetricIndex {
         let Some(row) = source.intent_at(seq)? else {
             return Ok(None);
         };
+        let operation = row.operation.clone();
         let since = row.indeterminate_since_ms;
         let mut rec = self.intent_rec(&row);
         let mut attempts = Vec::new();
@@ -225,7 +250,9 @@ impl MetricIndex {
             let a = self.attempt_rec(&row, rec.tenant);
             rec.providers |= provider_bit(a.provider);
             rec.late += u32::from(a.late());
-            if let Some(h) = row.proposal_hash {
+            if let Some(h) = row.proposal_hash
+                && self.releases.eligible(&operation, &row.release_id)
+            {
                 hashes.push(h);
             }
             attempts.push(a);
@@ -263,6 +290,7 @@ impl MetricIndex {
             created_ms: row.created_at_ms,
             committed_ms: row.committed_at_ms.unwrap_or(0),
             attempts: row.attempts,
+            lookups: row.lookups,
             max_attempts: row.max_attempts,
             tenant,
             operation: d.operation.id_for(Some(tenant), &row.operation),

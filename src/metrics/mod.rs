@@ -19,6 +19,9 @@
 //! | `duplicate_effects` | downstream effects beyond the intent's receipt, by when they were seen |
 //! | `failover_divergence` | of the intents created in the bucket with ≥ 2 proposals, the share whose proposals differ |
 //!
+//! The overview counts lookups beside attempts, as their own amplification (lookups per
+//! intent, mean and max), never added to the attempts'.
+//!
 //! Slicing by provider: an attempt belongs to its own provider (and release); an intent to
 //! every provider its attempts used, as the intent list's provider filter has it, so the
 //! intents behind a provider's point are exactly those that filter shows. Ratios have no
@@ -171,6 +174,8 @@ pub fn overview(
         }
         o.intents += 1;
         o.attempts += u64::from(r.attempts);
+        o.lookups += u64::from(r.lookups);
+        o.lookup_amplification_max = o.lookup_amplification_max.max(u64::from(r.lookups));
         let a = r.attempts as usize;
         if per_intent.len() <= a {
             per_intent.resize(a + 1, 0);
@@ -207,6 +212,11 @@ pub fn overview(
         0.0
     } else {
         o.attempts as f64 / o.intents as f64
+    };
+    o.lookup_amplification_mean = if o.intents == 0 {
+        0.0
+    } else {
+        o.lookups as f64 / o.intents as f64
     };
     o.amplification_p99 = rank_of_counts(&per_intent, 99);
     o.amplification_max = per_intent

@@ -172,6 +172,8 @@ pub(crate) struct IntentRec {
     pub diverged: bool,
     /// Attempts that completed late.
     pub late: u32,
+    /// Lookups of its action key, as the intents table keeps the count.
+    pub lookups: u32,
     /// False once replaced by a newer copy.
     pub live: bool,
 }

@@ -9,6 +9,7 @@
 //! | `delay_ms=MS@P` | with probability P hold a request MS milliseconds before processing it (`delay_ms=MS` means P = 1); a held creation takes effect even if its caller stopped waiting |
 //! | `overload=P` | answer 503 with `Retry-After`, processing nothing |
 //! | `overload_writes=P` | the same, on creations only (lookups answer: a saturated write path) |
+//! | `fail_lookups=P` | answer a lookup 500, finding nothing (creations answer: a broken read path) |
 //! | `bare_503_after_commit=P` | commit the effect, then answer 503 without `Retry-After`, as a proxy in front that gave up waiting |
 //! | `retry_after_secs=N` | the `Retry-After` value (default 1) |
 //! | `refuse=P` | accept a TCP connection and close it at once, reading nothing |
@@ -69,6 +70,7 @@ pub struct FaultSpec {
     pub delay: Option<Delay>,
     pub overload: Probability,
     pub overload_writes: Probability,
+    pub fail_lookups: Probability,
     pub bare_503_after_commit: Probability,
     pub retry_after_secs: u64,
     pub refuse: Probability,
@@ -101,6 +103,7 @@ impl Default for FaultSpec {
             delay: None,
             overload: Probability::NEVER,
             overload_writes: Probability::NEVER,
+            fail_lookups: Probability::NEVER,
             bare_503_after_commit: Probability::NEVER,
             retry_after_secs: Self::DEFAULT_RETRY_AFTER_SECS,
             refuse: Probability::NEVER,
@@ -132,7 +135,7 @@ impl fmt::Display for FaultSpecProblem {
             Self::EmptyItem => "empty item between commas",
             Self::UnknownName => {
                 "unknown name; expected one of drop_after_commit, drop_first, delay_ms, overload, \
-                 overload_writes, bare_503_after_commit, retry_after_secs, refuse, redeliver, \
+                 overload_writes, fail_lookups, bare_503_after_commit, retry_after_secs, refuse, redeliver, \
                  retention_secs, ignore_keys"
             }
             Self::NotANumber => "value is not a number",
@@ -202,6 +205,7 @@ fn apply(out: &mut FaultSpec, name: &str, value: &str) -> Result<(), FaultSpecPr
         }
         "overload" => out.overload = probability(value)?,
         "overload_writes" => out.overload_writes = probability(value)?,
+        "fail_lookups" => out.fail_lookups = probability(value)?,
         "bare_503_after_commit" => out.bare_503_after_commit = probability(value)?,
         "retry_after_secs" => out.retry_after_secs = number(value)?,
         "refuse" => out.refuse = probability(value)?,
@@ -269,6 +273,9 @@ impl fmt::Display for FaultSpec {
         }
         if !self.overload_writes.is_never() {
             items.push(format!("overload_writes={}", self.overload_writes));
+        }
+        if !self.fail_lookups.is_never() {
+            items.push(format!("fail_lookups={}", self.fail_lookups));
         }
         if !self.bare_503_after_commit.is_never() {
             items.push(format!(

@@ -201,10 +201,18 @@ pub(crate) async fn lookup(
     Path(segment): Path<String>,
     query: Result<Query<LookupQuery>, QueryRejection>,
 ) -> Result<Json<Record>, ApiError> {
+    state.count_lookup();
     let resource = resource(&segment)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request("bad_query", e.body_text()))?;
     let faults = state.faults();
     hold(resource_faults(&state, &faults)?).await;
+    if state.roll(faults.fail_lookups) {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "lookup_failed",
+            "the lookup failed",
+        ));
+    }
     let raw = query.external_ref.ok_or_else(|| {
         ApiError::bad_request(
             "missing_external_ref",

@@ -51,6 +51,8 @@ struct Inner {
     next_event: AtomicU64,
     /// Creations whose response was lost by `drop_first`.
     dropped_first: AtomicU64,
+    /// Lookup requests received, answered or not.
+    lookups: AtomicU64,
     webhooks: Option<WebhookQueue>,
 }
 
@@ -95,6 +97,7 @@ impl SandboxState {
                 instance,
                 next_event: AtomicU64::new(1),
                 dropped_first: AtomicU64::new(0),
+                lookups: AtomicU64::new(0),
                 webhooks: webhook.map(WebhookQueue::new),
             }),
         }
@@ -191,6 +194,17 @@ impl SandboxState {
     }
 
     /// True creations made under one key.
+    /// Count one lookup request received.
+    pub(crate) fn count_lookup(&self) {
+        self.inner.lookups.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Lookup requests received so far, whatever they were answered: the load lookups put
+    /// on this downstream.
+    pub fn lookups_received(&self) -> u64 {
+        self.inner.lookups.load(Ordering::Relaxed)
+    }
+
     pub fn effects_for(&self, key: &ExternalRef) -> u64 {
         lock(&self.inner.store).effects_for(key)
     }

@@ -181,6 +181,7 @@ fn intents(world: &World) -> Vec<Row> {
 
 /// Every invariant, after a step.
 pub fn after_step(world: &mut World) -> anyhow::Result<()> {
+    lookups_paced(world);
     let honest = world.setup.downstream_is_honest();
     let rows = intents(world);
     let mut found = Vec::new();
@@ -331,5 +332,32 @@ pub fn at_rest(world: &mut World) {
     }
     for (name, detail) in found {
         world.violate(name, detail);
+    }
+}
+
+/// Automatic lookups stay within their budget, and every lookup made is counted on its
+/// intent.
+fn lookups_paced(world: &mut World) {
+    let budget = world.state.config.lookups.budget;
+    let over = count(
+        world,
+        &format!("SELECT count(*) FROM intents WHERE automatic_lookups > {budget}"),
+    );
+    if over != 0 {
+        world.violate(
+            "automatic_lookups_within_budget",
+            format!("{over} intents were looked up automatically more than {budget} times"),
+        );
+    }
+    let uncounted = count(
+        world,
+        "SELECT count(*) FROM intents i WHERE i.lookups <> (SELECT count(*) FROM attempts a \
+         WHERE a.intent_seq = i.seq AND a.kind = 'lookup')",
+    );
+    if uncounted != 0 {
+        world.violate(
+            "every_lookup_counted",
+            format!("{uncounted} intents count other lookups than their attempts show"),
+        );
     }
 }

@@ -20,6 +20,7 @@ use serde::Serialize;
 pub use self::cli::{SimulateArgs, run_cli};
 use self::downstream::Faults;
 use self::world::{Violation, World};
+use crate::coordinator::core::reconcile::Trigger;
 use crate::store::ops::*;
 
 /// Seeds that once found a bug; every run replays them. Each found one of the bugs put
@@ -144,9 +145,10 @@ fn settle(world: &mut World, from_step: u64) -> anyhow::Result<()> {
         }
         let mut dice = world.dice(0);
         steps::sweep_once(world, &mut dice)?;
+        // At rest an operator looks every unproven intent up, whatever its pacing.
         let due = world.write(|s| s.indeterminate_batch(500))?;
         for id in due {
-            steps::look_up(world, &id)?;
+            steps::look_up(world, &id, Trigger::Operator)?;
         }
         loop {
             let mut dice = world.dice(2);

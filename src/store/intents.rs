@@ -69,11 +69,12 @@ pub(crate) const INTENT_COLUMNS: &str = "i.seq, i.id, i.tenant, i.caller_key, i.
         AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
         AND (z.provider IS NULL OR z.provider = i.connector \
              OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider))), \
-     i.crossed, i.created_by, i.policy_version";
+     i.crossed, i.lookups, i.last_lookup_at_ms, i.next_lookup_at_ms, i.lookups_exhausted_at_ms, \
+     i.created_by, i.policy_version";
 
-/// How many columns [`INTENT_COLUMNS`] selects: a query that selects more after them reads
-/// the first of those at this index.
-pub(crate) const INTENT_COLUMN_COUNT: usize = 37;
+/// How many columns [`INTENT_COLUMNS`] selects: a query selecting more after them reads
+/// its own from this index on.
+pub(crate) const INTENT_COLUMN_COUNT: usize = 41;
 
 /// Map a row selected with [`INTENT_COLUMNS`]; returns the row's sequence number too.
 pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError> {
@@ -123,8 +124,12 @@ pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError
         providers,
         paused: row.get(33)?,
         may_have_crossed_boundary: row.get(34)?,
-        created_by: row.get(35)?,
-        policy_version: row.get(36)?,
+        lookups: row.get(35)?,
+        last_lookup_at_ms: row.get(36)?,
+        next_lookup_at_ms: row.get(37)?,
+        lookups_exhausted_at_ms: row.get(38)?,
+        created_by: row.get(39)?,
+        policy_version: row.get(40)?,
     };
     Ok((row.get(0)?, intent))
 }

@@ -24,6 +24,7 @@ pub struct IndexIntent {
     pub tier: String,
     pub state: String,
     pub indeterminate_since_ms: Option<u64>,
+    pub lookups: u32,
 }
 
 /// An attempt's columns as the index keeps them.
@@ -88,7 +89,7 @@ pub trait MetricSource {
 }
 
 const INTENT_SQL: &str = "SELECT i.seq, i.created_at_ms, i.committed_at_ms, i.attempts, i.max_attempts, i.tenant, \
-     i.operation, i.tool, i.release_id, i.locale, i.tier, i.state, i.indeterminate_since_ms FROM intents i";
+     i.operation, i.tool, i.release_id, i.locale, i.tier, i.state, i.indeterminate_since_ms, i.lookups FROM intents i";
 const ATTEMPT_SQL: &str = "SELECT a.intent_seq, a.started_at_ms, a.ended_at_ms, a.provider, \
      coalesce(a.release_id, i.release_id), a.late, a.proposal_hash FROM attempts a JOIN intents i ON i.seq = a.intent_seq";
 const SPAN_SQL: &str = "SELECT t.intent_seq, t.from_state, t.to_state, t.at_ms FROM transitions t";
@@ -110,6 +111,7 @@ fn intent_of(r: &Row<'_>) -> Result<IndexIntent, StoreError> {
         tier: r.get(10)?,
         state: r.get(11)?,
         indeterminate_since_ms: r.get(12)?,
+        lookups: r.get(13)?,
     })
 }
 

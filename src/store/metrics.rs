@@ -4,6 +4,7 @@
 use super::query::{IntentFilter, filter_where};
 use super::sql::{ConnExt, params_of};
 use super::{Store, StoreError, to_i64, to_u64};
+use crate::domain::ReleaseRegistry;
 use crate::domain::metrics::distribution;
 use crate::wire::{IndeterminateSummary, SeriesPoint, Summary};
 
@@ -48,7 +49,18 @@ pub trait Metrics {
     ) -> Result<IndeterminateSummary, StoreError>;
 
     /// The whole logical-outcome summary.
-    fn summary(&mut self, filter: &MetricFilter, now_ms: u64) -> Result<Summary, StoreError>;
+    fn summary(&mut self, filter: &MetricFilter, now_ms: u64) -> Result<Summary, StoreError> {
+        self.summary_with(filter, now_ms, &ReleaseRegistry::default())
+    }
+
+    /// [`Metrics::summary`], its failover divergence comparing only the proposals of the
+    /// releases `releases` lets act for their operation.
+    fn summary_with(
+        &mut self,
+        filter: &MetricFilter,
+        now_ms: u64,
+        releases: &ReleaseRegistry,
+    ) -> Result<Summary, StoreError>;
 
     /// A time series of `metric` in buckets of `bucket_ms` between `from_ms` and `to_ms`,
     /// one series per value of `group_by`. Unknown metric or group names are `Conflict`.
@@ -90,7 +102,12 @@ impl Metrics for Store {
         })
     }
 
-    fn summary(&mut self, filter: &MetricFilter, now_ms: u64) -> Result<Summary, StoreError> {
+    fn summary_with(
+        &mut self,
+        filter: &MetricFilter,
+        now_ms: u64,
+        releases: &ReleaseRegistry,
+    ) -> Result<Summary, StoreError> {
         let w = filter_where(filter);
         let cond = w.sql();
         let bound = params_of(&w.values);
@@ -145,7 +162,36 @@ impl Metrics for Store {
             values(),
             |r| r.get(0),
         )?;
-        let (with_two, diverged): (i64, i64) = self.conn.one(
+        let (with_two, diverged): (i64, i64) = if !releases.releases.is_empty() {
+            let sql = format!(
+                "SELECT a.intent_seq, i.operation, coalesce(a.release_id, i.release_id), a.proposal_hash \
+                 FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} \
+                 AND a.proposal_hash IS NOT NULL ORDER BY a.intent_seq, a.seq"
+            );
+            let rows: Vec<(i64, String, String, String)> = self.conn.rows(&sql, values(), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?;
+            let mut per_intent: Vec<Vec<String>> = Vec::new();
+            let mut last = None;
+            for (seq, operation, release, hash) in rows {
+                if !releases.eligible(&operation, &release) {
+                    continue;
+                }
+                if last != Some(seq) {
+                    per_intent.push(Vec::new());
+                    last = Some(seq);
+                }
+                if let Some(hashes) = per_intent.last_mut() {
+                    hashes.push(hash);
+                }
+            }
+            let with_two = per_intent.iter().filter(|h| h.len() >= 2);
+            (
+                with_two.clone().count() as i64,
+                with_two.filter(|h| h.iter().any(|x| x != &h[0])).count() as i64,
+            )
+        } else {
+            self.conn.one(
             &format!(
                 "SELECT count(*), CAST(coalesce(sum(CASE WHEN d > 1 THEN 1 ELSE 0 END), 0) AS BIGINT) FROM (SELECT count(DISTINCT a.proposal_hash) AS d, count(*) AS n \
                  FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} AND a.proposal_hash IS NOT NULL \
@@ -153,6 +199,22 @@ impl Metrics for Store {
             ),
             values(),
             |r| Ok((r.get(0)?, r.get(1)?)),
+            )?
+        };
+        let mut per_intent_lookups: Vec<u64> = Vec::new();
+        {
+            let sql = format!("SELECT i.lookups, count(*) FROM intents i WHERE {cond} GROUP BY 1");
+            let rows = self
+                .conn
+                .rows(&sql, values(), |r| Ok((r.get::<i64>(0)?, r.get::<i64>(1)?)))?;
+            for (lookups, n) in rows {
+                per_intent_lookups.extend(std::iter::repeat_n(to_u64(lookups), to_u64(n) as usize));
+            }
+        }
+        let lookups_exhausted: i64 = self.conn.one(
+            &count_where("i.state = 'indeterminate' AND i.lookups_exhausted_at_ms IS NOT NULL"),
+            values(),
+            |r| r.get(0),
         )?;
         let mut indeterminate = self.indeterminate_summary(filter, now_ms)?;
         indeterminate.rate =
@@ -173,6 +235,9 @@ impl Metrics for Store {
             } else {
                 diverged as f64 / with_two as f64
             },
+            lookups: per_intent_lookups.iter().sum(),
+            lookup_amplification: distribution(&per_intent_lookups),
+            lookups_exhausted: to_u64(lookups_exhausted),
         })
     }
 

@@ -307,7 +307,22 @@ ALTER TABLE attempts ADD COLUMN downstream_resource TEXT;
 ALTER TABLE attempts ADD COLUMN key_retention_secs INTEGER;
 UPDATE intents SET retry_owner = 'agent' WHERE tier IN ('read', 'compute', 'proposal');
 "#,
-    // 9: approvals by someone else, under a policy. An intent keeps the principal that
+    // 9: lookups pace themselves. Each intent counts its lookups (all, and the automatic ones
+    // its budget counts), keeps when the last was made and when the next automatic one is
+    // due, and when the budget ran out: a restart resumes the backoff where it was. Lookups
+    // made before are counted, and count against the budget.
+    r#"
+ALTER TABLE intents ADD COLUMN lookups INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intents ADD COLUMN automatic_lookups INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE intents ADD COLUMN last_lookup_at_ms INTEGER;
+ALTER TABLE intents ADD COLUMN next_lookup_at_ms INTEGER;
+ALTER TABLE intents ADD COLUMN lookups_exhausted_at_ms INTEGER;
+UPDATE intents SET lookups = (SELECT count(*) FROM attempts a WHERE a.intent_seq = intents.seq AND a.kind = 'lookup');
+UPDATE intents SET automatic_lookups = lookups,
+    last_lookup_at_ms = (SELECT max(a.started_at_ms) FROM attempts a WHERE a.intent_seq = intents.seq AND a.kind = 'lookup');
+CREATE INDEX intents_lookup_due ON intents (next_lookup_at_ms) WHERE state = 'indeterminate';
+"#,
+    // 10: approvals by someone else, under a policy. An intent keeps the principal that
     // created it (never its approver) and the policy version it was approved under; an
     // attempt, what it cost as its reporter says, and whether it was a hedge that lost.
     r#"

@@ -20,6 +20,7 @@ pub mod db;
 mod events;
 mod intents;
 pub mod location;
+pub mod lookups;
 pub mod metric_source;
 mod metrics;
 pub mod migrations;
@@ -54,6 +55,7 @@ pub mod ops {
     pub use super::commands::Commands;
     pub use super::events::ChangeFeed;
     pub use super::intents::Intents;
+    pub use super::lookups::Lookups;
     pub use super::metrics::Metrics;
     pub use super::operator_queries::OperatorQueries;
     pub use super::outbox::Outbox;
@@ -80,6 +82,7 @@ pub trait StoreOps:
     + ops::ChangeFeed
     + ops::Sweeps
     + ops::Revisits
+    + ops::Lookups
 {
 }
 
@@ -98,12 +101,14 @@ impl<T> StoreOps for T where
         + ops::ChangeFeed
         + ops::Sweeps
         + ops::Revisits
+        + ops::Lookups
 {
 }
 pub use attempts::{AttemptFinish, ReportedFinish};
 pub use commands::{CommandAction, NewCommand, RecordedCommand, TargetPage};
 pub use db::Db;
 pub use location::Location;
+pub use lookups::{DueLookup, LookupPace};
 
 /// The coordinator's handle on the database at `location`.
 pub fn open_db(location: &Location, durability: Durability) -> Result<Db, StoreError> {

@@ -93,6 +93,19 @@ pub struct Intent<S = IntentState> {
     /// True once a dispatch may have reached the downstream.
     #[serde(default)]
     pub may_have_crossed_boundary: bool,
+    /// Lookups of the action key made for this intent, automatic and operators': its
+    /// lookup amplification, beside `attempts`.
+    #[serde(default)]
+    pub lookups: u32,
+    #[serde(default)]
+    pub last_lookup_at_ms: Option<u64>,
+    /// When the next automatic lookup is due (while indeterminate, its budget not spent).
+    #[serde(default)]
+    pub next_lookup_at_ms: Option<u64>,
+    /// When the automatic lookups' budget ran out: from then on the intent waits for an
+    /// operator, who may still look it up on demand.
+    #[serde(default)]
+    pub lookups_exhausted_at_ms: Option<u64>,
 }
 
 fn default_locale() -> Locale {

@@ -20,6 +20,14 @@ pub struct Summary {
     pub committed: u64,
     pub budget_exceeded: u64,
     pub failover_divergence: f64,
+    /// Lookups of the intents' action keys, per intent (their own amplification, beside the
+    /// attempts'), and the indeterminate intents whose automatic lookups' budget is spent.
+    #[serde(default)]
+    pub lookups: u64,
+    #[serde(default)]
+    pub lookup_amplification: Distribution,
+    #[serde(default)]
+    pub lookups_exhausted: u64,
 }
 
 /// Indeterminate intents and their ages in seconds.
@@ -219,4 +227,12 @@ pub struct Overview {
     /// Late results ÷ attempts of the selected intents (0 when there is no attempt).
     #[serde(default)]
     pub late_result_rate: f64,
+    /// Lookups of the selected intents' action keys, and per intent (mean, max): the
+    /// reconciler's amplification, beside the attempts'.
+    #[serde(default)]
+    pub lookups: u64,
+    #[serde(default)]
+    pub lookup_amplification_mean: f64,
+    #[serde(default)]
+    pub lookup_amplification_max: u64,
 }

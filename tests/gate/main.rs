@@ -5,3 +5,5 @@
 mod approvals;
 #[path = "../common/mod.rs"]
 mod common;
+mod pacing;
+mod releases;

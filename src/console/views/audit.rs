@@ -101,6 +101,8 @@ pub fn result_summary(
                             "audit-result-reconcile-not-indeterminate",
                             &[("state", text("state").into())],
                         ),
+                        "not_due" => i18n.tr("audit-result-reconcile-not-due"),
+                        "lookups_exhausted" => i18n.tr("audit-result-reconcile-exhausted"),
                         _ => i18n.tr("audit-result-reconcile-failed"),
                     }
                 }

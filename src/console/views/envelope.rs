@@ -131,6 +131,31 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
                 i18n.int(i64::from(i.max_attempts))
             ),
         );
+        // Lookups are their own amplification, beside the attempts; shown once there are any.
+        if i.lookups > 0 || i.next_lookup_at_ms.is_some() {
+            field_row(
+                ui,
+                i18n,
+                "envelope-lookups",
+                &i18n.tr_args(
+                    "envelope-lookups-value",
+                    &[
+                        ("lookups", i.lookups.into()),
+                        ("attempts", i.attempts.into()),
+                    ],
+                ),
+            );
+            time_row(ui, i18n, "envelope-last-lookup", i.last_lookup_at_ms);
+            time_row(ui, i18n, "envelope-next-lookup", i.next_lookup_at_ms);
+            if i.lookups_exhausted_at_ms.is_some() {
+                time_row(
+                    ui,
+                    i18n,
+                    "envelope-lookups-exhausted",
+                    i.lookups_exhausted_at_ms,
+                );
+            }
+        }
         let owner = i18n.tr(&format!("retry-owner-{}", i.retry_owner));
         field_row(ui, i18n, "envelope-retry-owner", &owner);
         id_row(
@@ -177,8 +202,14 @@ fn cost_text(i18n: &Localizer, micros: Option<u64>) -> String {
     crate::i18n::digits::format_decimal_text(&plain, true, i18n.locale()).unwrap_or(plain)
 }
 
-/// Every field of one attempt; ids copyable.
-pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
+/// Every field of one attempt; ids copyable. Its release is shown beside the intent's
+/// (`original_release`), and a change of release is flagged: a failover to another release.
+pub fn attempt_fields_ui(
+    ui: &mut egui::Ui,
+    i18n: &Localizer,
+    a: &AttemptRow,
+    original_release: &str,
+) {
     fields_grid(ui, i18n, "attempt_fields", |ui| {
         id_row(ui, i18n, "attempt-id", a.id.as_str());
         field_row(ui, i18n, "attempt-kind", a.kind.as_str());
@@ -186,6 +217,15 @@ pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
         user_row(ui, i18n, "attempt-region", &or_dash(&a.region));
         user_row(ui, i18n, "attempt-model", &or_dash(&a.model));
         user_row(ui, i18n, "field-release", &or_dash(&a.release_id));
+        user_row(ui, i18n, "attempt-original-release", original_release);
+        if release_changed(a, original_release) {
+            field_row(
+                ui,
+                i18n,
+                "attempt-release-change",
+                &i18n.tr("attempt-release-changed"),
+            );
+        }
         user_row(ui, i18n, "attempt-worker", &or_dash(&a.worker));
         id_row(
             ui,
@@ -245,4 +285,11 @@ pub fn attempt_fields_ui(ui: &mut egui::Ui, i18n: &Localizer, a: &AttemptRow) {
             .unwrap_or("-".into());
         field_row(ui, i18n, "attempt-duration", &took);
     });
+}
+
+/// Whether attempt `a` acted under another release than the intent's.
+pub fn release_changed(a: &AttemptRow, original_release: &str) -> bool {
+    a.release_id
+        .as_deref()
+        .is_some_and(|r| !r.is_empty() && r != original_release)
 }

@@ -292,7 +292,9 @@ fn timeline_tab_ui(
         Some(attempt) => {
             egui::ScrollArea::vertical()
                 .id_salt("intent_attempt")
-                .show(ui, |ui| attempt_fields_ui(ui, i18n, attempt));
+                .show(ui, |ui| {
+                    attempt_fields_ui(ui, i18n, attempt, &detail.intent.release_id)
+                });
         }
         None => {
             say_colored(

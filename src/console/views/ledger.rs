@@ -220,6 +220,7 @@ pub fn ledger_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, led
             ],
         ),
     );
+    lookups_ui(ui, i18n, detail);
     if detail.ingest_replays > 0 || detail.ingest_mismatches > 0 {
         say(
             ui,
@@ -311,6 +312,51 @@ pub fn ledger_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail, led
                 });
             }
         });
+}
+
+/// How many lookups the key had, when the last was, and when the next automatic one is due
+/// or that their budget ran out and the intent waits for an operator.
+fn lookups_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
+    let intent = &detail.intent;
+    if intent.lookups == 0 && intent.next_lookup_at_ms.is_none() {
+        return;
+    }
+    let last = intent
+        .last_lookup_at_ms
+        .map_or_else(|| i18n.tr("ledger-lookups-never"), |at| instant(i18n, at));
+    say(
+        ui,
+        i18n,
+        &i18n.tr_args(
+            "ledger-lookups",
+            &[
+                ("count", intent.lookups.into()),
+                ("attempts", intent.attempts.into()),
+                ("last", last.into()),
+            ],
+        ),
+    );
+    let unproven = intent.state.known() == Some(crate::domain::IntentState::Indeterminate);
+    if !unproven {
+        return;
+    }
+    if let Some(at) = intent.lookups_exhausted_at_ms {
+        say_colored(
+            ui,
+            i18n,
+            &i18n.tr_args(
+                "ledger-lookups-exhausted",
+                &[("at", instant(i18n, at).into())],
+            ),
+            theme::INDETERMINATE,
+        );
+    } else if let Some(at) = intent.next_lookup_at_ms {
+        say(
+            ui,
+            i18n,
+            &i18n.tr_args("ledger-lookups-next", &[("at", instant(i18n, at).into())]),
+        );
+    }
 }
 
 /// The retention the key was sent under, and a warning when the connector's differs now.

@@ -1,17 +1,24 @@
 //! The reconciler's decisions: whether an intent can be looked up ([`begin`]), what a
 //! lookup's answer says ([`interpret`], pure), and acting on it in the store ([`finish`]).
 //!
+//! Automatic lookups pace themselves ([`backoff_ms`], [`ConnectorRate`]): after each one that
+//! leaves the intent unproven the next waits longer, up to a cap, with jitter, and after the
+//! budget the intent waits for an operator ("lookups exhausted"). An operator's lookup is made
+//! at once whatever the pacing, and counted like every other.
+//!
 //! Found downstream → receipt → `committed`. Proved absent, and the connector still
 //! deduplicates the key when a resend would land → the same command is planned again with
 //! the same key. Anything else leaves the intent indeterminate for an operator. Lookups are
 //! read-only downstream, so a pause does not stop them.
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 
 use super::call::Call;
 use super::dispatch::Follow;
 use crate::clock::Entropy;
-use crate::coordinator::config::Config;
+use crate::coordinator::config::{Config, LookupPacing};
 use crate::domain::{
     ActionKey, AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, ReceiptId,
 };
@@ -31,6 +38,59 @@ pub enum LookupResult {
     StillIndeterminate { why: String },
     /// The intent is not indeterminate; nothing to look up.
     NotIndeterminate { state: IntentState },
+    /// An automatic lookup asked for before its backoff ended: not made.
+    NotDue { next_lookup_at_ms: u64 },
+    /// The automatic lookups' budget is spent: the intent waits for an operator.
+    LookupsExhausted { lookups: u32 },
+}
+
+/// Who asks for a lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The reconciler, paced and within the budget.
+    Automatic,
+    /// An operator's command: made at once, whatever the pacing.
+    Operator,
+}
+
+/// The wait after an intent's `n`-th automatic lookup (counting from 1): `first_delay_ms`
+/// doubled for each lookup before it, at most `max_delay_ms`, drawn by `jitter` between
+/// half and all of that ("equal jitter": never much sooner, and lookups of intents that
+/// became indeterminate together drift apart).
+pub fn backoff_ms(pacing: &LookupPacing, n: u32, jitter: u64) -> u64 {
+    let doublings = n.saturating_sub(1).min(40);
+    let full = pacing
+        .first_delay_ms
+        .saturating_mul(1u64 << doublings)
+        .min(pacing.max_delay_ms);
+    let half = full / 2;
+    half + jitter % (full - half + 1)
+}
+
+/// The automatic lookups sent to each connector in the current second: a connector gets at
+/// most `per_connector_per_sec` a second, however many of its intents are due.
+#[derive(Debug, Default)]
+pub struct ConnectorRate {
+    windows: HashMap<String, (u64, u32)>,
+}
+
+impl ConnectorRate {
+    /// Whether one more lookup may be sent to `connector` at `now`; counts it if so.
+    pub fn take(&mut self, connector: &str, per_sec: u32, now: u64) -> bool {
+        let second = now / 1000;
+        let window = self
+            .windows
+            .entry(connector.to_string())
+            .or_insert((second, 0));
+        if window.0 != second {
+            *window = (second, 0);
+        }
+        if window.1 >= per_sec {
+            return false;
+        }
+        window.1 += 1;
+        true
+    }
 }
 
 impl LookupResult {
@@ -49,6 +109,7 @@ pub struct LookupAsk {
     pub connector: String,
     pub resource: String,
     pub action_key: ActionKey,
+    pub trigger: Trigger,
 }
 
 /// Whether a lookup is to be made.
@@ -59,13 +120,16 @@ pub enum Begin {
     Ask(LookupAsk),
 }
 
-/// Decide whether `id` can be looked up now, and if so record the lookup's attempt.
+/// Decide whether `id` can be looked up now, and if so record the lookup's attempt and
+/// count it. An automatic lookup is made only when due and within the budget; it plans the
+/// next one at once, so a crash between asking and recording does not bring it back sooner.
 pub fn begin(
     s: &mut Store,
     config: &Config,
     id: &IntentId,
     now: u64,
     ids: &dyn Entropy,
+    trigger: Trigger,
 ) -> Result<Begin, StoreError> {
     let intent = s.intent(id)?;
     if intent.state != IntentState::Indeterminate {
@@ -92,6 +156,29 @@ pub fn begin(
             "the connector cannot look keys up; an operator must close it with evidence",
         )));
     }
+    let pace = s.lookup_pace(id)?;
+    let pacing = &config.lookups;
+    let next_at = match trigger {
+        Trigger::Automatic => {
+            if pace.exhausted_at_ms.is_some() || pace.automatic >= pacing.budget {
+                if pace.exhausted_at_ms.is_none() {
+                    s.plan_lookup(id, None, Some(now))?;
+                }
+                return Ok(Begin::Done(LookupResult::LookupsExhausted {
+                    lookups: pace.lookups,
+                }));
+            }
+            if let Some(next) = pace.next_at_ms.filter(|next| *next > now) {
+                return Ok(Begin::Done(LookupResult::NotDue {
+                    next_lookup_at_ms: next,
+                }));
+            }
+            Some(now + backoff_ms(pacing, pace.automatic + 1, ids.next_u64()))
+        }
+        // An operator's lookup leaves the automatic ones' plan as it was.
+        Trigger::Operator => pace.next_at_ms,
+    };
+    s.count_lookup(id, trigger == Trigger::Automatic, now, next_at)?;
     let attempt_id = AttemptId::generate(now, ids.next_u128());
     let new = NewAttempt {
         kind: Some(AttemptKind::Lookup),
@@ -105,6 +192,7 @@ pub fn begin(
         connector: connector.name.clone(),
         resource,
         action_key: intent.action_key,
+        trigger,
     }))
 }
 
@@ -172,8 +260,39 @@ pub fn interpret(call: &Call) -> (AttemptFinish, Found) {
     }
 }
 
-/// Record the lookup `ask` answered with `call`, and act on it, in one transaction.
+/// Record the lookup `ask` answered with `call`, and act on it, in one transaction. An
+/// automatic lookup that leaves the intent unproven spends the budget: the last one marks it
+/// "lookups exhausted"; one answered with `Retry-After` waits at least that long.
 pub fn finish(
+    s: &mut Store,
+    config: &Config,
+    ask: &LookupAsk,
+    call: &Call,
+    now: u64,
+    ids: &dyn Entropy,
+) -> Result<(LookupResult, Follow), StoreError> {
+    let (result, follow) = settle(s, config, ask, call, now, ids)?;
+    let id = &ask.intent_id;
+    match &result {
+        LookupResult::StillIndeterminate { .. } if ask.trigger == Trigger::Automatic => {
+            let pace = s.lookup_pace(id)?;
+            if pace.automatic >= config.lookups.budget {
+                s.plan_lookup(id, None, Some(now))?;
+            } else if let Call::Replied(reply) = call
+                && let Some(wait) = reply.retry_after_ms
+            {
+                let next = pace.next_at_ms.unwrap_or(now).max(now.saturating_add(wait));
+                s.plan_lookup(id, Some(next), None)?;
+            }
+        }
+        // Sent again: if it comes back indeterminate, its first lookup is not held back.
+        LookupResult::Resent => s.plan_lookup(id, None, None)?,
+        _ => {}
+    }
+    Ok((result, follow))
+}
+
+fn settle(
     s: &mut Store,
     config: &Config,
     ask: &LookupAsk,
@@ -240,5 +359,56 @@ pub fn finish(
                 Err(e) => Err(e),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pacing() -> LookupPacing {
+        LookupPacing {
+            first_delay_ms: 1_000,
+            max_delay_ms: 60_000,
+            budget: 20,
+            per_connector_per_sec: 2,
+        }
+    }
+
+    #[test]
+    fn each_wait_doubles_up_to_the_cap_and_stays_within_half_and_all_of_it() {
+        let p = pacing();
+        for (n, full) in [
+            (1, 1_000),
+            (2, 2_000),
+            (3, 4_000),
+            (7, 60_000),
+            (60, 60_000),
+        ] {
+            assert_eq!(
+                backoff_ms(&p, n, 0),
+                full / 2,
+                "the least wait after lookup {n}"
+            );
+            assert_eq!(
+                backoff_ms(&p, n, full / 2),
+                full,
+                "the most after lookup {n}"
+            );
+            for jitter in [1, 77, u64::MAX] {
+                let wait = backoff_ms(&p, n, jitter);
+                assert!((full / 2..=full).contains(&wait), "{n}: {wait}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_connector_gets_its_rate_a_second_and_others_theirs() {
+        let mut rate = ConnectorRate::default();
+        assert!(rate.take("erp", 2, 10_000));
+        assert!(rate.take("erp", 2, 10_500));
+        assert!(!rate.take("erp", 2, 10_999), "the third in one second");
+        assert!(rate.take("bank", 2, 10_999), "another connector's own");
+        assert!(rate.take("erp", 2, 11_000), "the next second");
     }
 }

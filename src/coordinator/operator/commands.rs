@@ -37,7 +37,7 @@ use crate::coordinator::auth::Principal;
 use crate::coordinator::body::parse_body;
 use crate::coordinator::error::ApiError;
 use crate::coordinator::ingest::visible_intent;
-use crate::coordinator::reconciler::reconcile_intent;
+use crate::coordinator::reconciler::{Trigger, reconcile_intent};
 use crate::domain::canonical::canonicalize;
 use crate::domain::{CommandId, CommandKind, Evidence, IntentId, Permission, Role, Tenant};
 use crate::store::ops::*;
@@ -426,7 +426,7 @@ async fn look_up_all(state: &AppState, ids: Vec<IntentId>) -> Vec<Value> {
             };
             let task_state = state.clone();
             running.spawn(async move {
-                let outcome = reconcile_intent(&task_state, &id).await;
+                let outcome = reconcile_intent(&task_state, &id, Trigger::Operator).await;
                 (index, id, outcome)
             });
         }

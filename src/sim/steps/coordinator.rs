@@ -5,7 +5,7 @@ use axum::http::Method;
 use serde_json::json;
 
 use crate::coordinator::core::dispatch;
-use crate::coordinator::core::reconcile::{self, Begin, LookupResult};
+use crate::coordinator::core::reconcile::{self, Begin, LookupResult, Trigger};
 use crate::coordinator::core::sweep;
 use crate::domain::IntentId;
 use crate::sim::dice::Dice;
@@ -191,23 +191,24 @@ pub fn sweep_once(world: &mut World, dice: &mut Dice) -> anyhow::Result<()> {
             .history
             .note(format!("re-plans the stalled {id}: {follow:?}"));
     }
-    let due = world.write(|s| s.indeterminate_batch(50))?;
+    let due = world.write(move |s| s.due_lookups(now, 50))?;
     let take = dice.between(1, 6) as usize;
-    for id in due.into_iter().take(take) {
-        look_up(world, &id)?;
+    for due in due.into_iter().take(take) {
+        look_up(world, &due.intent_id, Trigger::Automatic)?;
     }
     Ok(())
 }
 
-/// Look one intent up, as the reconciler does.
-pub fn look_up(world: &mut World, id: &IntentId) -> anyhow::Result<()> {
+/// Look one intent up, as the reconciler does (`Trigger::Automatic`, paced) or an operator.
+pub fn look_up(world: &mut World, id: &IntentId, trigger: Trigger) -> anyhow::Result<()> {
     let (config, rid, now, entropy) = (
         world.state.config.clone(),
         id.clone(),
         world.now(),
         world.entropy.clone(),
     );
-    let begun = world.write(move |s| reconcile::begin(s, &config, &rid, now, &*entropy))?;
+    let begun =
+        world.write(move |s| reconcile::begin(s, &config, &rid, now, &*entropy, trigger))?;
     let Begin::Ask(ask) = begun else {
         return Ok(());
     };

@@ -152,7 +152,7 @@ pub(crate) fn tiles_ui(
         .map_or(String::new(), |d| {
             format!(" ({})", percent(i18n, -d / 100.0))
         });
-    let tiles: Vec<(&str, String, bool)> = vec![
+    let mut tiles: Vec<(&str, String, bool)> = vec![
         ("dashboard-tile-intents", i18n.int(o.intents as i64), false),
         (
             "dashboard-tile-attempts",
@@ -167,6 +167,16 @@ pub(crate) fn tiles_ui(
                 i18n.int(o.amplification_p99 as i64)
             ),
             fires(Threshold::AmplificationP99),
+        ),
+        // Lookups per intent, the reconciler's own amplification: shown once there are any.
+        (
+            "dashboard-tile-lookup-amplification",
+            format!(
+                "{} / {}",
+                i18n.decimal(o.lookup_amplification_mean, 2),
+                i18n.int(o.lookup_amplification_max as i64)
+            ),
+            false,
         ),
         (
             "dashboard-tile-indeterminate",
@@ -218,6 +228,9 @@ pub(crate) fn tiles_ui(
             false,
         ),
     ];
+    if o.lookups == 0 {
+        tiles.retain(|(key, _, _)| *key != "dashboard-tile-lookup-amplification");
+    }
     let dir = i18n.direction();
     // Frames do not wrap by themselves: measure each tile and break the row by hand, so in
     // a narrow window (or in Persian, whose words are wider) the tiles go on a second line

@@ -39,6 +39,11 @@ pub fn describe_target(i18n: &Localizer, target: Option<&TargetBody>) -> String 
 /// An error in words an operator can act on; a refusal carries the coordinator's reason.
 pub fn describe_error(i18n: &Localizer, e: &ClientError) -> String {
     match e {
+        ClientError::Refused { code, message, .. } if code == "release_not_eligible" => i18n
+            .tr_args(
+                "error-release-not-eligible",
+                &[("detail", message.as_str().into())],
+            ),
         ClientError::Refused { message, .. } if !message.is_empty() => message.clone(),
         ClientError::Forbidden(message) => i18n.tr_args(
             "dialog-error-forbidden",

@@ -44,6 +44,11 @@ impl TimelineModel {
         let reserve = RetryPolicy::default().confirmation_reserve_ms as i64;
         let reserve_ms = deadline_ms.map(|d| (d - reserve).max(0));
         let key_forget_ms = detail.key_forget_at_ms.map(|f| rel(f, origin));
+        // The lookups' pacing matters only while the intent is unproven.
+        let unproven = intent.state.known() == Some(crate::domain::IntentState::Indeterminate);
+        let pacing = |at: Option<u64>| at.filter(|_| unproven).map(|at| rel(at, origin));
+        let next_lookup_ms = pacing(intent.next_lookup_at_ms);
+        let lookups_exhausted_ms = pacing(intent.lookups_exhausted_at_ms);
 
         let mut last = deadline_ms.unwrap_or(0);
         for lane in &lanes {
@@ -51,6 +56,9 @@ impl TimelineModel {
         }
         for m in state_marks.iter().chain(event_marks.iter()) {
             last = last.max(m.at_ms);
+        }
+        if let Some(at) = next_lookup_ms.or(lookups_exhausted_ms) {
+            last = last.max(at);
         }
         let mut activity = (i64::MAX, i64::MIN);
         for (a, b) in lanes.iter().map(|l| (l.start_ms, l.end_ms)).chain(
@@ -103,6 +111,8 @@ impl TimelineModel {
             deadline_ms,
             reserve_ms,
             key_forget_ms,
+            next_lookup_ms,
+            lookups_exhausted_ms,
             now_ms,
             lanes,
             groups,

@@ -127,5 +127,17 @@ pub(super) fn lines_ui(
         true,
         "timeline-line-key-forget",
     );
+    line(
+        model.next_lookup_ms,
+        theme::PREPARED,
+        true,
+        "timeline-line-next-lookup",
+    );
+    line(
+        model.lookups_exhausted_ms,
+        theme::INDETERMINATE,
+        false,
+        "timeline-line-lookups-exhausted",
+    );
     line(Some(model.now_ms), theme::QUIET, false, "timeline-line-now");
 }

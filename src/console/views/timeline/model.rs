@@ -175,6 +175,10 @@ pub struct TimelineModel {
     pub reserve_ms: Option<i64>,
     /// When the downstream may forget the action key.
     pub key_forget_ms: Option<i64>,
+    /// When the next automatic lookup is due, while the intent waits for it.
+    pub next_lookup_ms: Option<i64>,
+    /// When the automatic lookups' budget ran out, while the intent is still unproven.
+    pub lookups_exhausted_ms: Option<i64>,
     pub now_ms: i64,
     pub lanes: Vec<Lane>,
     pub groups: Vec<HedgeGroup>,
