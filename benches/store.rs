@@ -146,6 +146,7 @@ fn write_one(
         created_at_ms: now,
         deadline_at_ms: now + 60_000,
         key_retention_secs: Some(86_400),
+        links: Default::default(),
     };
     store.create_or_replay(&new)?;
     let ctx = ApplyContext {

@@ -48,6 +48,7 @@ fn new_intent(n: u64, tenant: &str, caller_key: &str, args: serde_json::Value) -
         created_at_ms: T0 + n,
         deadline_at_ms: T0 + n + 60_000,
         key_retention_secs: Some(86_400),
+        links: Default::default(),
     }
 }
 

@@ -170,6 +170,7 @@ impl From<Refusal> for ApiError {
             Refusal::DispatchInFlight => "dispatch_in_flight",
             Refusal::HedgeNotAllowed { .. } => "hedge_not_allowed",
             Refusal::HedgesAtCap { .. } => "hedges_at_cap",
+            Refusal::CancellationRequested => "cancellation_requested",
         };
         let status = match r {
             Refusal::MissingEvidence(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -245,6 +245,7 @@ fn new_intent(n: u64) -> NewIntent {
         created_at_ms: END + n,
         deadline_at_ms: END + n + 60_000,
         key_retention_secs: None,
+        links: Default::default(),
     }
 }
 

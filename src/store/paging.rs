@@ -3,7 +3,7 @@
 //! [`Store::list_intents`](super::Store::list_intents)).
 
 use super::StoreError;
-use super::intents::{INTENT_COLUMNS, intent_from_row};
+use super::intents::{INTENT_COLUMN_COUNT, INTENT_COLUMNS, intent_from_row};
 use super::query::{IntentFilter, SortKey, Where};
 use super::sql::{Conn, ConnExt, Dialect, Optional, params, params_of};
 use crate::wire::Intent;
@@ -172,7 +172,7 @@ impl Order {
         );
         let rows = conn.rows(&sql, &params_of(&w.values), |r| {
             let (seq, intent) = intent_from_row(r)?;
-            Ok((seq, intent, r.get::<i64>(35)?))
+            Ok((seq, intent, r.get::<i64>(INTENT_COLUMN_COUNT)?))
         })?;
         Ok(rows
             .into_iter()

@@ -27,10 +27,11 @@ use crate::domain::CommandKind;
 use crate::i18n::Localizer;
 
 /// The commands offered on an intent, in order (the panel's buttons and the palette).
-pub(crate) const COMMANDS: [(CommandKind, &str); 4] = [
+pub(crate) const COMMANDS: [(CommandKind, &str); 5] = [
     (CommandKind::Pause, "intent-pause"),
     (CommandKind::Resume, "intent-resume"),
     (CommandKind::Reconcile, "intent-reconcile"),
+    (CommandKind::Cancel, "intent-cancel"),
     (CommandKind::Close, "intent-close"),
 ];
 

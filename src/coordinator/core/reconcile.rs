@@ -27,6 +27,8 @@ pub enum LookupResult {
     Committed { downstream_id: String },
     /// Proved absent; the same command is being sent again with the same key.
     Resent,
+    /// Proved absent while its cancellation was requested: cancelled, not sent again.
+    Cancelled,
     /// Still unproven; why it stays indeterminate.
     StillIndeterminate { why: String },
     /// The intent is not indeterminate; nothing to look up.
@@ -199,6 +201,22 @@ pub fn finish(
             LookupResult::still("the lookup did not answer"),
             Follow::Nothing,
         )),
+        Found::No if s.cancel_requested(id)? => {
+            let ctx = ApplyContext {
+                now_ms: now,
+                ..ApplyContext::default()
+            };
+            match s.apply(id, &Event::ProvedAbsentCancel, &ctx) {
+                Ok(_) => Ok((LookupResult::Cancelled, Follow::Nothing)),
+                Err(StoreError::Refused(refusal)) => Ok((
+                    LookupResult::StillIndeterminate {
+                        why: format!("not found, but not cancelled: {refusal}"),
+                    },
+                    Follow::Nothing,
+                )),
+                Err(e) => Err(e),
+            }
+        }
         Found::No => {
             // A resend is safe only while the downstream still deduplicates the key: the
             // resend must arrive (within one timeout) before the key may be forgotten. The

@@ -38,6 +38,9 @@ pub fn replan(
     match s.replan_stalled(id, &ctx) {
         Ok(Some(_)) => Ok(Follow::Dispatch),
         Ok(None) | Err(StoreError::Refused(Refusal::Paused)) => Ok(Follow::Nothing),
+        Err(StoreError::Refused(Refusal::CancellationRequested)) => {
+            super::dispatch::settle_cancel(s, id, now)
+        }
         Err(StoreError::Refused(refusal)) => {
             let ctx = ApplyContext {
                 now_ms: now,
