@@ -873,3 +873,194 @@ on_both_backends! {
         assert_eq!(store.intent(&id).expect("intent").state, IntentState::Executing);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The console: the workflow and revision links, and the cancellation request, from fixed
+// data on the console's local cache and a fixed clock, in both locales.
+// ---------------------------------------------------------------------------------------
+
+#[cfg(feature = "console")]
+mod console {
+    use std::time::{Duration, Instant};
+
+    use egui::accesskit::Role;
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable;
+    use intentdesk::console::cache::Cache;
+    use intentdesk::console::commands::ConsoleCommand;
+    use intentdesk::console::model::{IntentDetail, IntentPage};
+    use intentdesk::console::views::intent_view::IntentTab;
+    use intentdesk::console::worker::cache_key;
+    use intentdesk::console::{ConsoleApp, ConsoleOptions};
+    use serde_json::{Value, json};
+
+    const NOW_MS: u64 = 1_764_489_600_000;
+    const URL: &str = "http://coordinator.example:7410";
+    const EXPORT: &str = "int_01kb10p7q3x9d2m8v4r6t0y5zs";
+    const OLD: &str = "int_01kb11p7q3x9d2m8v4r6t0y5zs";
+    const DELIVERY: &str = "int_01kb12p7q3x9d2m8v4r6t0y5zs";
+
+    fn intent(id: &str, operation: &str, state: &str, age_secs: u64, extra: Value) -> Value {
+        let created = NOW_MS - age_secs * 1000;
+        let mut v = json!({
+            "id": id, "tenant": "pars-trading", "actor": "agent:kharid-bot", "purpose": "سفارش کاغذ A4",
+            "operation": operation, "tool": "erp", "consequence": "write", "state": state, "attempts": 1,
+            "max_attempts": 3, "created_at_ms": created, "updated_at_ms": created + 500,
+            "deadline_at_ms": created + 600_000, "locale": "fa-IR", "providers": ["erp"], "connector": "erp",
+            "action_key": format!("po:pars-trading:{id}"), "workflow_id": "wf-order-1405",
+        });
+        if let (Some(v), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
+            v.extend(extra.clone());
+        }
+        v
+    }
+
+    fn linked(id: &str, operation: &str, state: &str, age_secs: u64, extra: Value) -> Value {
+        let mut v = json!({"id": id, "state": state, "operation": operation, "created_at_ms": NOW_MS - age_secs * 1000});
+        if let (Some(v), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
+            v.extend(extra.clone());
+        }
+        v
+    }
+
+    fn page() -> IntentPage {
+        serde_json::from_value(json!({
+            "items": [
+                intent(DELIVERY, "purchase_order.create", "indeterminate", 120, json!({"supersedes": OLD})),
+                intent(OLD, "purchase_order.create", "cancelled", 600, json!({"superseded_by": DELIVERY})),
+                intent(EXPORT, "inventory.reserve", "committed", 900, json!({})),
+            ],
+            "next_cursor": null, "total": 3, "total_exact": true,
+        }))
+        .expect("page")
+    }
+
+    /// A delivery of a workflow whose export is committed, correcting an earlier order, and
+    /// whose send was lost: its cancellation is requested and waits for evidence.
+    fn detail() -> IntentDetail {
+        let created = NOW_MS - 120_000;
+        serde_json::from_value(json!({
+            "intent": intent(DELIVERY, "purchase_order.create", "indeterminate", 120, json!({
+                "supersedes": OLD, "parent_intent_id": EXPORT, "may_have_crossed_boundary": true,
+                "cancel_requested_at_ms": created + 30_000, "cancel_requested_by": "agent",
+                "cancel_reason": "the buyer changed the order", "indeterminate_since_ms": created + 9_000,
+            })),
+            "attempts": [
+                {"id": "att_01kb12p7q3x9d2m8v4r6t0y5a1", "kind": "dispatch", "provider": "erp", "outcome": "lost",
+                 "sent": true, "started_at_ms": created + 200, "ended_at_ms": created + 9_000},
+            ],
+            "transitions": [
+                {"from": null, "to": "prepared", "event": "validated", "at_ms": created},
+                {"from": "prepared", "to": "authorized", "event": "authorized", "at_ms": created + 100},
+                {"from": "authorized", "to": "executing", "event": "dispatch", "at_ms": created + 200},
+                {"from": "executing", "to": "indeterminate", "event": "outcome_unknown", "at_ms": created + 9_000},
+                {"from": "indeterminate", "to": "indeterminate", "event": "cancel",
+                 "reason": "the buyer changed the order", "command_id": "cmd_01kb12p7q3x9d2m8v4r6t0y5c1", "at_ms": created + 30_000},
+            ],
+            "commands": [
+                {"command_id": "cmd_01kb12p7q3x9d2m8v4r6t0y5c1", "kind": "cancel", "actor": "agent", "role": "agent",
+                 "reason": "the buyer changed the order", "dry_run": false, "status": "applied",
+                 "result": {"from": "indeterminate", "to": "indeterminate", "cancellation": "requested", "target_count": 1},
+                 "body": {"target": {"intent_id": DELIVERY}}, "created_at_ms": created + 30_000},
+            ],
+            "workflow": [
+                linked(EXPORT, "inventory.reserve", "committed", 900, json!({})),
+                linked(OLD, "purchase_order.create", "cancelled", 600, json!({"superseded_by": DELIVERY})),
+                linked(DELIVERY, "purchase_order.create", "indeterminate", 120,
+                       json!({"supersedes": OLD, "cancel_requested_at_ms": created + 30_000})),
+            ],
+            "revisions": [
+                linked(OLD, "purchase_order.create", "cancelled", 600, json!({"superseded_by": DELIVERY})),
+                linked(DELIVERY, "purchase_order.create", "indeterminate", 120,
+                       json!({"supersedes": OLD, "cancel_requested_at_ms": created + 30_000})),
+            ],
+        }))
+        .expect("detail")
+    }
+
+    fn harness(dir: &std::path::Path) -> (tokio::runtime::Runtime, Harness<'static, ConsoleApp>) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let cache_path = dir.join("cache.sqlite");
+        let cache = Cache::open(&cache_path, URL).expect("cache");
+        let query = vec![
+            ("sort".to_string(), "-created".to_string()),
+            ("limit".to_string(), "200".to_string()),
+        ];
+        runtime.block_on(cache.put_page(&cache_key(&query, None), &page()));
+        runtime.block_on(cache.put_detail(DELIVERY, &detail()));
+        let options = ConsoleOptions {
+            label: URL.into(),
+            coordinator_url: URL.into(),
+            token: String::new(),
+            offline: true,
+            open: Some(DELIVERY.to_string()),
+            cache_path: Some(cache_path),
+            fixed_now_ms: Some(NOW_MS),
+            utc: true,
+            ca_file: None,
+        };
+        let handle = runtime.handle().clone();
+        let mut harness = Harness::builder()
+            .with_size(egui::vec2(1280.0, 720.0))
+            .build_eframe(move |cc| ConsoleApp::new(&cc.egui_ctx, None, options, &handle));
+        let started = Instant::now();
+        let shown = |app: &ConsoleApp| {
+            app.table.rows.len() == 3 && app.open.as_ref().is_some_and(|o| o.detail.is_some())
+        };
+        while !shown(harness.state()) {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the cached intent never showed"
+            );
+            harness.step();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        harness.run_steps(3);
+        (runtime, harness)
+    }
+
+    fn open_id(harness: &Harness<'static, ConsoleApp>) -> Option<String> {
+        harness.state().open.as_ref().map(|o| o.id.clone())
+    }
+
+    #[test]
+    fn the_intent_view_lists_its_workflow_and_revisions_and_opens_them() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (_runtime, mut harness) = harness(dir.path());
+        harness.snapshot("lifecycle_links_en");
+        // The owner's cancellation request in the audit trail.
+        harness.state_mut().intent_view.tab = IntentTab::Audit;
+        harness.run_steps(4);
+        harness.snapshot("lifecycle_audit_en");
+        // The export's short id is a button that opens it.
+        let short: String = EXPORT.chars().take(14).collect();
+        harness.get_by_role_and_label(Role::Button, &short).click();
+        harness.run_steps(3);
+        assert_eq!(open_id(&harness).as_deref(), Some(EXPORT));
+    }
+
+    #[test]
+    fn the_intent_view_lists_its_workflow_and_revisions_in_persian() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (_runtime, mut harness) = harness(dir.path());
+        harness.state_mut().queue(ConsoleCommand::SwitchLocale);
+        harness.run_steps(4);
+        harness.snapshot("lifecycle_links_fa");
+        harness.state_mut().intent_view.tab = IntentTab::Audit;
+        harness.run_steps(4);
+        harness.snapshot("lifecycle_audit_fa");
+        // The earlier order is listed twice: in the workflow and in the revision chain.
+        let short: String = OLD.chars().take(14).collect();
+        harness
+            .get_all_by_role_and_label(Role::Button, &short)
+            .next()
+            .expect("the earlier order's button")
+            .click();
+        harness.run_steps(3);
+        assert_eq!(open_id(&harness).as_deref(), Some(OLD));
+    }
+}
