@@ -41,6 +41,9 @@ pub struct IntentFilter {
     pub until_ms: Option<u64>,
     pub min_attempts: Option<u32>,
     pub q: Option<String>,
+    /// Workflow ids (`GET /v1/intents?workflow=`; the list only, not the metrics).
+    #[serde(default)]
+    pub workflows: Vec<String>,
     #[serde(skip)]
     pub allowed_tenants: Option<Vec<String>>,
 }
@@ -214,6 +217,7 @@ pub(crate) fn filter_where(f: &IntentFilter) -> Where {
     w.any_of("i.operation", &f.operations);
     w.any_of("i.tool", &f.tools);
     w.any_of("i.release_id", &f.releases);
+    w.any_of("i.workflow_id", &f.workflows);
     w.any_of("i.locale", &names(&f.locales, Locale::as_str));
     w.any_of("i.tier", &names(&f.tiers, ConsequenceTier::as_str));
     if !f.providers.is_empty() {
