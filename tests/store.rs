@@ -941,7 +941,7 @@ mod shared_postgres {
                                     CreateOutcome::Created(i) | CreateOutcome::Replayed(i) => {
                                         i.id.to_string()
                                     }
-                                    CreateOutcome::Mismatch { .. } => {
+                                    CreateOutcome::Mismatch { .. } | CreateOutcome::Link(_) => {
                                         panic!("the same order is no mismatch")
                                     }
                                 };
