@@ -882,7 +882,12 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     assert_eq!(figures(&plain), 1, "the generator analysed the index");
     plain
         .execute_batch(
-            "DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
+            "DROP INDEX intents_workflow; DROP INDEX intents_supersedes; \
+             ALTER TABLE intents DROP COLUMN cancel_requested_at_ms; \
+             ALTER TABLE intents DROP COLUMN cancel_requested_by; ALTER TABLE intents DROP COLUMN cancel_reason; \
+             ALTER TABLE intents DROP COLUMN workflow_id; ALTER TABLE intents DROP COLUMN parent_intent_id; \
+             ALTER TABLE intents DROP COLUMN supersedes; ALTER TABLE intents DROP COLUMN superseded_by; \
+             DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
              ALTER TABLE attempts DROP COLUMN downstream_resource; \
              ALTER TABLE attempts DROP COLUMN key_retention_secs; \
              DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
