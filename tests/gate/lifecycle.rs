@@ -20,6 +20,7 @@ use crate::{on_both_backends, on_both_backends_tokio};
 on_both_backends_tokio! {
     a_cancel_before_anything_crossed_ends_cancelled_and_sends_nothing,
     a_cancel_after_a_dropped_response_waits_for_the_lookup_and_counts_the_late_result,
+    a_cancel_after_a_crossing_that_applied_nothing_ends_cancelled_by_the_lookup,
     an_export_and_its_delivery_are_retried_and_looked_up_apart,
     a_correction_supersedes_the_order_it_replaces,
     bad_cancels_and_links_are_refused_and_store_nothing,
@@ -447,6 +448,53 @@ async fn a_cancel_after_a_dropped_response_waits_for_the_lookup_and_counts_the_l
     let (status, body, _) = rig.cancel_as(AGENT, &id, "too late").await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(body["error"]["code"], "intent_final");
+}
+
+async fn a_cancel_after_a_crossing_that_applied_nothing_ends_cancelled_by_the_lookup(
+    backend: Backend,
+) {
+    // The downstream takes the connection and drops it unread: the send may have crossed,
+    // and nothing was applied.
+    let rig = start(&backend, "refuse=1", false).await;
+    let (id, key) = rig.authorized("cancel-absent", &po(900)).await;
+    rig.dispatch(&id).await;
+    let detail = rig.wait_for_state(&id, "indeterminate").await;
+    assert_eq!(
+        detail["intent"]["may_have_crossed_boundary"], true,
+        "{detail:#}"
+    );
+    let (status, intent, _) = rig.cancel_as(AGENT, &id, "ordered elsewhere").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{intent}");
+    assert_eq!(intent["state"], "indeterminate");
+
+    rig.sandbox
+        .set_faults(intentdesk::sandbox::FaultSpec::none());
+    let (status, body) = rig
+        .command(
+            ADMIN,
+            json!({"command_id": "cancel-absent-lookup", "kind": "reconcile", "target": {"intent_id": id}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(
+        body["result"]["lookups"][0]["result"], "cancelled",
+        "{body:#}"
+    );
+    let detail = rig.wait_for_state(&id, "cancelled").await;
+    assert_eq!(
+        dispatches(&detail).len(),
+        1,
+        "proved absent, and not sent again: {detail:#}"
+    );
+    assert_eq!(rig.effects(&key), 0);
+    let last = detail["transitions"]
+        .as_array()
+        .and_then(|t| t.last())
+        .cloned();
+    assert_eq!(
+        last.map(|t| t["event"].clone()),
+        Some(json!("proved_absent_cancel"))
+    );
 }
 
 async fn an_export_and_its_delivery_are_retried_and_looked_up_apart(backend: Backend) {

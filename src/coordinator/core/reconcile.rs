@@ -201,6 +201,9 @@ pub fn finish(
             LookupResult::still("the lookup did not answer"),
             Follow::Nothing,
         )),
+        // Its cancellation was asked for: absent is settled as cancelled, never resent. A
+        // request the downstream still holds may land later all the same; a receipt for it
+        // then contradicts the cancelled state and is kept as evidence for an operator.
         Found::No if s.cancel_requested(id)? => {
             let ctx = ApplyContext {
                 now_ms: now,
