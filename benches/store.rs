@@ -148,6 +148,7 @@ fn write_one(
         deadline_at_ms: now + 60_000,
         key_retention_secs: Some(86_400),
         refused: None,
+        links: Default::default(),
     };
     store.create_or_replay(&new)?;
     let ctx = ApplyContext {

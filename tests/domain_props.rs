@@ -46,6 +46,7 @@ fn any_facts() -> impl Strategy<Value = IntentFacts> {
                 may_have_crossed_boundary: crossed,
                 authorization_valid: auth,
                 dispatch_in_flight: in_flight,
+                cancel_requested: false,
             },
         )
 }
@@ -76,6 +77,7 @@ fn any_event() -> impl Strategy<Value = Event> {
         2 => Just(Event::OutcomeUnknown),
         1 => Just(Event::NotSent),
         2 => Just(Event::ProvedAbsentRetry),
+        1 => Just(Event::ProvedAbsentCancel),
         1 => Just(Event::Cancel {
             reason: "owner".into()
         }),
@@ -112,6 +114,10 @@ fn run(mut facts: IntentFacts, steps: Vec<(Event, u64, bool)>) -> (IntentFacts, 
         let result = apply(&facts, &event);
         if let Ok(t) = &result {
             facts.state = t.to;
+            // A cancel that did not end the intent leaves the request beside its state.
+            if matches!(event, Event::Cancel { .. }) {
+                facts.cancel_requested = true;
+            }
             if t.effects.contains(&Effect::EnqueueDispatch) {
                 facts.attempts_used += 1;
                 facts.may_have_crossed_boundary = true;
@@ -142,7 +148,8 @@ proptest! {
         let (_, log) = run(facts, steps);
         for step in log {
             let Ok(t) = &step.result else { continue };
-            if step.before.state != IntentState::Indeterminate {
+            // Staying indeterminate (a recorded cancellation request) is not leaving it.
+            if step.before.state != IntentState::Indeterminate || t.to == IntentState::Indeterminate {
                 continue;
             }
             prop_assert!(
@@ -150,7 +157,7 @@ proptest! {
                 "indeterminate went to {} on {:?}", t.to, step.event
             );
             let by_evidence = match &step.event {
-                Event::ReceiptFound { .. } | Event::ProvedAbsentRetry => true,
+                Event::ReceiptFound { .. } | Event::ProvedAbsentRetry | Event::ProvedAbsentCancel => true,
                 Event::OperatorClose { evidence, .. } => carries_evidence(evidence),
                 _ => false,
             };
@@ -171,6 +178,26 @@ proptest! {
                 && t.to.is_terminal()
             {
                 terminal_at = Some(t.to);
+            }
+        }
+    }
+
+    /// Once cancellation is asked for, nothing more is sent: no event enqueues a dispatch,
+    /// and a cancel never makes anything final that may have crossed and was not settled.
+    #[test]
+    fn nothing_is_sent_once_cancellation_is_requested(facts in any_facts(), steps in any_steps()) {
+        let (_, log) = run(facts, steps);
+        for step in &log {
+            let Ok(t) = &step.result else { continue };
+            if step.before.cancel_requested {
+                prop_assert!(!t.effects.contains(&Effect::EnqueueDispatch), "{:?} sent", step.event);
+            }
+            if matches!(step.event, Event::Cancel { .. }) && t.to == IntentState::Cancelled {
+                prop_assert!(!step.before.dispatch_in_flight);
+                prop_assert!(
+                    !step.before.may_have_crossed_boundary
+                        || !matches!(step.before.state, IntentState::Executing | IntentState::Indeterminate)
+                );
             }
         }
     }

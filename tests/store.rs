@@ -49,6 +49,7 @@ fn new_intent(n: u64, tenant: &str, caller_key: &str, args: serde_json::Value) -
         deadline_at_ms: T0 + n + 60_000,
         key_retention_secs: Some(86_400),
         refused: None,
+        links: Default::default(),
     }
 }
 
@@ -882,7 +883,12 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     assert_eq!(figures(&plain), 1, "the generator analysed the index");
     plain
         .execute_batch(
-            "ALTER TABLE intents DROP COLUMN created_by; ALTER TABLE intents DROP COLUMN policy_version; \
+            "DROP INDEX intents_workflow; DROP INDEX intents_supersedes; \
+             ALTER TABLE intents DROP COLUMN cancel_requested_at_ms; \
+             ALTER TABLE intents DROP COLUMN cancel_requested_by; ALTER TABLE intents DROP COLUMN cancel_reason; \
+             ALTER TABLE intents DROP COLUMN workflow_id; ALTER TABLE intents DROP COLUMN parent_intent_id; \
+             ALTER TABLE intents DROP COLUMN supersedes; ALTER TABLE intents DROP COLUMN superseded_by; \
+             ALTER TABLE intents DROP COLUMN created_by; ALTER TABLE intents DROP COLUMN policy_version; \
              ALTER TABLE attempts DROP COLUMN cost_micros; ALTER TABLE attempts DROP COLUMN hedge_lost; \
              DROP INDEX intents_lookup_due; ALTER TABLE intents DROP COLUMN lookups; \
              ALTER TABLE intents DROP COLUMN automatic_lookups; \
@@ -948,7 +954,7 @@ mod shared_postgres {
                                     CreateOutcome::Created(i) | CreateOutcome::Replayed(i) => {
                                         i.id.to_string()
                                     }
-                                    CreateOutcome::Mismatch { .. } => {
+                                    CreateOutcome::Mismatch { .. } | CreateOutcome::Link(_) => {
                                         panic!("the same order is no mismatch")
                                     }
                                     CreateOutcome::Refused(why) => panic!("no policy: {why}"),

@@ -589,31 +589,40 @@ mod tests {
     /// The commented approver token and policy of the example are valid once uncommented.
     #[test]
     fn the_examples_commented_approver_and_policy_parse() {
-        let uncommented: String = EXAMPLE_CONFIG
-            .lines()
-            .map(|line| {
-                let code = line.split(" # ").next().unwrap_or(line);
-                match code.strip_prefix("# ") {
-                    Some(rest) if rest.starts_with('[') || rest.contains(" = ") => rest.trim_end(),
-                    _ => line,
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-            .replace("<hex sha256 of the bearer token>", &token_sha256("secret"))
-            .replace(
-                "<hex sha256 of the connector's token>",
-                &token_sha256("hook"),
-            )
-            .replace(
-                "<hex sha256 of the approver's token>",
-                &token_sha256("approve"),
-            );
-        let config = Config::parse(&uncommented, "example").expect("valid once uncommented");
+        // The commented block that starts at `first`, up to its blank line, uncommented.
+        let block = |first: &str| -> String {
+            let from = EXAMPLE_CONFIG
+                .find(first)
+                .expect("the block is in the example");
+            EXAMPLE_CONFIG[from..]
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .filter_map(|l| l.strip_prefix("# "))
+                .filter(|l| l.starts_with('[') || l.contains(" = "))
+                .map(|l| l.split(" # ").next().unwrap_or(l).trim_end())
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let text = format!(
+            "{EXAMPLE_CONFIG}\n{}\n{}\n",
+            block("# [[tokens]]\n# name = \"acme-approvals\""),
+            block("# [[policies]]")
+        )
+        .replace("<hex sha256 of the bearer token>", &token_sha256("secret"))
+        .replace(
+            "<hex sha256 of the connector's token>",
+            &token_sha256("hook"),
+        )
+        .replace(
+            "<hex sha256 of the approver's token>",
+            &token_sha256("approve"),
+        );
+        let config = Config::parse(&text, "example").expect("valid once uncommented");
         assert!(config.tokens.iter().any(|t| t.role == Role::Approver));
         let acme = config.policy("acme").expect("acme has a policy");
         assert_eq!(acme.version, "2026-12");
         assert!(acme.rule("payment.initiate").is_some());
+        assert_eq!(acme.rule("inventory.check").map(|(n, _)| n), Some("*"));
     }
 
     #[test]

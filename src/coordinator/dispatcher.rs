@@ -138,6 +138,39 @@ async fn handle(state: &AppState, row: ClaimedRow) {
         return;
     }
 
+    // A cancellation requested since the claim stops the send here; one requested after
+    // this read finds the send on its way and waits for its outcome.
+    let id = row.intent_id.clone();
+    if state
+        .db
+        .read(move |s| s.cancel_requested(&id))
+        .await
+        .unwrap_or(false)
+    {
+        let (check, now) = (row.clone(), state.clock.now_ms());
+        match state
+            .db
+            .write(move |s| dispatch::withdraw_if_cancelled(s, &check, now))
+            .await
+        {
+            Ok(None) => {}
+            Ok(Some(follow)) => {
+                tracing::info!("cancellation was requested after the claim; the send is withdrawn");
+                if follow == Follow::Reconcile {
+                    state.reconcile_wake.notify_one();
+                }
+                state.events_wake.notify_waiters();
+                return;
+            }
+            Err(e) => {
+                // Taken over, or the store failed: nothing is sent on this claim, whose
+                // lease runs out and is reconciled.
+                tracing::warn!(error = %e, "the cancelled send could not be withdrawn; not sent");
+                return;
+            }
+        }
+    }
+
     let call = state
         .downstream
         .create(&connector, &resource, &row.action_key, &row.payload_json)

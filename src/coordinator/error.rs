@@ -186,6 +186,7 @@ impl From<Refusal> for ApiError {
             Refusal::HedgeNotAllowed { .. } => "hedge_not_allowed",
             Refusal::HedgesAtCap { .. } => "hedges_at_cap",
             Refusal::TooEarly { .. } => "too_early",
+            Refusal::CancellationRequested => "cancellation_requested",
         };
         let status = match r {
             Refusal::MissingEvidence(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -17,16 +17,17 @@ use super::error::ApiError;
 use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
 use crate::domain::policy::{Request as PolicyRequest, tier_attempt_cap};
 use crate::domain::{
-    ActionKey, AttemptId, AttemptKind, AttemptOutcome, ErrorClass, Event, IntentId, Permission,
-    ReceiptId, Tenant,
+    ActionKey, AttemptId, AttemptKind, AttemptOutcome, CommandId, CommandKind, ErrorClass, Event,
+    IntentId, Permission, ReceiptId, Role, Tenant,
 };
 use crate::store::ops::*;
 use crate::store::{
-    ApplyContext, Approval, AttemptFinish, CreateOutcome, DispatchPlan, NewIntent, ReceiptSource,
-    ReportedFinish, StoreError, search_form,
+    ApplyContext, Approval, AttemptFinish, CommandAction, CreateOutcome, DispatchPlan, LinkRefusal,
+    Links, NewCommand, NewIntent, ReceiptSource, RecordedCommand, ReportedFinish, StoreError,
+    search_form,
 };
 use crate::wire::{
-    AttemptReport, Authorize, CreateIntent, Dispatched, NewAttempt, ReceiptDelivery,
+    AttemptReport, Authorize, CancelIntent, CreateIntent, Dispatched, NewAttempt, ReceiptDelivery,
 };
 
 /// The longest caller key accepted.
@@ -46,6 +47,7 @@ pub fn routes() -> Router<AppState> {
             patch(finish_attempt),
         )
         .route("/v1/intents/{id}/dispatch", post(dispatch))
+        .route("/v1/intents/{id}/cancel", post(cancel))
         .route("/v1/receipts/{connector}", post(receipt_webhook))
 }
 
@@ -166,6 +168,7 @@ async fn create_intent(
             None
         }
     };
+    let links = check_links(&mut fields, &req);
     let (Some(tenant), Some(canonical), true) = (tenant, canonical, fields.is_empty()) else {
         return Err(ApiError::fields(fields));
     };
@@ -229,6 +232,7 @@ async fn create_intent(
         deadline_at_ms: now + req.deadline_secs * 1000,
         key_retention_secs: connector.map(|c| c.key_retention_secs),
         refused,
+        links,
     };
     let outcome = state.db.ingest(move |s| s.create_or_replay(&new)).await;
     state.events_wake.notify_waiters();
@@ -253,6 +257,7 @@ async fn create_intent(
             "policy_refused",
             format!("refused by {why}"),
         )),
+        CreateOutcome::Link(refusal) => Err(link_refused(refusal)),
         CreateOutcome::Mismatch { intent_id, differs } => {
             // The same principal's key in another tenant: which intent is not said, as the
             // token may no longer see that tenant.
@@ -268,6 +273,157 @@ async fn create_intent(
                     "this Idempotency-Key already names {named}; a changed order needs a new key"
                 ),
             ))
+        }
+    }
+}
+
+/// The longest workflow id.
+pub const MAX_WORKFLOW_CHARS: usize = 200;
+
+/// Check the links a new intent names; ids are checked against the tenant by the store.
+fn check_links(fields: &mut BTreeMap<String, String>, req: &CreateIntent) -> Links {
+    if let Some(workflow) = &req.workflow_id {
+        check_text(fields, "workflow_id", workflow, MAX_WORKFLOW_CHARS);
+    }
+    let mut id = |name: &str, raw: &Option<String>| -> Option<IntentId> {
+        let raw = raw.as_deref()?;
+        match raw.parse::<IntentId>() {
+            Ok(id) if id.as_str() == raw => Some(id),
+            Ok(id) => {
+                fields.insert(name.into(), format!("write the id exactly as issued: {id}"));
+                None
+            }
+            Err(e) => {
+                fields.insert(name.into(), e.to_string());
+                None
+            }
+        }
+    };
+    Links {
+        parent_intent_id: id("parent_intent_id", &req.parent_intent_id),
+        supersedes: id("supersedes", &req.supersedes),
+        workflow_id: req.workflow_id.as_deref().map(|w| w.trim().to_string()),
+    }
+}
+
+/// The answer to a link the store refused: 404 for an intent the tenant does not have (the
+/// same whether it exists elsewhere), 409 for one that cannot be superseded now.
+fn link_refused(refusal: LinkRefusal) -> ApiError {
+    let message = refusal.to_string();
+    let (status, code, field) = match &refusal {
+        LinkRefusal::Unknown { field, .. } => (StatusCode::NOT_FOUND, "not_found", *field),
+        LinkRefusal::AlreadySuperseded { .. } => {
+            (StatusCode::CONFLICT, "already_superseded", "supersedes")
+        }
+        LinkRefusal::StillOpen { .. } => (StatusCode::CONFLICT, "supersedes_open", "supersedes"),
+    };
+    let mut error = ApiError::new(status, code, message.clone());
+    error.fields.insert(field.to_string(), message);
+    error
+}
+
+/// `POST /v1/intents/{id}/cancel`: the owner's cancellation (the agent whose key created
+/// the intent; an admin too). Before anything crossed the action boundary the intent is
+/// `cancelled` (200); after, the cancellation is requested and the intent waits for
+/// evidence (202). A repeat once cancelled or requested answers the intent as it stands and
+/// stores nothing (200, `Idempotent-Replayed: true`); a cancel of an intent that ended
+/// otherwise is 409. Recorded in the audit trail as a `cancel` command of its principal.
+async fn cancel(
+    State(state): State<AppState>,
+    principal: Principal,
+    Path(raw_id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    principal.require(Permission::Ingest, "cancel intents")?;
+    let req: CancelIntent = parse_body(&body)?;
+    let reason = req.reason.trim().to_string();
+    let mut fields = BTreeMap::new();
+    check_text(&mut fields, "reason", &reason, 2000);
+    if !fields.is_empty() {
+        return Err(ApiError::fields(fields));
+    }
+    let id = visible_intent(&state, &principal, &raw_id).await?;
+    let lookup = id.clone();
+    let (intent, creator) = state
+        .db
+        .read(move |s| Ok((s.intent(&lookup)?, s.creator(&lookup)?)))
+        .await?;
+    if principal.role != Role::Admin && creator.as_deref() != Some(principal.name.as_str()) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_owner",
+            "only the agent whose key created an intent cancels it here; an operator cancels \
+             it with the `cancel` command",
+        ));
+    }
+    let settled = |intent: &crate::wire::Intent| {
+        intent.state == crate::domain::IntentState::Cancelled
+            || (intent.cancel_requested_at_ms.is_some() && !intent.state.is_terminal())
+    };
+    let replay = |intent: crate::wire::Intent| {
+        (
+            StatusCode::OK,
+            [("Idempotent-Replayed", "true")],
+            Json(intent),
+        )
+            .into_response()
+    };
+    if settled(&intent) {
+        return Ok(replay(intent));
+    }
+    super::operator::commands::refuse_final_cancel(&intent)?;
+    let now = state.clock.now_ms();
+    let command_id = CommandId::generate(now, state.entropy.next_u128());
+    let body = serde_json::json!({
+        "command_id": command_id, "kind": "cancel", "target": {"intent_id": id}, "reason": reason,
+    });
+    let canonical = canonicalize(&body).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let new = NewCommand {
+        id: command_id,
+        kind: CommandKind::Cancel,
+        actor: principal.name.clone(),
+        role: principal.role,
+        body_hash: canonical.hash,
+        body_json: body.to_string(),
+        reason: Some(reason),
+        dry_run: false,
+        now_ms: now,
+    };
+    let tenants = principal.tenants.clone();
+    let (recorded, intent) = state
+        .db
+        .ingest(move |s| {
+            let recorded = s.run_command(
+                &new,
+                &CommandAction::Cancel { intent: id.clone() },
+                tenants.as_deref(),
+            )?;
+            Ok((recorded, s.intent(&id)?))
+        })
+        .await?;
+    state.events_wake.notify_waiters();
+    state.reconcile_wake.notify_one();
+    match recorded {
+        RecordedCommand::Fresh(record) if record.status == "refused" => {
+            // Another cancel came first: the intent as it stands.
+            if settled(&intent) {
+                return Ok(replay(intent));
+            }
+            let message = record
+                .result
+                .get("error")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("the cancel was refused")
+                .to_string();
+            Err(ApiError::conflict("invalid_state", message))
+        }
+        _ => {
+            let status = if intent.state == crate::domain::IntentState::Cancelled {
+                StatusCode::OK
+            } else {
+                StatusCode::ACCEPTED
+            };
+            Ok((status, Json(intent)).into_response())
         }
     }
 }

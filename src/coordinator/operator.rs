@@ -74,8 +74,13 @@ async fn list_intents(
     query: RawQuery,
 ) -> Result<Json<IntentPage>, ApiError> {
     principal.require(Permission::Read, "read intents")?;
-    let mut p = Params::new(query, &[FILTER_PARAMS, &["sort", "cursor", "limit"]])?;
-    let filter = p.filter(&principal);
+    let mut p = Params::new(
+        query,
+        &[FILTER_PARAMS, &["sort", "cursor", "limit", "workflow"]],
+    )?;
+    let mut filter = p.filter(&principal);
+    // The intents of one or more workflows, each the caller's own text.
+    filter.workflows = p.list("workflow");
     let (sort, ascending) = match p.text("sort") {
         None => (SortKey::Created, false),
         Some(raw) => SortKey::parse(&raw).unwrap_or_else(|| {

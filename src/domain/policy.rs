@@ -321,7 +321,9 @@ mod tests {
     fn connectors_budgets_and_unlisted_operations_are_policy() {
         let p = policy();
         let args = json!({"amount": 1, "currency": "IRR"});
-        let refused = p.check(&payment(&args, "legacy-erp", 1)).expect_err("refused");
+        let refused = p
+            .check(&payment(&args, "legacy-erp", 1))
+            .expect_err("refused");
         assert_eq!(refused.rule, "policy acme v3: payment.initiate connectors");
         let refused = p.check(&payment(&args, "erp", 3)).expect_err("refused");
         assert_eq!(

@@ -62,6 +62,9 @@ pub enum Hold {
     AuthorizationLapsed,
     #[error("the deadline has passed")]
     DeadlinePassed,
+    /// The intent's cancellation is requested: nothing new is sent.
+    #[error("cancellation of the intent is requested")]
+    CancellationRequested,
     /// An earlier send may have crossed and the downstream does not deduplicate keys.
     #[error("an earlier send may have crossed and the downstream does not deduplicate keys")]
     NoIdempotency,
@@ -82,6 +85,9 @@ pub fn may_send(
 ) -> Result<(), Hold> {
     if facts.state != IntentState::Executing {
         return Err(Hold::NotExecuting { state: facts.state });
+    }
+    if facts.cancel_requested {
+        return Err(Hold::CancellationRequested);
     }
     if facts.paused {
         return Err(Hold::Paused);
@@ -120,6 +126,7 @@ mod tests {
             may_have_crossed_boundary: false,
             authorization_valid: true,
             dispatch_in_flight: false,
+            cancel_requested: false,
         }
     }
 

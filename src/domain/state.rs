@@ -7,6 +7,12 @@
 //!                         executing ⇄ indeterminate (left only by evidence)
 //! ```
 //!
+//! Cancellation is an observation, not a rollback: before anything may have crossed the
+//! action boundary `Cancel` ends the intent `cancelled`; after, it records that cancellation
+//! is requested and the intent keeps its state until evidence settles it (a receipt:
+//! `committed`; a proved absence: `cancelled`, never a resend). Once requested, no new
+//! attempt is made.
+//!
 //! The rules that matter most:
 //! - only the coordinator moves `authorized → executing` (`Dispatch`, or `AttemptStarted`
 //!   for reported non-mutating work), and each spends one unit of budget;
@@ -37,6 +43,10 @@ pub struct IntentFacts {
     /// True while a dispatcher holds a claimed send of this intent: the request is on its
     /// way to the downstream, or about to be.
     pub dispatch_in_flight: bool,
+    /// True once the owner or an operator asked to cancel after something may have crossed:
+    /// no new attempt is made, and evidence settles the intent.
+    #[serde(default)]
+    pub cancel_requested: bool,
 }
 
 impl IntentFacts {
@@ -96,8 +106,13 @@ pub enum Event {
     /// A lookup proved the effect absent and the connector guarantees idempotent creation
     /// for the key, so the same command may be sent again with the same key.
     ProvedAbsentRetry,
-    /// The owner or an operator cancels before anything crossed the action boundary.
+    /// The owner or an operator cancels. Before anything may have crossed the action
+    /// boundary the intent ends `cancelled`; after, the cancellation is requested and the
+    /// intent waits for evidence.
     Cancel { reason: String },
+    /// A lookup proved the effect absent while a cancellation is requested: nothing was
+    /// applied, so the intent ends `cancelled` instead of being sent again.
+    ProvedAbsentCancel,
     /// An operator closes with a disposition and evidence.
     OperatorClose {
         disposition: Disposition,
@@ -120,6 +135,7 @@ impl Event {
             Event::NotSent => "not_sent",
             Event::ProvedAbsentRetry => "proved_absent_retry",
             Event::Cancel { .. } => "cancel",
+            Event::ProvedAbsentCancel => "proved_absent_cancel",
             Event::OperatorClose { .. } => "operator_close",
             Event::DeadlinePassed => "deadline_passed",
         }
@@ -187,6 +203,10 @@ pub enum Refusal {
          (its backoff or the downstream's Retry-After)"
     )]
     TooEarly { wait_ms: u64 },
+    /// The intent's cancellation is requested: nothing new is attempted, and a second
+    /// request changes nothing.
+    #[error("cancellation of the intent is requested; it waits for evidence of what was applied")]
+    CancellationRequested,
 }
 
 /// Apply `event` to an intent described by `facts`.
@@ -275,22 +295,9 @@ pub fn apply(facts: &IntentFacts, event: &Event) -> Result<Transition, Refusal> 
             }
             _ => Err(not_allowed()),
         },
-        Event::Cancel { .. } if facts.dispatch_in_flight => Err(Refusal::DispatchInFlight),
-        Event::Cancel { reason } => match state {
-            S::New | S::Prepared | S::Authorized => to(
-                S::Cancelled,
-                vec![Effect::SurfaceReason {
-                    reason: reason.clone(),
-                }],
-            ),
-            S::Executing if !facts.may_have_crossed_boundary => to(
-                S::Cancelled,
-                vec![Effect::SurfaceReason {
-                    reason: reason.clone(),
-                }],
-            ),
-            // Once a dispatch may have crossed, cancelling is an observation, not a
-            // rollback: it takes an operator close with evidence.
+        Event::Cancel { reason } => cancel(facts, reason),
+        Event::ProvedAbsentCancel => match state {
+            S::Indeterminate if facts.cancel_requested => to(S::Cancelled, vec![]),
             _ => Err(not_allowed()),
         },
         // A send on its way may still apply, or not: what the close says cannot be known
@@ -316,6 +323,9 @@ pub fn apply(facts: &IntentFacts, event: &Event) -> Result<Transition, Refusal> 
 }
 
 fn check_may_attempt(facts: &IntentFacts) -> Result<(), Refusal> {
+    if facts.cancel_requested {
+        return Err(Refusal::CancellationRequested);
+    }
     if facts.paused {
         return Err(Refusal::Paused);
     }
@@ -332,6 +342,46 @@ fn check_may_attempt(facts: &IntentFacts) -> Result<(), Refusal> {
         });
     }
     Ok(())
+}
+
+/// A cancellation: final while nothing may have crossed, otherwise an observation recorded
+/// beside a state that only evidence changes.
+fn cancel(facts: &IntentFacts, reason: &str) -> Result<Transition, Refusal> {
+    use IntentState as S;
+    let state = facts.state;
+    let to = |to: IntentState, effects: Vec<Effect>| {
+        Ok(Transition {
+            from: state,
+            to,
+            effects,
+        })
+    };
+    let stopped = || {
+        vec![Effect::SurfaceReason {
+            reason: reason.to_string(),
+        }]
+    };
+    // A send on its way may still apply: the request is recorded and its outcome settles it.
+    if facts.dispatch_in_flight {
+        return if facts.cancel_requested {
+            Err(Refusal::CancellationRequested)
+        } else {
+            to(state, vec![])
+        };
+    }
+    match state {
+        S::New | S::Prepared | S::Authorized => to(S::Cancelled, stopped()),
+        S::Executing if !facts.may_have_crossed_boundary => to(S::Cancelled, stopped()),
+        // An earlier send may have landed and the next one is withdrawn: what happened is
+        // looked up.
+        S::Executing => to(S::Indeterminate, vec![Effect::ScheduleLookup]),
+        S::Indeterminate if facts.cancel_requested => Err(Refusal::CancellationRequested),
+        S::Indeterminate => to(S::Indeterminate, vec![]),
+        _ => Err(Refusal::NotAllowed {
+            state,
+            event: "cancel",
+        }),
+    }
 }
 
 fn close(
@@ -391,6 +441,7 @@ mod tests {
             may_have_crossed_boundary: false,
             authorization_valid: true,
             dispatch_in_flight: false,
+            cancel_requested: false,
         }
     }
 
@@ -470,12 +521,69 @@ mod tests {
             },
         };
         assert_eq!(apply(&f, &close), Err(Refusal::DispatchInFlight));
+        f.dispatch_in_flight = false;
+        assert_eq!(apply(&f, &close).map(|t| t.to), Ok(IntentState::Cancelled));
+    }
+
+    #[test]
+    fn a_cancel_before_the_boundary_is_final() {
         let cancel = Event::Cancel {
             reason: "owner".into(),
         };
-        assert_eq!(apply(&f, &cancel), Err(Refusal::DispatchInFlight));
+        for state in [
+            IntentState::Prepared,
+            IntentState::Authorized,
+            IntentState::Executing,
+        ] {
+            assert_eq!(
+                apply(&facts(state), &cancel).map(|t| t.to),
+                Ok(IntentState::Cancelled)
+            );
+        }
+    }
+
+    #[test]
+    fn a_cancel_after_a_crossing_is_an_observation_that_stops_new_attempts() {
+        let cancel = Event::Cancel {
+            reason: "owner".into(),
+        };
+        let mut f = facts(IntentState::Executing);
+        f.may_have_crossed_boundary = true;
+        f.dispatch_in_flight = true;
+        assert_eq!(
+            apply(&f, &cancel).map(|t| t.to),
+            Ok(IntentState::Executing),
+            "the send on its way settles it"
+        );
+        f.cancel_requested = true;
+        assert_eq!(apply(&f, &cancel), Err(Refusal::CancellationRequested));
+        assert_eq!(
+            apply(&f, &Event::Dispatch),
+            Err(Refusal::CancellationRequested)
+        );
+        f.state = IntentState::Indeterminate;
         f.dispatch_in_flight = false;
-        assert_eq!(apply(&f, &close).map(|t| t.to), Ok(IntentState::Cancelled));
+        assert_eq!(
+            apply(&f, &Event::ProvedAbsentRetry),
+            Err(Refusal::CancellationRequested)
+        );
+        assert_eq!(
+            apply(&f, &Event::ProvedAbsentCancel).map(|t| t.to),
+            Ok(IntentState::Cancelled)
+        );
+        let receipt = Event::ReceiptFound {
+            receipt_ref: "po-1".into(),
+        };
+        assert_eq!(
+            apply(&f, &receipt).map(|t| t.to),
+            Ok(IntentState::Committed)
+        );
+    }
+
+    #[test]
+    fn a_proved_absence_cancels_only_when_cancellation_was_requested() {
+        let f = facts(IntentState::Indeterminate);
+        assert!(apply(&f, &Event::ProvedAbsentCancel).is_err());
     }
 
     #[test]

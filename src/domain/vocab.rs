@@ -206,6 +206,7 @@ vocabulary!(
         Resume => "resume",
         Reconcile => "reconcile",
         Close => "close",
+        Cancel => "cancel",
     }
 );
 
@@ -272,7 +273,8 @@ impl Role {
         match kind {
             CommandKind::Pause | CommandKind::Resume => Permission::PauseResume,
             CommandKind::Reconcile => Permission::Reconcile,
-            CommandKind::Close => Permission::Close,
+            // Cancelling is an observation, not a rollback: who may close may cancel.
+            CommandKind::Close | CommandKind::Cancel => Permission::Close,
         }
     }
 }

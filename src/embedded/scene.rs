@@ -66,6 +66,9 @@ pub async fn stage(
         release_id: "procure-agent@2.4.0".into(),
         locale: Locale::FaIr,
         connector: LEGACY_CONNECTOR.into(),
+        workflow_id: None,
+        parent_intent_id: None,
+        supersedes: None,
     };
     // On a replay (a later start over the same database) the two steps are asked again: an
     // earlier run may have stopped between them. Both are idempotent; a refusal says the

@@ -247,6 +247,7 @@ fn new_intent(n: u64) -> NewIntent {
         deadline_at_ms: END + n + 60_000,
         key_retention_secs: None,
         refused: None,
+        links: Default::default(),
     }
 }
 

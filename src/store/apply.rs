@@ -7,7 +7,7 @@ use super::intents::load_for_update;
 use super::sql::{Conn, ConnExt, params};
 use super::{Store, StoreError, events, to_i64};
 use crate::domain::{
-    AttemptId, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId, Transition, state,
+    AttemptId, Effect, Event, IntentFacts, IntentId, ReceiptId, Transition, state,
 };
 use crate::wire::Intent;
 
@@ -23,6 +23,9 @@ pub struct ApplyContext {
     pub receipt: Option<ReceiptSource>,
     /// Needed for `Authorized`.
     pub authorization: Option<Approval>,
+    /// For `Cancel` asked by a principal (the owner or an operator): who asked. An internal
+    /// cancel (a withdrawn retry of an intent whose cancellation is requested) has none.
+    pub cancel_by: Option<String>,
 }
 
 /// An approval as `Authorized` records it.
@@ -115,6 +118,7 @@ pub(crate) fn facts_of(intent: &Intent, now_ms: u64, dispatch_in_flight: bool) -
             .authorization_expires_at_ms
             .is_none_or(|at| now_ms < at),
         dispatch_in_flight,
+        cancel_requested: intent.cancel_requested_at_ms.is_some(),
     }
 }
 
@@ -123,6 +127,16 @@ pub(crate) fn dispatch_in_flight(tx: &dyn Conn, seq: i64) -> Result<bool, StoreE
     tx.one(
         "SELECT EXISTS (SELECT 1 FROM outbox WHERE status = 'claimed' AND intent_seq = ?1)",
         params![seq],
+        |r| r.get(0),
+    )
+}
+
+/// [`dispatch_in_flight`] of the intent `id`.
+pub(crate) fn dispatch_in_flight_of(tx: &dyn Conn, id: &IntentId) -> Result<bool, StoreError> {
+    tx.one(
+        "SELECT EXISTS (SELECT 1 FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
+         WHERE o.status = 'claimed' AND i.id = ?1)",
+        params![id.as_str()],
         |r| r.get(0),
     )
 }
@@ -151,12 +165,27 @@ pub(crate) fn apply_in(
         _ => None,
     };
 
+    // A cancellation that only records the request leaves the state, and why it is so, alone.
+    let state_reason = if transition.from == transition.to {
+        None
+    } else {
+        reason.clone()
+    };
     tx.run(
         "UPDATE intents SET state = ?2, updated_at_ms = ?3, state_reason = coalesce(?4, state_reason), \
          indeterminate_since_ms = CASE WHEN ?2 = 'indeterminate' THEN coalesce(indeterminate_since_ms, ?3) ELSE NULL END \
          WHERE seq = ?1",
-        params![seq, transition.to.as_str(), now, reason],
+        params![seq, transition.to.as_str(), now, state_reason],
     )?;
+    if let (Event::Cancel { reason }, Some(by)) = (event, &ctx.cancel_by) {
+        // The first request stands: who asked and why.
+        tx.run(
+            "UPDATE intents SET cancel_requested_at_ms = coalesce(cancel_requested_at_ms, ?2), \
+             cancel_requested_by = coalesce(cancel_requested_by, ?3), \
+             cancel_reason = coalesce(cancel_reason, ?4) WHERE seq = ?1",
+            params![seq, now, by, reason],
+        )?;
+    }
     if let (Event::Authorized, Some(a)) = (event, &ctx.authorization) {
         tx.run(
             "UPDATE intents SET authorization_version = ?2, approver = ?3, authorized_at_ms = ?4, \
@@ -218,7 +247,15 @@ pub(crate) fn apply_in(
     }
 
     if transition.to.is_terminal() {
-        withdraw_pending(tx, seq, &intent, transition.to, ctx.now_ms)?;
+        let why = format!(
+            "not sent: withdrawn when the intent became {}",
+            transition.to
+        );
+        withdraw_pending(tx, seq, &intent, &why, ctx.now_ms)?;
+    } else if matches!(event, Event::Cancel { .. }) {
+        // Cancellation is requested: a planned send is not made.
+        let why = "not sent: withdrawn when cancellation was requested";
+        withdraw_pending(tx, seq, &intent, why, ctx.now_ms)?;
     }
 
     tx.run(
@@ -240,7 +277,7 @@ pub(crate) fn withdraw_pending(
     tx: &dyn Conn,
     seq: i64,
     intent: &Intent,
-    state: IntentState,
+    why: &str,
     now_ms: u64,
 ) -> Result<(), StoreError> {
     let withdrawn: Vec<String> = tx.rows(
@@ -255,11 +292,7 @@ pub(crate) fn withdraw_pending(
         tx.run(
             "UPDATE attempts SET outcome = 'abandoned', sent = 0, ended_at_ms = ?2, detail = ?3 \
              WHERE id = ?1",
-            params![
-                attempt.as_str(),
-                to_i64(now_ms),
-                format!("not sent: withdrawn when the intent became {state}")
-            ],
+            params![attempt.as_str(), to_i64(now_ms), why],
         )?;
         announce_attempt(tx, intent, &attempt, now_ms)?;
         super::outbox::refund_attempt(tx, &intent.id)?;

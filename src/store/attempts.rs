@@ -400,7 +400,15 @@ impl Attempts for Store {
         let own_result = intent.state == IntentState::Committed
             && (same_key
                 || (result_ref.is_some() && result_ref == intent.downstream_ref.as_deref()));
-        let late = now_ms > intent.deadline_at_ms || (intent.state.is_terminal() && !own_result);
+        // A result arriving after the intent's cancellation was asked for is late too: work
+        // that succeeded, except a lookup that found nothing.
+        let succeeded = finish.outcome.unwrap_or(before.outcome) == AttemptOutcome::Succeeded;
+        let after_cancel = intent.cancel_requested_at_ms.is_some_and(|at| now_ms >= at)
+            && succeeded
+            && (before.kind != AttemptKind::Lookup || result_ref.is_some());
+        let late = now_ms > intent.deadline_at_ms
+            || (intent.state.is_terminal() && !own_result)
+            || after_cancel;
         tx.run(
             "UPDATE attempts SET outcome = coalesce(?2, outcome), error_class = coalesce(?3, error_class), \
              http_status = coalesce(?4, http_status), retry_after_ms = coalesce(?5, retry_after_ms), \

@@ -47,6 +47,10 @@ pub enum CommandAction {
         disposition: Disposition,
         evidence: Evidence,
     },
+    /// The owner's or an operator's cancellation of one intent.
+    Cancel {
+        intent: IntentId,
+    },
 }
 
 impl CommandAction {
@@ -55,7 +59,7 @@ impl CommandAction {
             CommandAction::Pause { scope }
             | CommandAction::Resume { scope }
             | CommandAction::Reconcile { scope } => scope.clone(),
-            CommandAction::Close { intent, .. } => PauseScope {
+            CommandAction::Close { intent, .. } | CommandAction::Cancel { intent } => PauseScope {
                 intent_id: Some(intent.to_string()),
                 ..PauseScope::default()
             },
@@ -423,6 +427,25 @@ fn execute(
             };
             let applied = apply_in(tx, intent, &event, &ctx)?;
             Ok(serde_json::json!({ "from": applied.transition.from, "to": applied.transition.to }))
+        }
+        CommandAction::Cancel { intent } => {
+            let ctx = ApplyContext {
+                now_ms: new.now_ms,
+                command_seq: Some(command_seq),
+                cancel_by: Some(new.actor.clone()),
+                ..ApplyContext::default()
+            };
+            let applied = apply_in(tx, intent, &Event::Cancel { reason }, &ctx)?;
+            let to = applied.transition.to;
+            // `requested` when the intent waits for evidence of what its sends did.
+            let outcome = if to == crate::domain::IntentState::Cancelled {
+                "cancelled"
+            } else {
+                "requested"
+            };
+            Ok(serde_json::json!({
+                "from": applied.transition.from, "to": to, "cancellation": outcome
+            }))
         }
     }
 }

@@ -36,6 +36,33 @@ pub struct NewIntent {
     /// names an intent still replays it (the same key, the same answer), and a new one
     /// stores nothing.
     pub refused: Option<String>,
+    /// The links the caller named: its workflow, the parent intent, the intent replaced.
+    pub links: Links,
+}
+
+/// How a new intent is linked to others of its tenant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Links {
+    pub workflow_id: Option<String>,
+    pub parent_intent_id: Option<IntentId>,
+    pub supersedes: Option<IntentId>,
+}
+
+/// Why a link of a new intent is refused. Nothing is stored.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkRefusal {
+    /// The named intent is not one of the tenant's (whether it exists elsewhere is not said).
+    #[error("no intent `{id}` in this tenant")]
+    Unknown { field: &'static str, id: String },
+    /// The intent to replace is already replaced by another.
+    #[error("intent `{id}` is already superseded by `{by}`; supersede the latest revision instead")]
+    AlreadySuperseded { id: String, by: String },
+    /// The intent to replace may have crossed the action boundary and is still open.
+    #[error(
+        "intent `{id}` is {state} and may have crossed the action boundary; cancel it and wait \
+         until it is settled, or close it, before superseding it"
+    )]
+    StillOpen { id: String, state: String },
 }
 
 /// What creating an intent by a caller key did.
@@ -54,6 +81,8 @@ pub enum CreateOutcome {
     },
     /// A new intent the tenant's policy refuses ([`NewIntent::refused`]): nothing stored.
     Refused(String),
+    /// A link names an intent that cannot be linked: nothing stored.
+    Link(LinkRefusal),
 }
 
 /// The columns every intent query selects, in the order [`intent_from_row`] reads them.
@@ -70,11 +99,12 @@ pub(crate) const INTENT_COLUMNS: &str = "i.seq, i.id, i.tenant, i.caller_key, i.
         AND (z.provider IS NULL OR z.provider = i.connector \
              OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider))), \
      i.crossed, i.lookups, i.last_lookup_at_ms, i.next_lookup_at_ms, i.lookups_exhausted_at_ms, \
-     i.created_by, i.policy_version";
+     i.created_by, i.policy_version, i.cancel_requested_at_ms, i.cancel_requested_by, i.cancel_reason, \
+     i.workflow_id, i.parent_intent_id, i.supersedes, i.superseded_by";
 
 /// How many columns [`INTENT_COLUMNS`] selects: a query selecting more after them reads
 /// its own from this index on.
-pub(crate) const INTENT_COLUMN_COUNT: usize = 41;
+pub(crate) const INTENT_COLUMN_COUNT: usize = 48;
 
 /// Map a row selected with [`INTENT_COLUMNS`]; returns the row's sequence number too.
 pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError> {
@@ -130,8 +160,19 @@ pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError
         lookups_exhausted_at_ms: row.get(38)?,
         created_by: row.get(39)?,
         policy_version: row.get(40)?,
+        cancel_requested_at_ms: row.get(41)?,
+        cancel_requested_by: row.get(42)?,
+        cancel_reason: row.get(43)?,
+        workflow_id: row.get(44)?,
+        parent_intent_id: parse_opt(row.get(45)?)?,
+        supersedes: parse_opt(row.get(46)?)?,
+        superseded_by: parse_opt(row.get(47)?)?,
     };
     Ok((row.get(0)?, intent))
+}
+
+fn parse_opt(raw: Option<String>) -> Result<Option<IntentId>, StoreError> {
+    Ok(raw.map(|r| r.parse()).transpose()?)
 }
 
 /// Load one intent (without args) and its sequence number inside a transaction.
@@ -177,6 +218,20 @@ pub trait Intents {
     /// [`Intents::intent`] for a write that decides from what it reads: the intent stays
     /// locked against other writers (another coordinator's too) until the write ends.
     fn intent_for_update(&mut self, id: &IntentId) -> Result<Intent, StoreError>;
+
+    /// Whether cancellation of the intent was requested (false for an unknown id).
+    fn cancel_requested(&mut self, id: &IntentId) -> Result<bool, StoreError>;
+
+    /// The principal (token name) whose key created the intent.
+    fn creator(&mut self, id: &IntentId) -> Result<Option<String>, StoreError>;
+
+    /// The intents of one workflow of `tenant`, oldest first, at most `limit`.
+    fn workflow_intents(
+        &mut self,
+        tenant: &Tenant,
+        workflow_id: &str,
+        limit: u32,
+    ) -> Result<Vec<Intent>, StoreError>;
 }
 
 impl Intents for Store {
@@ -249,13 +304,18 @@ impl Intents for Store {
             return Ok(CreateOutcome::Refused(why.clone()));
         }
 
+        if let Err(refusal) = check_links(&tx, new)? {
+            return Ok(CreateOutcome::Link(refusal));
+        }
         let action_key = ActionKey::new(&new.operation, &new.tenant, &new.id);
         let now = to_i64(new.created_at_ms);
         let seq: i64 = tx.one(
             "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
              canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, \
-             max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs, retry_owner, created_by) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20, ?21, ?22) RETURNING seq",
+             max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs, retry_owner, \
+             created_by, workflow_id, parent_intent_id, supersedes) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20, ?21, \
+             ?22, ?23, ?24, ?25) RETURNING seq",
             params![
                 new.id.as_str(),
                 new.tenant.as_str(),
@@ -279,6 +339,9 @@ impl Intents for Store {
                 new.key_retention_secs.map(to_i64),
                 RetryOwner::of(new.tier).as_str(),
                 new.principal,
+                new.links.workflow_id,
+                new.links.parent_intent_id.as_ref().map(IntentId::as_str),
+                new.links.supersedes.as_ref().map(IntentId::as_str),
             ],
             |r| r.get(0),
         )?;
@@ -299,6 +362,9 @@ impl Intents for Store {
              (?1, NULL, 'new', 'created', ?2), (?1, 'new', 'prepared', 'validated', ?2)",
             params![seq, now],
         )?;
+        if let Some(old) = &new.links.supersedes {
+            supersede(&tx, old, new)?;
+        }
         let intent = events::announce_intent(&tx, &new.id, new.created_at_ms)?;
         tx.commit()?;
         Ok(CreateOutcome::Created(intent))
@@ -311,6 +377,117 @@ impl Intents for Store {
     fn intent_for_update(&mut self, id: &IntentId) -> Result<Intent, StoreError> {
         with_args(self, id, load_for_update)
     }
+
+    fn cancel_requested(&mut self, id: &IntentId) -> Result<bool, StoreError> {
+        let found: Option<bool> = self
+            .conn
+            .one(
+                "SELECT cancel_requested_at_ms IS NOT NULL FROM intents WHERE id = ?1",
+                params![id.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(found.unwrap_or(false))
+    }
+
+    fn creator(&mut self, id: &IntentId) -> Result<Option<String>, StoreError> {
+        let found: Option<String> = self
+            .conn
+            .one(
+                "SELECT k.principal FROM ingest_keys k JOIN intents i ON i.seq = k.intent_seq WHERE i.id = ?1",
+                params![id.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(found)
+    }
+
+    fn workflow_intents(
+        &mut self,
+        tenant: &Tenant,
+        workflow_id: &str,
+        limit: u32,
+    ) -> Result<Vec<Intent>, StoreError> {
+        let sql = format!(
+            "SELECT {INTENT_COLUMNS} FROM intents i WHERE i.tenant = ?1 AND i.workflow_id = ?2 \
+             ORDER BY i.seq LIMIT ?3"
+        );
+        let rows = self.conn.rows(
+            &sql,
+            params![tenant.as_str(), workflow_id, limit],
+            intent_from_row,
+        )?;
+        Ok(rows.into_iter().map(|(_, intent)| intent).collect())
+    }
+}
+
+/// Check that the intents `new` links to are its tenant's and may be linked. The intent a
+/// correction replaces is locked until the creation ends.
+fn check_links(tx: &dyn Conn, new: &NewIntent) -> Result<Result<(), LinkRefusal>, StoreError> {
+    let of_tenant = |field: &'static str, id: &IntentId, lock: bool| {
+        let found = if lock {
+            load_for_update(tx, id)
+        } else {
+            load(tx, id)
+        };
+        match found {
+            Ok((_, intent)) if intent.tenant == new.tenant => Ok(Ok(intent)),
+            Ok(_) | Err(StoreError::NotFound { .. }) => Ok(Err(LinkRefusal::Unknown {
+                field,
+                id: id.to_string(),
+            })),
+            Err(e) => Err(e),
+        }
+    };
+    if let Some(parent) = &new.links.parent_intent_id
+        && let Err(refusal) = of_tenant("parent_intent_id", parent, false)?
+    {
+        return Ok(Err(refusal));
+    }
+    let Some(old) = &new.links.supersedes else {
+        return Ok(Ok(()));
+    };
+    let intent = match of_tenant("supersedes", old, true)? {
+        Ok(intent) => intent,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    if let Some(by) = intent.superseded_by {
+        return Ok(Err(LinkRefusal::AlreadySuperseded {
+            id: old.to_string(),
+            by: by.to_string(),
+        }));
+    }
+    let in_flight = super::apply::dispatch_in_flight_of(tx, &intent.id)?;
+    if !intent.state.is_terminal() && (intent.may_have_crossed_boundary || in_flight) {
+        return Ok(Err(LinkRefusal::StillOpen {
+            id: old.to_string(),
+            state: intent.state.to_string(),
+        }));
+    }
+    Ok(Ok(()))
+}
+
+/// Mark `old` replaced by `new`, cancelling it first when it is still open (nothing of it
+/// crossed: [`check_links`] made sure).
+fn supersede(tx: &dyn Conn, old: &IntentId, new: &NewIntent) -> Result<(), StoreError> {
+    let (_, intent) = load_for_update(tx, old)?;
+    if !intent.state.is_terminal() {
+        let ctx = super::ApplyContext {
+            now_ms: new.created_at_ms,
+            cancel_by: Some(new.principal.clone()),
+            ..super::ApplyContext::default()
+        };
+        let event = crate::domain::Event::Cancel {
+            reason: format!("superseded by {}", new.id),
+        };
+        super::apply::apply_in(tx, old, &event, &ctx)?;
+    }
+    tx.run(
+        "UPDATE intents SET superseded_by = ?2 WHERE id = ?1",
+        params![old.as_str(), new.id.as_str()],
+    )?;
+    events::announce_intent(tx, old, new.created_at_ms)?;
+    Ok(())
 }
 
 /// How an intent is read inside a write: [`load`] or [`load_for_update`].

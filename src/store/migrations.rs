@@ -332,6 +332,21 @@ ALTER TABLE intents ADD COLUMN created_by TEXT;
 ALTER TABLE intents ADD COLUMN policy_version TEXT;
 UPDATE intents SET created_by = (SELECT k.principal FROM ingest_keys k WHERE k.intent_seq = intents.seq);
 "#,
+    // 11: cancellation as an observation, and linked intents. Who asked to cancel an intent,
+    // when and why (the request stays beside the state until evidence settles it); the
+    // caller's workflow an intent belongs to, the intent it was made for (its parent), and
+    // the intent a corrected order replaces. An intent is replaced at most once.
+    r#"
+ALTER TABLE intents ADD COLUMN cancel_requested_at_ms INTEGER;
+ALTER TABLE intents ADD COLUMN cancel_requested_by TEXT;
+ALTER TABLE intents ADD COLUMN cancel_reason TEXT;
+ALTER TABLE intents ADD COLUMN workflow_id TEXT;
+ALTER TABLE intents ADD COLUMN parent_intent_id TEXT;
+ALTER TABLE intents ADD COLUMN supersedes TEXT;
+ALTER TABLE intents ADD COLUMN superseded_by TEXT;
+CREATE INDEX intents_workflow ON intents (tenant, workflow_id) WHERE workflow_id IS NOT NULL;
+CREATE UNIQUE INDEX intents_supersedes ON intents (supersedes) WHERE supersedes IS NOT NULL;
+"#,
 ];
 
 /// A migration as PostgreSQL runs it.

@@ -118,7 +118,7 @@ pub fn open_db(location: &Location, durability: Durability) -> Result<Db, StoreE
     }
 }
 pub use events::StoredEvent;
-pub use intents::{CreateOutcome, NewIntent};
+pub use intents::{CreateOutcome, LinkRefusal, Links, NewIntent};
 pub use metrics::{MetricFilter, SERIES_METRICS};
 pub use outbox::{Claim, ClaimedRow, ContractOf, HeldSend, SendTerms};
 pub use query::{Cursor, IntentFilter, MAX_PAGE, SortKey, forget_at, search_form};

@@ -9,7 +9,7 @@
 //! `SELECT … FOR UPDATE SKIP LOCKED`; SQLite has a single writer, so an `UPDATE … RETURNING`
 //! over the chosen rows is already exclusive.
 
-use super::sql::{Conn, ConnExt, params};
+use super::sql::{Conn, ConnExt, Optional, params};
 use serde::Serialize;
 
 use super::apply::{apply_in, facts_of};
@@ -111,6 +111,18 @@ pub trait Outbox {
     /// `Fenced` when the claim was taken over (its lease ran out and another claimed the
     /// row): the caller's whole record must then be rolled back.
     fn finish_claim(&mut self, outbox_seq: i64, fence: u32, now_ms: u64) -> Result<(), StoreError>;
+
+    /// Withdraw a claimed send that has not left, because cancellation of its intent was
+    /// requested after the claim: the row is withdrawn, its attempt abandoned and never
+    /// sent, and the cancellation settled as far as that allows (`cancelled` when no other
+    /// send may have crossed). True when the intent is left indeterminate, to be looked up.
+    /// `Fenced` when the claim was taken over meanwhile.
+    fn withdraw_claim(
+        &mut self,
+        outbox_seq: i64,
+        fence: u32,
+        now_ms: u64,
+    ) -> Result<bool, StoreError>;
 
     /// Dispatches not yet handled: pending plus claimed.
     fn outbox_depth(&mut self) -> Result<u64, StoreError>;
@@ -279,6 +291,63 @@ impl Outbox for Store {
         }
     }
 
+    fn withdraw_claim(
+        &mut self,
+        outbox_seq: i64,
+        fence: u32,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let tx = self.conn.savepoint()?;
+        lock_intent_of(&tx, outbox_seq)?;
+        let found: Option<(String, String)> = tx
+            .one(
+                "UPDATE outbox SET status = 'withdrawn', done_at_ms = ?3, claim_expires_at_ms = NULL \
+                 WHERE seq = ?1 AND status = 'claimed' AND claims = ?2 \
+                 RETURNING (SELECT id FROM attempts a WHERE a.seq = outbox.attempt_seq), \
+                 (SELECT id FROM intents i WHERE i.seq = outbox.intent_seq)",
+                params![outbox_seq, fence, to_i64(now_ms)],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((attempt, intent_id)) = found else {
+            return Err(StoreError::Fenced { outbox_seq });
+        };
+        let (attempt, intent_id): (AttemptId, IntentId) = (attempt.parse()?, intent_id.parse()?);
+        tx.run(
+            "UPDATE attempts SET outcome = 'abandoned', sent = 0, ended_at_ms = ?2, detail = ?3 WHERE id = ?1",
+            params![
+                attempt.as_str(),
+                to_i64(now_ms),
+                "not sent: cancellation was requested before the send left"
+            ],
+        )?;
+        tx.run(
+            "UPDATE intents SET crossed = CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
+             AND a.kind = 'dispatch' AND a.sent = 1) THEN 1 ELSE 0 END WHERE id = ?1",
+            params![intent_id.as_str()],
+        )?;
+        refund_attempt(&tx, &intent_id)?;
+        let (_, intent) = load_for_update(&tx, &intent_id)?;
+        announce_attempt(&tx, &intent, &attempt, now_ms)?;
+        let ctx = ApplyContext {
+            now_ms,
+            ..ApplyContext::default()
+        };
+        let event = Event::Cancel {
+            reason: "not sent: cancellation was requested before the send left".to_string(),
+        };
+        let indeterminate = match apply_in(&tx, &intent_id, &event, &ctx) {
+            Ok(applied) => applied.transition.to == IntentState::Indeterminate,
+            Err(StoreError::Refused(_)) => {
+                announce_intent(&tx, &intent_id, now_ms)?;
+                false
+            }
+            Err(e) => return Err(e),
+        };
+        tx.commit()?;
+        Ok(indeterminate)
+    }
+
     fn outbox_depth(&mut self) -> Result<u64, StoreError> {
         let n: i64 = self.conn.one(
             "SELECT count(*) FROM outbox WHERE status IN ('pending', 'claimed')",
@@ -325,7 +394,10 @@ fn hold_back(
         Stop::Unsendable(why) => why.clone(),
         Stop::Gate(hold) => hold.to_string(),
     };
-    let withdrawn = matches!(stop, Stop::Gate(Hold::NotExecuting { .. }));
+    let withdrawn = matches!(
+        stop,
+        Stop::Gate(Hold::NotExecuting { .. } | Hold::CancellationRequested)
+    );
     let attempt: String = tx.one(
         "UPDATE outbox SET status = ?2, done_at_ms = ?3 WHERE seq = ?1 \
          RETURNING (SELECT id FROM attempts a WHERE a.seq = outbox.attempt_seq)",
@@ -353,6 +425,10 @@ fn hold_back(
         // it was given under changed) waits for a fresh approval, then likewise.
         Stop::Gate(Hold::NotExecuting { .. } | Hold::Paused | Hold::AuthorizationLapsed) => None,
         Stop::Gate(Hold::DeadlinePassed) => Some(Event::DeadlinePassed),
+        // Cancelled when nothing crossed; otherwise what an earlier send did is looked up.
+        Stop::Gate(Hold::CancellationRequested) => Some(Event::Cancel {
+            reason: format!("not sent: {why}"),
+        }),
         Stop::Gate(Hold::NoIdempotency | Hold::KeyMayBeForgotten { .. }) => Some(Event::Refused {
             reason: format!("not resent: {why}"),
         }),

@@ -15,7 +15,9 @@ use super::pauses::pause_from_row;
 use super::{Store, StoreError, to_u64};
 use crate::domain::canonical::{fold_digits, normalize_text};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale};
-use crate::wire::{Attempt, Intent, IntentDetail, IntentPage, KeyLedger, Transition};
+use crate::wire::{
+    Attempt, Intent, IntentDetail, IntentPage, KeyLedger, LinkedIntent, MAX_LINKED, Transition,
+};
 
 /// Counting stops here; beyond it `total_exact` is false.
 pub const TOTAL_CAP: u64 = 1_000;
@@ -39,6 +41,9 @@ pub struct IntentFilter {
     pub until_ms: Option<u64>,
     pub min_attempts: Option<u32>,
     pub q: Option<String>,
+    /// Workflow ids (`GET /v1/intents?workflow=`; the list only, not the metrics).
+    #[serde(default)]
+    pub workflows: Vec<String>,
     #[serde(skip)]
     pub allowed_tenants: Option<Vec<String>>,
 }
@@ -212,6 +217,7 @@ pub(crate) fn filter_where(f: &IntentFilter) -> Where {
     w.any_of("i.operation", &f.operations);
     w.any_of("i.tool", &f.tools);
     w.any_of("i.release_id", &f.releases);
+    w.any_of("i.workflow_id", &f.workflows);
     w.any_of("i.locale", &names(&f.locales, Locale::as_str));
     w.any_of("i.tier", &names(&f.tiers, ConsequenceTier::as_str));
     if !f.providers.is_empty() {
@@ -424,6 +430,15 @@ impl Queries for Store {
             .optional()?
             .unwrap_or((0, 0));
             let key_forget_at_ms = forget_at(&intent);
+            let workflow = match &intent.workflow_id {
+                Some(w) => self
+                    .workflow_intents(&intent.tenant, w, MAX_LINKED)?
+                    .iter()
+                    .map(LinkedIntent::of)
+                    .collect(),
+                None => Vec::new(),
+            };
+            let revisions = revisions(self, &intent)?;
             Ok(IntentDetail {
                 intent,
                 attempts,
@@ -436,6 +451,8 @@ impl Queries for Store {
                 live_key_retention_secs: None,
                 ingest_replays: replays,
                 ingest_mismatches: mismatches,
+                workflow,
+                revisions,
             })
         };
         let detail = read();
@@ -474,6 +491,42 @@ impl Queries for Store {
             receipts: detail.receipts,
         })
     }
+}
+
+/// The revision chain of `intent` (see [`IntentDetail::revisions`]): back along `supersedes`,
+/// forward along `superseded_by`, within its tenant, at most [`MAX_LINKED`] long.
+fn revisions(s: &mut Store, intent: &Intent) -> Result<Vec<LinkedIntent>, StoreError> {
+    if intent.supersedes.is_none() && intent.superseded_by.is_none() {
+        return Ok(Vec::new());
+    }
+    let mut back = Vec::new();
+    let mut next = intent.supersedes.clone();
+    while let Some(id) = next.take() {
+        if back.len() as u32 >= MAX_LINKED / 2 {
+            break;
+        }
+        let (_, older) = super::intents::load(s.conn.as_conn(), &id)?;
+        if older.tenant != intent.tenant {
+            break;
+        }
+        next = older.supersedes.clone();
+        back.push(LinkedIntent::of(&older));
+    }
+    back.reverse();
+    back.push(LinkedIntent::of(intent));
+    let mut next = intent.superseded_by.clone();
+    while let Some(id) = next.take() {
+        if back.len() as u32 >= MAX_LINKED {
+            break;
+        }
+        let (_, newer) = super::intents::load(s.conn.as_conn(), &id)?;
+        if newer.tenant != intent.tenant {
+            break;
+        }
+        next = newer.superseded_by.clone();
+        back.push(LinkedIntent::of(&newer));
+    }
+    Ok(back)
 }
 
 /// When the downstream may forget an intent's key: its first send plus the retention it was

@@ -67,6 +67,53 @@ pub struct IntentDetail<S = IntentState> {
     pub ingest_replays: u32,
     #[serde(default)]
     pub ingest_mismatches: u32,
+    /// The intents of the intent's workflow (`intent.workflow_id`), itself included, oldest
+    /// first; at most [`MAX_LINKED`].
+    #[serde(default = "Vec::new")]
+    pub workflow: Vec<LinkedIntent<S>>,
+    /// The revision chain the intent is part of (corrections by `supersedes`), oldest first,
+    /// itself included; empty when it neither replaced nor was replaced by another.
+    #[serde(default = "Vec::new")]
+    pub revisions: Vec<LinkedIntent<S>>,
+}
+
+/// The most workflow members and revisions one intent's detail lists.
+pub const MAX_LINKED: u32 = 50;
+
+/// Another intent as a linked one is listed beside an intent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkedIntent<S = IntentState> {
+    pub id: crate::domain::IntentId,
+    pub state: S,
+    pub operation: String,
+    pub created_at_ms: u64,
+    #[serde(default)]
+    pub action_key: Option<ActionKey>,
+    #[serde(default)]
+    pub parent_intent_id: Option<crate::domain::IntentId>,
+    #[serde(default)]
+    pub supersedes: Option<crate::domain::IntentId>,
+    #[serde(default)]
+    pub superseded_by: Option<crate::domain::IntentId>,
+    #[serde(default)]
+    pub cancel_requested_at_ms: Option<u64>,
+}
+
+impl LinkedIntent {
+    /// How `intent` is listed beside another.
+    pub fn of(intent: &Intent) -> LinkedIntent {
+        LinkedIntent {
+            id: intent.id.clone(),
+            state: intent.state,
+            operation: intent.operation.clone(),
+            created_at_ms: intent.created_at_ms,
+            action_key: Some(intent.action_key.clone()),
+            parent_intent_id: intent.parent_intent_id.clone(),
+            supersedes: intent.supersedes.clone(),
+            superseded_by: intent.superseded_by.clone(),
+            cancel_requested_at_ms: intent.cancel_requested_at_ms,
+        }
+    }
 }
 
 /// Everything known about one action key (`GET /v1/action-keys/{key}`).

@@ -106,6 +106,28 @@ pub struct Intent<S = IntentState> {
     /// operator, who may still look it up on demand.
     #[serde(default)]
     pub lookups_exhausted_at_ms: Option<u64>,
+    /// When the owner or an operator asked to cancel the intent. Before anything crossed
+    /// the action boundary the intent is then `cancelled`; after, it keeps its state until
+    /// evidence settles it, and no new attempt is made.
+    #[serde(default)]
+    pub cancel_requested_at_ms: Option<u64>,
+    /// The principal that asked to cancel.
+    #[serde(default)]
+    pub cancel_requested_by: Option<String>,
+    #[serde(default)]
+    pub cancel_reason: Option<String>,
+    /// The caller's business workflow the intent belongs to (its own text, per tenant).
+    #[serde(default)]
+    pub workflow_id: Option<String>,
+    /// The intent this one was made for.
+    #[serde(default)]
+    pub parent_intent_id: Option<IntentId>,
+    /// The intent this corrected order replaces.
+    #[serde(default)]
+    pub supersedes: Option<IntentId>,
+    /// The corrected order that replaced this intent.
+    #[serde(default)]
+    pub superseded_by: Option<IntentId>,
 }
 
 fn default_locale() -> Locale {
@@ -190,6 +212,24 @@ pub struct CreateIntent {
     /// `erp` when absent.
     #[serde(default = "default_connector")]
     pub connector: String,
+    /// The caller's business workflow this intent belongs to (1–200 characters of its own
+    /// choosing, scoped to the tenant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    /// An intent of the same tenant this one was made for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_intent_id: Option<String>,
+    /// An intent of the same tenant this corrected order replaces: it must be final, or have
+    /// sent nothing (then it is cancelled with this one's creation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+}
+
+/// The body of `POST /v1/intents/{id}/cancel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelIntent {
+    pub reason: String,
 }
 
 fn default_connector() -> String {

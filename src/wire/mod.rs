@@ -27,11 +27,11 @@ pub use attempt::{Attempt, AttemptReport, NewAttempt};
 pub use command::{
     CommandBody, CommandRecord, CommandTarget, CommandTargets, EvidenceBody, ScopeBody, TargetBody,
 };
-pub use detail::{IntentDetail, IntentPage, KeyLedger, Transition};
+pub use detail::{IntentDetail, IntentPage, KeyLedger, LinkedIntent, MAX_LINKED, Transition};
 pub use error::{ErrorBody, ErrorDetail};
 pub use filter::{FilterParam, FilterQuery};
 pub use health::{Health, HealthPart, HealthStatus, PartStatus};
-pub use intent::{Authorize, CreateIntent, Dispatched, Intent, StateName};
+pub use intent::{Authorize, CancelIntent, CreateIntent, Dispatched, Intent, StateName};
 pub use metrics::{
     ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, ChartSeries, GroupBy, HistogramGroup,
     IndeterminateSummary, Overview, SeriesPoint, Summary,

@@ -243,6 +243,9 @@ impl Generator {
             release_id: release.clone(),
             locale: tenant.locale,
             connector: connector.to_string(),
+            workflow_id: None,
+            parent_intent_id: None,
+            supersedes: None,
         };
         let work = if op.tier.is_mutating() {
             let calls = if self.chance(self.mix.double_dispatch) {

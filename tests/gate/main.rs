@@ -5,5 +5,6 @@
 mod approvals;
 #[path = "../common/mod.rs"]
 mod common;
+mod lifecycle;
 mod pacing;
 mod releases;

@@ -123,7 +123,7 @@ impl Rig {
         assert_eq!(response.status(), StatusCode::CREATED);
         let created: Value = response.json().await.expect("a body");
         let id = created["id"].as_str().expect("an id").to_string();
-        let approval = json!({"authorization_version": "policy-v7", "approver": "s.karimi"});
+        let approval = json!({"authorization_version": "policy-v7"});
         let (status, answer) = self
             .call(
                 ADMIN,

@@ -144,7 +144,7 @@ impl Rig {
                 &format!("/v1/intents/{id}/authorize"),
                 ADMIN,
                 None,
-                Some(&json!({"authorization_version": "policy-v7", "approver": "s.karimi"})),
+                Some(&json!({"authorization_version": "policy-v7"})),
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");

@@ -64,6 +64,10 @@ pub fn result_summary(
                 ),
             ],
         ),
+        "cancel" => match result.get("cancellation").and_then(Value::as_str) {
+            Some("cancelled") => i18n.tr("audit-result-cancel-cancelled"),
+            _ => i18n.tr("audit-result-cancel-requested"),
+        },
         "reconcile" => {
             let lookup = result
                 .get("lookups")
@@ -93,6 +97,7 @@ pub fn result_summary(
                             &[("reference", text("downstream_id").into())],
                         ),
                         "resent" => i18n.tr("audit-result-reconcile-resent"),
+                        "cancelled" => i18n.tr("audit-result-reconcile-cancelled"),
                         "still_indeterminate" => i18n.tr_args(
                             "audit-result-reconcile-still",
                             &[("why", text("why").into())],

@@ -180,6 +180,38 @@ pub fn envelope_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
             i.indeterminate_since_ms,
         );
         time_row(ui, i18n, "envelope-committed-at", i.committed_at_ms);
+        if i.cancel_requested_at_ms.is_some() {
+            time_row(
+                ui,
+                i18n,
+                "envelope-cancel-requested",
+                i.cancel_requested_at_ms,
+            );
+            user_row(
+                ui,
+                i18n,
+                "envelope-cancel-by",
+                &or_dash(&i.cancel_requested_by),
+            );
+            user_row(
+                ui,
+                i18n,
+                "envelope-cancel-reason",
+                &or_dash(&i.cancel_reason),
+            );
+        }
+        if let Some(workflow) = &i.workflow_id {
+            user_row(ui, i18n, "envelope-workflow", workflow);
+        }
+        for (key, link) in [
+            ("envelope-parent", &i.parent_intent_id),
+            ("envelope-supersedes", &i.supersedes),
+            ("envelope-superseded-by", &i.superseded_by),
+        ] {
+            if let Some(id) = link {
+                id_row(ui, i18n, key, id.as_str());
+            }
+        }
     });
     if i.args.is_some() || i.canonical_args.is_some() {
         frozen_command_ui(ui, i18n, i);

@@ -27,10 +27,11 @@ use crate::domain::CommandKind;
 use crate::i18n::Localizer;
 
 /// The commands offered on an intent, in order (the panel's buttons and the palette).
-pub(crate) const COMMANDS: [(CommandKind, &str); 4] = [
+pub(crate) const COMMANDS: [(CommandKind, &str); 5] = [
     (CommandKind::Pause, "intent-pause"),
     (CommandKind::Resume, "intent-resume"),
     (CommandKind::Reconcile, "intent-reconcile"),
+    (CommandKind::Cancel, "intent-cancel"),
     (CommandKind::Close, "intent-close"),
 ];
 
@@ -94,6 +95,7 @@ fn panel_ui(ui: &mut egui::Ui, cx: IntentPanelContext<'_>, actions: &mut Actions
     // The key is what the downstream knows the intent by: always at hand to copy.
     copyable_ui(ui, i18n, detail.intent.action_key.as_str());
     state_line_ui(ui, i18n, detail);
+    super::links::links_ui(ui, i18n, detail, actions);
     commands_ui(ui, i18n, view, detail);
     last_outcome_ui(ui, i18n, view, detail.intent.id.as_str());
     ui.separator();
@@ -150,6 +152,11 @@ fn state_line_ui(ui: &mut egui::Ui, i18n: &Localizer, detail: &IntentDetail) {
             ],
         );
         format::label(ui, i18n, &attempts);
+        // Asked for after a crossing: the state stays until evidence settles it.
+        let open = intent.state.known().is_some_and(|s| !s.is_terminal());
+        if open && intent.cancel_requested_at_ms.is_some() {
+            format::label_colored(ui, i18n, &i18n.tr("links-cancel-requested"), theme::PAUSED);
+        }
     });
     if let Some(reason) = &intent.state_reason {
         super::intent_widgets::user_say(ui, reason);

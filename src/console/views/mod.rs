@@ -17,6 +17,7 @@ pub mod intent_view;
 pub mod intent_widgets;
 pub mod intents_table;
 pub mod ledger;
+pub mod links;
 pub mod palette;
 pub mod revisit_notice;
 pub mod timeline;

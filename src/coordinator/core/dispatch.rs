@@ -13,7 +13,7 @@ use crate::domain::decision::{
     BareOverload, ErrorClass, NextMove, Observation, classify_with, next_move,
 };
 use crate::domain::retry::{BudgetView, GiveUpReason, RetryPolicy, SplitMix64};
-use crate::domain::{AttemptId, AttemptOutcome, Event, IntentState, ReceiptId, Refusal};
+use crate::domain::{AttemptId, AttemptOutcome, Event, IntentId, IntentState, ReceiptId, Refusal};
 use crate::store::ops::*;
 use crate::store::{
     ApplyContext, AttemptFinish, Claim, ClaimedRow, DispatchPlan, ReceiptSource, SendTerms, Store,
@@ -305,6 +305,11 @@ pub fn record(
         }),
         // Paused, or the intent moved on meanwhile (a webhook committed it): nothing to do.
         Err(StoreError::Refused(Refusal::Paused | Refusal::Terminal { .. })) => Ok(Follow::Nothing),
+        // Its cancellation is requested: the retry is not sent, and the cancel settles as
+        // far as what crossed allows.
+        Err(StoreError::Refused(Refusal::CancellationRequested)) => {
+            settle_cancel(s, &row.intent_id, now)
+        }
         Err(StoreError::Refused(refusal)) if matches!(event, Event::Dispatch) => {
             let reason = format!("no retry: {refusal}");
             let ctx = ApplyContext {
@@ -322,6 +327,42 @@ pub fn record(
         Err(StoreError::Refused(_)) => Ok(Follow::Nothing),
         Err(e) => Err(e),
     }
+}
+
+/// Settle a requested cancellation once no retry is to be sent: `cancelled` when nothing may
+/// have crossed, otherwise indeterminate until a lookup says what happened.
+pub fn settle_cancel(s: &mut Store, id: &IntentId, now: u64) -> Result<Follow, StoreError> {
+    let ctx = ApplyContext {
+        now_ms: now,
+        ..ApplyContext::default()
+    };
+    let event = Event::Cancel {
+        reason: "cancellation requested: no retry is sent".to_string(),
+    };
+    match s.apply(id, &event, &ctx) {
+        Ok(applied) if applied.transition.to == IntentState::Indeterminate => Ok(Follow::Reconcile),
+        Ok(_) | Err(StoreError::Refused(_)) => Ok(Follow::Nothing),
+        Err(e) => Err(e),
+    }
+}
+
+/// Before a claimed send leaves: when its intent's cancellation was requested after the
+/// claim, withdraw it instead (see [`crate::store::ops::Outbox::withdraw_claim`]). `None`
+/// when the send may go.
+pub fn withdraw_if_cancelled(
+    s: &mut Store,
+    row: &ClaimedRow,
+    now: u64,
+) -> Result<Option<Follow>, StoreError> {
+    if !s.cancel_requested(&row.intent_id)? {
+        return Ok(None);
+    }
+    let indeterminate = s.withdraw_claim(row.outbox_seq, row.fence, now)?;
+    Ok(Some(if indeterminate {
+        Follow::Reconcile
+    } else {
+        Follow::Nothing
+    }))
 }
 
 /// A fenced claimant's receipt, observed all the same: the downstream's answer is evidence
@@ -347,7 +388,7 @@ mod tests {
     use super::*;
     use crate::clock::SeededEntropy;
     use crate::coordinator::core::call::Reply;
-    use crate::domain::{IntentId, Tenant};
+    use crate::domain::Tenant;
 
     const NOW: u64 = 1_800_000_000_000;
 

@@ -34,6 +34,8 @@ pub enum LookupResult {
     Committed { downstream_id: String },
     /// Proved absent; the same command is being sent again with the same key.
     Resent,
+    /// Proved absent while its cancellation was requested: cancelled, not sent again.
+    Cancelled,
     /// Still unproven; why it stays indeterminate.
     StillIndeterminate { why: String },
     /// The intent is not indeterminate; nothing to look up.
@@ -318,6 +320,25 @@ fn settle(
             LookupResult::still("the lookup did not answer"),
             Follow::Nothing,
         )),
+        // Its cancellation was asked for: absent is settled as cancelled, never resent. A
+        // request the downstream still holds may land later all the same; a receipt for it
+        // then contradicts the cancelled state and is kept as evidence for an operator.
+        Found::No if s.cancel_requested(id)? => {
+            let ctx = ApplyContext {
+                now_ms: now,
+                ..ApplyContext::default()
+            };
+            match s.apply(id, &Event::ProvedAbsentCancel, &ctx) {
+                Ok(_) => Ok((LookupResult::Cancelled, Follow::Nothing)),
+                Err(StoreError::Refused(refusal)) => Ok((
+                    LookupResult::StillIndeterminate {
+                        why: format!("not found, but not cancelled: {refusal}"),
+                    },
+                    Follow::Nothing,
+                )),
+                Err(e) => Err(e),
+            }
+        }
         Found::No => {
             // A resend is safe only while the downstream still deduplicates the key: the
             // resend must arrive (within one timeout) before the key may be forgotten. The

@@ -41,6 +41,9 @@ pub fn replan(
         Ok(None) | Err(StoreError::Refused(Refusal::Paused | Refusal::AuthorizationInvalid)) => {
             Ok(Follow::Nothing)
         }
+        Err(StoreError::Refused(Refusal::CancellationRequested)) => {
+            super::dispatch::settle_cancel(s, id, now)
+        }
         Err(StoreError::Refused(refusal)) => {
             let ctx = ApplyContext {
                 now_ms: now,

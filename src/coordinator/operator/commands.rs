@@ -87,7 +87,11 @@ fn check_body(req: &CommandBody) -> Result<(Option<String>, Target), ApiError> {
         .map(str::to_string);
     match &reason {
         Some(r) => check_text(&mut fields, "reason", r, MAX_TEXT_CHARS),
-        None if matches!(req.kind, CommandKind::Pause | CommandKind::Close) => {
+        None if matches!(
+            req.kind,
+            CommandKind::Pause | CommandKind::Close | CommandKind::Cancel
+        ) =>
+        {
             fields.insert("reason".into(), format!("a {} needs a reason", req.kind));
         }
         None => {}
@@ -136,10 +140,10 @@ fn check_body(req: &CommandBody) -> Result<(Option<String>, Target), ApiError> {
                 None
             }
         },
-        (None, Some(_)) if req.kind == CommandKind::Close => {
+        (None, Some(_)) if matches!(req.kind, CommandKind::Close | CommandKind::Cancel) => {
             fields.insert(
                 "target".into(),
-                "a close names one intent: target.intent_id".into(),
+                format!("a {} names one intent: target.intent_id", req.kind),
             );
             None
         }
@@ -188,6 +192,21 @@ fn check_scope(fields: &mut BTreeMap<String, String>, scope: &ScopeBody) -> Paus
     out
 }
 
+/// A cancel of a final intent is refused before anything is recorded: there is nothing left
+/// to cancel (409).
+pub fn refuse_final_cancel(intent: &crate::wire::Intent) -> Result<(), ApiError> {
+    if intent.state.is_terminal() {
+        return Err(ApiError::conflict(
+            "intent_final",
+            format!(
+                "intent {} is {}, which is final: there is nothing left to cancel",
+                intent.id, intent.state
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Resolve the checked target against the store and the caller's tenants.
 async fn resolve(
     state: &AppState,
@@ -218,6 +237,10 @@ async fn resolve(
             let lookup = id.clone();
             let intent = state.db.read(move |s| s.intent(&lookup)).await?;
             principal.check_tenant(&intent.tenant, "intent", &shown)?;
+            if req.kind == CommandKind::Cancel {
+                refuse_final_cancel(&intent)?;
+                return Ok(CommandAction::Cancel { intent: id });
+            }
             if let (CommandKind::Close, Some(disposition)) = (req.kind, req.disposition) {
                 let evidence = req
                     .evidence
@@ -245,11 +268,12 @@ async fn resolve(
         CommandKind::Pause => CommandAction::Pause { scope },
         CommandKind::Resume => CommandAction::Resume { scope },
         CommandKind::Reconcile => CommandAction::Reconcile { scope },
-        // `check_body` lets a close through only with an intent target and a disposition.
-        CommandKind::Close => {
+        // `check_body` lets a close through only with an intent target and a disposition,
+        // and a cancel only with an intent target.
+        CommandKind::Close | CommandKind::Cancel => {
             return Err(ApiError::fields(BTreeMap::from([(
                 "target".to_string(),
-                "a close names one intent: target.intent_id".to_string(),
+                format!("a {} names one intent: target.intent_id", req.kind),
             )])));
         }
     })
@@ -309,7 +333,7 @@ async fn run_command(
             } else {
                 record
             };
-            if matches!(req.kind, CommandKind::Resume) {
+            if matches!(req.kind, CommandKind::Resume | CommandKind::Cancel) {
                 // Retries held back by the pause may go now.
                 state.reconcile_wake.notify_one();
             }

@@ -204,6 +204,7 @@ impl Params {
             until_ms,
             min_attempts: self.number(F::MinAttempts.name(), 0, u32::MAX),
             q: q.filter(|q| q.chars().count() <= MAX_Q_CHARS),
+            workflows: Vec::new(),
             allowed_tenants: principal.tenants.clone(),
         }
     }

@@ -21,6 +21,7 @@ pub fn availability(
             CommandKind::Pause | CommandKind::Resume => "intent-disabled-pause-role",
             CommandKind::Reconcile => "intent-disabled-reconcile-role",
             CommandKind::Close => "intent-disabled-close-role",
+            CommandKind::Cancel => "intent-disabled-cancel-role",
         };
         return Err(i18n.tr_args(key, &[("role", role.as_str().into())]));
     }
@@ -42,6 +43,14 @@ pub fn availability(
             &[("state", state_words().into())],
         )),
         CommandKind::Close => Ok(()),
+        CommandKind::Cancel if state.is_some_and(IntentState::is_terminal) => Err(i18n.tr_args(
+            "intent-disabled-cancel-final",
+            &[("state", state_words().into())],
+        )),
+        CommandKind::Cancel if detail.intent.cancel_requested_at_ms.is_some() => {
+            Err(i18n.tr("intent-disabled-cancel-requested"))
+        }
+        CommandKind::Cancel => Ok(()),
     }
 }
 

@@ -144,7 +144,9 @@ impl CommandDialog {
         let intent = &detail.intent;
         let intent_target = intent_target(intent.id.as_str());
         match self.kind {
-            CommandKind::Reconcile | CommandKind::Close => Some(intent_target),
+            CommandKind::Reconcile | CommandKind::Close | CommandKind::Cancel => {
+                Some(intent_target)
+            }
             CommandKind::Resume => Some(
                 detail
                     .pauses
@@ -184,7 +186,10 @@ impl CommandDialog {
         detail: &IntentDetail,
         who: Option<&Whoami>,
     ) -> Option<String> {
-        let needs_reason = matches!(self.kind, CommandKind::Pause | CommandKind::Close);
+        let needs_reason = matches!(
+            self.kind,
+            CommandKind::Pause | CommandKind::Close | CommandKind::Cancel
+        );
         if needs_reason && Self::trimmed(&self.reason).is_none() {
             return Some(i18n.tr("dialog-needs-reason"));
         }
@@ -215,7 +220,7 @@ impl CommandDialog {
                 }
                 _ => None,
             },
-            CommandKind::Reconcile => None,
+            CommandKind::Reconcile | CommandKind::Cancel => None,
         }
     }
 

@@ -242,6 +242,16 @@ fn body_ui(
             );
             field(ui, i18n, dialog, Field::Reason, false);
         }
+        CommandKind::Cancel => {
+            // Before anything crossed it ends cancelled; after, it waits for evidence.
+            let will = if intent.may_have_crossed_boundary {
+                "dialog-cancel-crossed-will"
+            } else {
+                "dialog-cancel-will"
+            };
+            plain_words_ui(ui, i18n, will, "dialog-cancel-will-not", &[]);
+            field(ui, i18n, dialog, Field::Reason, true);
+        }
         CommandKind::Close => {
             say_strong(ui, i18n, &i18n.tr("dialog-disposition"));
             ui.add_enabled_ui(committable(detail), |ui| {

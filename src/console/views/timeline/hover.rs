@@ -122,6 +122,10 @@ fn cluster_ui(
     match m.kind {
         MarkKind::Transition => {
             if let Some(t) = detail.transitions.get(m.source) {
+                // A cancellation after a crossing leaves the state as it was: said in words.
+                if t.event == "cancel" && t.from.as_deref() == Some(t.to.as_str()) {
+                    say(ui, &i18n.tr("timeline-cancel-requested"));
+                }
                 ui.label(format!(
                     "{} -> {} ({})",
                     t.from.as_deref().unwrap_or("-"),
