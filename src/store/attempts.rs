@@ -179,27 +179,32 @@ pub trait Attempts {
 }
 
 /// Refuse a reported attempt begun too soon after the failure before it: with no attempt
-/// still running, the latest one failed, and its backoff or `Retry-After` has not passed.
-/// A hedge beside a running attempt is not a retry and is not paced.
+/// still running, the latest one failed at the same `provider`, and its backoff or
+/// `Retry-After` has not passed. A hedge beside a running attempt is not a retry, and a
+/// failover to another provider does not wait for the one that failed: neither is paced.
 fn pace_reported_retry(
     tx: &dyn Conn,
     seq: i64,
+    provider: &str,
     attempts_used: u32,
     now_ms: u64,
 ) -> Result<(), StoreError> {
-    let latest: Option<(String, Option<i64>, Option<i64>, bool)> = tx
+    let latest: Option<(String, Option<i64>, Option<i64>, bool, String)> = tx
         .one(
             "SELECT outcome, ended_at_ms, retry_after_ms, \
              EXISTS (SELECT 1 FROM attempts p WHERE p.intent_seq = ?1 AND p.outcome = 'pending' \
-                 AND p.kind <> 'lookup') \
+                 AND p.kind <> 'lookup'), provider \
              FROM attempts WHERE intent_seq = ?1 AND kind <> 'lookup' ORDER BY seq DESC LIMIT 1",
             params![seq],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )
         .optional()?;
-    let Some((outcome, Some(ended_at_ms), retry_after_ms, false)) = latest else {
+    let Some((outcome, Some(ended_at_ms), retry_after_ms, false, failed_at)) = latest else {
         return Ok(());
     };
+    if failed_at != provider {
+        return Ok(());
+    }
     let outcome: AttemptOutcome = outcome.parse()?;
     if matches!(
         outcome,
@@ -290,7 +295,7 @@ impl Attempts for Store {
             apply_in(&tx, intent_id, &Event::AttemptStarted, &ctx)?;
             // After the state machine, so a lapsed approval or a spent budget is the answer
             // rather than the wait; a refusal here rolls the transition back with the rest.
-            pace_reported_retry(&tx, seq, intent.attempts, now_ms)?;
+            pace_reported_retry(&tx, seq, &new.provider, intent.attempts, now_ms)?;
             tx.run(
                 "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
                 params![seq],

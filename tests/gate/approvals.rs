@@ -8,7 +8,8 @@
 //!   allow, a budget above its cap) is refused with the rule's name, and nothing is stored.
 //! - A changed policy version stops the next attempt of an intent approved under the old one
 //!   until it is approved again.
-//! - An attempt reported before the backoff of the failure before it is answered 429.
+//! - An attempt reported before the backoff of the failure before it is answered 429; a
+//!   failover to another provider is not held.
 
 use std::time::{Duration, Instant};
 
@@ -461,6 +462,24 @@ async fn an_attempt_reported_before_its_backoff_is_answered_429(backend: Backend
         .call(reqwest::Method::POST, &attempts, AGENT, None, Some(&start))
         .await;
     assert_eq!(status, StatusCode::CREATED, "{second}");
+
+    // A failover to another provider does not wait for the one that failed.
+    let finish = format!("{attempts}/{}", second["id"].as_str().expect("id"));
+    let (status, body, _) = rig
+        .call(reqwest::Method::PATCH, &finish, AGENT, None, Some(&failed))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let failover = json!({"kind": "inference", "provider": "anthropic"});
+    let (status, third, _) = rig
+        .call(
+            reqwest::Method::POST,
+            &attempts,
+            AGENT,
+            None,
+            Some(&failover),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{third}");
 }
 
 crate::on_both_backends_tokio! {

@@ -105,7 +105,7 @@ fn order(tenant: &str, operation: &str, args: Value, extra: Value) -> Value {
         "consequence": "write",
         "args": args,
         "deadline_secs": 120,
-        "max_attempts": 20,
+        "max_attempts": 10,
         "release_id": "procure-agent@2.4.0",
         "connector": "erp",
     });
