@@ -178,6 +178,10 @@ pub trait Attempts {
     fn sent_resource(&mut self, intent_id: &IntentId) -> Result<Option<String>, StoreError>;
 }
 
+/// The latest counted attempt of an intent as pacing reads it: its outcome, when it ended,
+/// the `Retry-After` it carried, whether any attempt is still running, and its provider.
+type LatestAttempt = (String, Option<i64>, Option<i64>, bool, String);
+
 /// Refuse a reported attempt begun too soon after the failure before it: with no attempt
 /// still running, the latest one failed at the same `provider`, and its backoff or
 /// `Retry-After` has not passed. A hedge beside a running attempt is not a retry, and a
@@ -189,7 +193,7 @@ fn pace_reported_retry(
     attempts_used: u32,
     now_ms: u64,
 ) -> Result<(), StoreError> {
-    let latest: Option<(String, Option<i64>, Option<i64>, bool, String)> = tx
+    let latest: Option<LatestAttempt> = tx
         .one(
             "SELECT outcome, ended_at_ms, retry_after_ms, \
              EXISTS (SELECT 1 FROM attempts p WHERE p.intent_seq = ?1 AND p.outcome = 'pending' \
