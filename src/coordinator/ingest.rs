@@ -252,11 +252,7 @@ async fn create_intent(
             Json(intent),
         )
             .into_response()),
-        CreateOutcome::Refused(why) => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "policy_refused",
-            format!("refused by {why}"),
-        )),
+        CreateOutcome::Refused(why) => Err(policy_refused(&why)),
         CreateOutcome::Link(refusal) => Err(link_refused(refusal)),
         CreateOutcome::Mismatch { intent_id, differs } => {
             // The same principal's key in another tenant: which intent is not said, as the
@@ -275,6 +271,15 @@ async fn create_intent(
             ))
         }
     }
+}
+
+/// The answer to a request the tenant's policy refuses, naming the rule.
+fn policy_refused(why: &dyn std::fmt::Display) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "policy_refused",
+        format!("refused by {why}"),
+    )
 }
 
 /// The longest workflow id.
@@ -342,13 +347,10 @@ async fn cancel(
     if !fields.is_empty() {
         return Err(ApiError::fields(fields));
     }
-    let id = visible_intent(&state, &principal, &raw_id).await?;
-    let lookup = id.clone();
-    let (intent, creator) = state
-        .db
-        .read(move |s| Ok((s.intent(&lookup)?, s.creator(&lookup)?)))
-        .await?;
-    if principal.role != Role::Admin && creator.as_deref() != Some(principal.name.as_str()) {
+    let (id, intent) = visible_intent_of(&state, &principal, &raw_id).await?;
+    if principal.role != Role::Admin
+        && intent.created_by.as_deref() != Some(principal.name.as_str())
+    {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "not_owner",
@@ -548,13 +550,7 @@ async fn authorize(
             max_attempts: intent.max_attempts,
             args: &args,
         })
-        .map_err(|refusal| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "policy_refused",
-                format!("refused by {refusal}"),
-            )
-        })?;
+        .map_err(|refusal| policy_refused(&refusal))?;
         if let Some(secs) = p.approval_secs(&intent.operation) {
             let most = now + secs * 1000;
             expires_at_ms = Some(expires_at_ms.map_or(most, |e| e.min(most)));
@@ -800,11 +796,9 @@ async fn dispatch(
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Ingest, "dispatch intents")?;
-    let id = visible_intent(&state, &principal, &raw_id).await?;
     // The dispatch acts under the intent's release: one the registry no longer lists (it
     // changed since the intent was created) sends nothing.
-    let lookup = id.clone();
-    let intent = state.db.read(move |s| s.intent(&lookup)).await?;
+    let (id, intent) = visible_intent_of(&state, &principal, &raw_id).await?;
     state
         .config
         .releases

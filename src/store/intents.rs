@@ -222,9 +222,6 @@ pub trait Intents {
     /// Whether cancellation of the intent was requested (false for an unknown id).
     fn cancel_requested(&mut self, id: &IntentId) -> Result<bool, StoreError>;
 
-    /// The principal (token name) whose key created the intent.
-    fn creator(&mut self, id: &IntentId) -> Result<Option<String>, StoreError>;
-
     /// The intents of one workflow of `tenant`, oldest first, at most `limit`.
     fn workflow_intents(
         &mut self,
@@ -388,18 +385,6 @@ impl Intents for Store {
             )
             .optional()?;
         Ok(found.unwrap_or(false))
-    }
-
-    fn creator(&mut self, id: &IntentId) -> Result<Option<String>, StoreError> {
-        let found: Option<String> = self
-            .conn
-            .one(
-                "SELECT k.principal FROM ingest_keys k JOIN intents i ON i.seq = k.intent_seq WHERE i.id = ?1",
-                params![id.as_str()],
-                |r| r.get(0),
-            )
-            .optional()?;
-        Ok(found)
     }
 
     fn workflow_intents(
