@@ -122,31 +122,12 @@ async fn handle(state: &AppState, row: ClaimedRow) {
         return;
     }
 
-    if !dispatch::may_begin(&row, state.clock.now_ms(), connector.timeout_ms) {
-        // The lease runs out and the row is reconciled, as after a crash.
-        tracing::warn!("the claim's lease would run out during the send; giving it back unsent");
-        let (seq, fence, now) = (row.outbox_seq, row.fence, state.clock.now_ms());
-        if let Err(e) = state
-            .db
-            .write(move |s| s.release_claim(seq, fence, now))
-            .await
-        {
-            // Taken over meanwhile: the new claimant reconciles it as possibly sent.
-            tracing::warn!(error = %e, "the unsent claim could not be given back");
-        }
-        state.dispatch_wake.notify_one();
-        return;
-    }
-
     // A cancellation requested since the claim stops the send here; one requested after
-    // this read finds the send on its way and waits for its outcome.
+    // this read finds the send on its way and waits for its outcome. A read that fails sends
+    // nothing either.
     let id = row.intent_id.clone();
-    if state
-        .db
-        .read(move |s| s.cancel_requested(&id))
-        .await
-        .unwrap_or(false)
-    {
+    let cancelled = state.db.read(move |s| s.cancel_requested(&id)).await;
+    if let Ok(true) = cancelled {
         let (check, now) = (row.clone(), state.clock.now_ms());
         match state
             .db
@@ -169,6 +150,19 @@ async fn handle(state: &AppState, row: ClaimedRow) {
                 return;
             }
         }
+    }
+    if let Err(e) = &cancelled {
+        tracing::warn!(error = %e, "whether the intent was cancelled could not be read; not sent");
+        give_back_unsent(state, &row).await;
+        return;
+    }
+
+    // Judged last, right before the send: every await above spends the lease.
+    if !dispatch::may_begin(&row, state.clock.now_ms(), connector.timeout_ms) {
+        // The lease runs out and the row is reconciled, as after a crash.
+        tracing::warn!("the claim's lease would run out during the send; giving it back unsent");
+        give_back_unsent(state, &row).await;
+        return;
     }
 
     let call = state
@@ -225,4 +219,18 @@ async fn record(state: &AppState, row: ClaimedRow, result: SendResult) {
         }
     }
     state.events_wake.notify_waiters();
+}
+
+/// Give a claim back unsent, so the row is due again at once.
+async fn give_back_unsent(state: &AppState, row: &ClaimedRow) {
+    let (seq, fence, now) = (row.outbox_seq, row.fence, state.clock.now_ms());
+    if let Err(e) = state
+        .db
+        .write(move |s| s.release_claim(seq, fence, now))
+        .await
+    {
+        // Taken over meanwhile: the new claimant reconciles it as possibly sent.
+        tracing::warn!(error = %e, "the unsent claim could not be given back");
+    }
+    state.dispatch_wake.notify_one();
 }

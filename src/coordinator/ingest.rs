@@ -321,6 +321,7 @@ fn link_refused(refusal: LinkRefusal) -> ApiError {
             (StatusCode::CONFLICT, "already_superseded", "supersedes")
         }
         LinkRefusal::StillOpen { .. } => (StatusCode::CONFLICT, "supersedes_open", "supersedes"),
+        LinkRefusal::NotOwner { .. } => (StatusCode::FORBIDDEN, "not_owner", "supersedes"),
     };
     let mut error = ApiError::new(status, code, message.clone());
     error.fields.insert(field.to_string(), message);

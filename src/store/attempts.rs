@@ -178,14 +178,15 @@ pub trait Attempts {
     fn sent_resource(&mut self, intent_id: &IntentId) -> Result<Option<String>, StoreError>;
 }
 
-/// The latest counted attempt of an intent as pacing reads it: its outcome, when it ended,
-/// the `Retry-After` it carried, whether any attempt is still running, and its provider.
-type LatestAttempt = (String, Option<i64>, Option<i64>, bool, String);
+/// The latest counted attempt of an intent at one provider as pacing reads it: its outcome,
+/// when it ended, the `Retry-After` it carried, and whether any attempt is still running.
+type LatestAttempt = (String, Option<i64>, Option<i64>, bool);
 
 /// Refuse a reported attempt begun too soon after the failure before it: with no attempt
-/// still running, the latest one failed at the same `provider`, and its backoff or
+/// still running, the latest one at the same `provider` failed, and its backoff or
 /// `Retry-After` has not passed. A hedge beside a running attempt is not a retry, and a
-/// failover to another provider does not wait for the one that failed: neither is paced.
+/// failover to another provider does not wait for the one that failed: neither is paced;
+/// going back to a provider that failed waits for it, whatever was tried in between.
 fn pace_reported_retry(
     tx: &dyn Conn,
     seq: i64,
@@ -197,18 +198,16 @@ fn pace_reported_retry(
         .one(
             "SELECT outcome, ended_at_ms, retry_after_ms, \
              EXISTS (SELECT 1 FROM attempts p WHERE p.intent_seq = ?1 AND p.outcome = 'pending' \
-                 AND p.kind <> 'lookup'), provider \
-             FROM attempts WHERE intent_seq = ?1 AND kind <> 'lookup' ORDER BY seq DESC LIMIT 1",
-            params![seq],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                 AND p.kind <> 'lookup') \
+             FROM attempts WHERE intent_seq = ?1 AND kind <> 'lookup' AND provider = ?2 \
+             ORDER BY seq DESC LIMIT 1",
+            params![seq, provider],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
         .optional()?;
-    let Some((outcome, Some(ended_at_ms), retry_after_ms, false, failed_at)) = latest else {
+    let Some((outcome, Some(ended_at_ms), retry_after_ms, false)) = latest else {
         return Ok(());
     };
-    if failed_at != provider {
-        return Ok(());
-    }
     let outcome: AttemptOutcome = outcome.parse()?;
     if matches!(
         outcome,

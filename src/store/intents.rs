@@ -63,6 +63,10 @@ pub enum LinkRefusal {
          until it is settled, or close it, before superseding it"
     )]
     StillOpen { id: String, state: String },
+    /// The intent to replace was created by another principal: a correction is its own
+    /// creator's, as a cancellation is.
+    #[error("intent `{id}` was created by another principal; only its creator supersedes it")]
+    NotOwner { id: String },
 }
 
 /// What creating an intent by a caller key did.
@@ -436,6 +440,11 @@ fn check_links(tx: &dyn Conn, new: &NewIntent) -> Result<Result<(), LinkRefusal>
         Ok(intent) => intent,
         Err(refusal) => return Ok(Err(refusal)),
     };
+    if intent.created_by.as_deref() != Some(new.principal.as_str()) {
+        return Ok(Err(LinkRefusal::NotOwner {
+            id: old.to_string(),
+        }));
+    }
     if let Some(by) = intent.superseded_by {
         return Ok(Err(LinkRefusal::AlreadySuperseded {
             id: old.to_string(),

@@ -480,6 +480,17 @@ async fn an_attempt_reported_before_its_backoff_is_answered_429(backend: Backend
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{third}");
+
+    // Back to the provider that failed, once the other failed too: it still waits for it.
+    let finish = format!("{attempts}/{}", third["id"].as_str().expect("id"));
+    let (status, body, _) = rig
+        .call(reqwest::Method::PATCH, &finish, AGENT, None, Some(&failed))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, back, _) = rig
+        .call(reqwest::Method::POST, &attempts, AGENT, None, Some(&start))
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{back}");
 }
 
 crate::on_both_backends_tokio! {

@@ -678,6 +678,24 @@ async fn bad_cancels_and_links_are_refused_and_store_nothing(backend: Backend) {
     assert_eq!(body["error"]["code"], "not_owner");
     let (status, body, _) = rig.cancel_as(ACME_AGENT, &id, "not mine").await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    // Nor does it cancel the intent by superseding it with an order of its own.
+    let hijack = order(
+        TENANT,
+        "purchase_order.create",
+        json!({"qty": 1, "amount": 1}),
+        json!({"supersedes": id}),
+    );
+    let before = rig.total_intents().await;
+    let (status, body) = rig.create_as(OTHER_AGENT, "not-mine-v2", &hijack).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(body["error"]["code"], "not_owner");
+    assert_eq!(rig.total_intents().await, before, "nothing stored");
+    let untouched = rig.detail(&id).await;
+    assert!(
+        untouched["intent"]["superseded_by"].is_null()
+            && untouched["intent"]["cancel_requested_at_ms"].is_null(),
+        "{untouched:#}"
+    );
     // A viewer runs no cancel; an operator's cancel needs a reason and one intent.
     let (status, body) = rig
         .command(VIEWER, json!({"command_id": "bad-c1", "kind": "cancel", "target": {"intent_id": id}, "reason": "x"}))
