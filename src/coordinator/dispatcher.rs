@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 use super::AppState;
 use super::core::dispatch::{self, Follow, SendResult};
@@ -95,10 +96,16 @@ pub async fn run(state: AppState) {
     let _ = semaphore.acquire_many(permits as u32).await;
 }
 
-/// Send one claimed dispatch and record what followed.
+/// Send one claimed dispatch and record what followed, inside a span naming it. The span
+/// is attached to the future rather than entered: an entered span held across an await
+/// would stay current on the worker thread while other tasks ran there, and their log
+/// lines would nest under it.
 async fn handle(state: &AppState, row: ClaimedRow) {
     let span = tracing::info_span!("dispatch", intent = %row.intent_id, attempt = %row.attempt_id, action_key = %row.action_key);
-    let _enter = span.enter();
+    send_and_record(state, row).instrument(span).await
+}
+
+async fn send_and_record(state: &AppState, row: ClaimedRow) {
     let connector = state.config.connector(&row.connector).cloned();
     // The resource the claim resolved and stored with the attempt.
     let resource = row.resource.clone().or_else(|| {

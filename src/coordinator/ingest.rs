@@ -238,7 +238,7 @@ async fn create_intent(
     state.events_wake.notify_waiters();
     match outcome? {
         CreateOutcome::Created(intent) => {
-            tracing::info!(intent = %intent.id, action_key = %intent.action_key, "intent created");
+            tracing::debug!(intent = %intent.id, action_key = %intent.action_key, "intent created");
             let named = vec![
                 revisit::release(&intent.release_id),
                 revisit::tool(&intent.tool, intent.consequence),

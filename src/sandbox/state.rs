@@ -164,7 +164,7 @@ impl SandboxState {
         let now_ms = self.now_ms();
         let outcome = lock(&self.inner.store).create(resource, key, body, now_ms, policy);
         if let CreateOutcome::Created(record) = &outcome {
-            tracing::info!(
+            tracing::debug!(
                 resource = %resource,
                 id = %record.id,
                 external_ref = record.external_ref.as_ref().map(ExternalRef::as_str),

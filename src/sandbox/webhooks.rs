@@ -17,7 +17,9 @@ use tokio::sync::{Semaphore, mpsc};
 use super::store::{DownstreamId, ExternalRef, Resource};
 
 const QUEUE_CAPACITY: usize = 4096;
-const CONCURRENT_DELIVERIES: usize = 4;
+/// Deliveries in flight at once. A receiver answers a webhook after its durable write, so a
+/// few at a time fell behind creations at a few hundred a second and the queue overflowed.
+const CONCURRENT_DELIVERIES: usize = 64;
 const POSTS_PER_COPY: u32 = 5;
 const FIRST_BACKOFF_MS: u64 = 100;
 const MAX_BACKOFF_MS: u64 = 2_000;
