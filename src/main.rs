@@ -154,8 +154,9 @@ fn init_logging(default: &str) {
 }
 
 /// The demo runs in the terminal of whoever started it: warnings and errors go there, and
-/// everything from `info` up to `intentdesk.log` in the data directory (`RUST_LOG` changes
-/// both). Its path is returned, to be said once.
+/// everything from `info` up to `intentdesk.log` in the data directory, with each intent as
+/// it is created (a debug line elsewhere; `RUST_LOG` changes both). Its path is returned, to
+/// be said once.
 fn init_demo_logging(data_dir: &std::path::Path) -> Option<PathBuf> {
     use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
@@ -179,7 +180,7 @@ fn init_demo_logging(data_dir: &std::path::Path) -> Option<PathBuf> {
         tracing_subscriber::fmt::layer()
             .with_ansi(false)
             .with_writer(std::sync::Mutex::new(f))
-            .with_filter(filter("info"))
+            .with_filter(filter("info,intentdesk::coordinator::ingest=debug"))
     });
     let _ = tracing_subscriber::registry()
         .with(terminal)

@@ -903,6 +903,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
              DROP INDEX outbox_intent; \
              ALTER TABLE attempts DROP COLUMN reported_by; \
              DROP INDEX intents_release; DELETE FROM sqlite_stat1 WHERE idx = 'intents_release'; \
+             CREATE INDEX attempts_key ON attempts (presented_key) WHERE presented_key IS NOT NULL; \
              PRAGMA user_version = 3;",
         )
         .expect("back to schema 3");

@@ -6,9 +6,13 @@
 //!
 //! It claims only as many rows as it has free send slots, so a claim never waits out its
 //! lease in a queue; the claim's transaction puts each send to the send gate
-//! (`crate::domain::send`); and a send begins only if it can end inside its lease.
+//! (`crate::domain::send`); a cancellation requested after the claim is looked for again
+//! right before the send (in the store only when one may have been requested since: on
+//! SQLite this process makes them all, and counts them); and a send begins only if it can
+//! end inside its lease.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
@@ -17,7 +21,7 @@ use tracing::Instrument;
 use super::AppState;
 use super::core::dispatch::{self, Follow, SendResult};
 use crate::store::ops::*;
-use crate::store::{ClaimedRow, StoreError};
+use crate::store::{ClaimedRow, Location, StoreError};
 
 /// Rows claimed per round trip to the store, at most.
 const CLAIM_BATCH: u32 = 64;
@@ -47,6 +51,8 @@ pub async fn run(state: AppState) {
             state.config.clone(),
             state.clock.clone(),
         );
+        // Cancellations requested before the claim is queued are the claim's gate's to see.
+        let cancels = state.cancels.load(Ordering::Acquire);
         // The claim's time is read when the writer runs it, not when it was queued.
         let claimed = state
             .db
@@ -69,7 +75,7 @@ pub async fn run(state: AppState) {
                     };
                     let state = state.clone();
                     tokio::spawn(async move {
-                        handle(&state, row).await;
+                        handle(&state, row, cancels).await;
                         drop(permit);
                     });
                 }
@@ -100,12 +106,20 @@ pub async fn run(state: AppState) {
 /// is attached to the future rather than entered: an entered span held across an await
 /// would stay current on the worker thread while other tasks ran there, and their log
 /// lines would nest under it.
-async fn handle(state: &AppState, row: ClaimedRow) {
+async fn handle(state: &AppState, row: ClaimedRow, cancels: u64) {
     let span = tracing::info_span!("dispatch", intent = %row.intent_id, attempt = %row.attempt_id, action_key = %row.action_key);
-    send_and_record(state, row).instrument(span).await
+    send_and_record(state, row, cancels).instrument(span).await
 }
 
-async fn send_and_record(state: &AppState, row: ClaimedRow) {
+/// Whether a cancellation may have been requested since the claim whose [`AppState::cancels`]
+/// was `cancels`. Another coordinator's requests move no counter here: on a shared database
+/// the store is asked every time.
+fn cancel_maybe_since(state: &AppState, cancels: u64) -> bool {
+    matches!(state.config.database, Location::Postgres(_))
+        || state.cancels.load(Ordering::Acquire) != cancels
+}
+
+async fn send_and_record(state: &AppState, row: ClaimedRow, cancels: u64) {
     let connector = state.config.connector(&row.connector).cloned();
     // The resource the claim resolved and stored with the attempt.
     let resource = row.resource.clone().or_else(|| {
@@ -133,7 +147,11 @@ async fn send_and_record(state: &AppState, row: ClaimedRow) {
     // this read finds the send on its way and waits for its outcome. A read that fails sends
     // nothing either.
     let id = row.intent_id.clone();
-    let cancelled = state.db.read(move |s| s.cancel_requested(&id)).await;
+    let cancelled = if cancel_maybe_since(state, cancels) {
+        state.db.read(move |s| s.cancel_requested(&id)).await
+    } else {
+        Ok(false)
+    };
     if let Ok(true) = cancelled {
         let (check, now) = (row.clone(), state.clock.now_ms());
         match state

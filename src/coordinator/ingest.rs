@@ -12,7 +12,8 @@ use axum::{Json, Router};
 use super::AppState;
 use super::auth::Principal;
 use super::body::{parse_body, parse_body_with};
-use super::core::revisit;
+use super::core::ingest::policy_refused;
+use super::core::{self, revisit};
 use super::error::ApiError;
 use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
 use crate::domain::policy::{Request as PolicyRequest, tier_attempt_cap};
@@ -22,9 +23,8 @@ use crate::domain::{
 };
 use crate::store::ops::*;
 use crate::store::{
-    ApplyContext, Approval, AttemptFinish, CommandAction, CreateOutcome, DispatchPlan, LinkRefusal,
-    Links, NewCommand, NewIntent, ReceiptSource, RecordedCommand, ReportedFinish, StoreError,
-    search_form,
+    ApplyContext, AttemptFinish, CommandAction, CreateOutcome, LinkRefusal, Links, NewCommand,
+    NewIntent, ReceiptSource, RecordedCommand, ReportedFinish, StoreError, search_form,
 };
 use crate::wire::{
     AttemptReport, Authorize, CancelIntent, CreateIntent, Dispatched, NewAttempt, ReceiptDelivery,
@@ -234,7 +234,12 @@ async fn create_intent(
         refused,
         links,
     };
+    let supersedes = new.links.supersedes.is_some();
     let outcome = state.db.ingest(move |s| s.create_or_replay(&new)).await;
+    if supersedes {
+        // A correction cancels the intent it replaces.
+        state.cancellation_requested();
+    }
     state.events_wake.notify_waiters();
     match outcome? {
         CreateOutcome::Created(intent) => {
@@ -271,15 +276,6 @@ async fn create_intent(
             ))
         }
     }
-}
-
-/// The answer to a request the tenant's policy refuses, naming the rule.
-fn policy_refused(why: &dyn std::fmt::Display) -> ApiError {
-    ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "policy_refused",
-        format!("refused by {why}"),
-    )
 }
 
 /// The longest workflow id.
@@ -404,6 +400,7 @@ async fn cancel(
             Ok((recorded, s.intent(&id)?))
         })
         .await?;
+    state.cancellation_requested();
     state.events_wake.notify_waiters();
     state.reconcile_wake.notify_one();
     match recorded {
@@ -500,81 +497,21 @@ async fn authorize(
     if !fields.is_empty() {
         return Err(ApiError::fields(fields));
     }
-    let (id, intent) = visible_intent_of(&state, &principal, &raw_id).await?;
-    if intent.created_by.as_deref() == Some(principal.name.as_str()) && !principal.may_approve_own {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "self_approval",
-            format!(
-                "`{}` created this intent and may not approve it; another principal (an approver, supervisor or admin) must",
-                principal.name
-            ),
-        ));
-    }
-    let policy = state.config.policy(intent.tenant.as_str());
-    match (&req.policy_version, policy) {
-        (Some(named), None) => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "unknown_policy",
-                format!(
-                    "tenant `{}` has no policy, so there is no policy version `{named}`",
-                    intent.tenant
-                ),
-            ));
-        }
-        (Some(named), Some(p)) if *named.trim() != p.version => {
-            return Err(ApiError::conflict(
-                "policy_version_mismatch",
-                format!(
-                    "the policy of tenant `{}` in force is version `{}`, not `{named}`: judge the intent by it",
-                    intent.tenant, p.version
-                ),
-            ));
-        }
-        _ => {}
-    }
+    let id: IntentId = raw_id
+        .parse()
+        .map_err(|_| ApiError::not_found("intent", &raw_id))?;
     let now = state.clock.now_ms();
-    let mut expires_at_ms = req.valid_for_secs.map(|s| now + s * 1000);
-    if let Some(p) = policy {
-        let args: serde_json::Value = intent
-            .canonical_args
-            .as_deref()
-            .map(serde_json::from_str)
-            .transpose()
-            .map_err(|_| ApiError::internal())?
-            .unwrap_or_default();
-        p.check(&PolicyRequest {
-            operation: &intent.operation,
-            connector: &intent.connector,
-            tier: intent.consequence,
-            max_attempts: intent.max_attempts,
-            args: &args,
-        })
-        .map_err(|refusal| policy_refused(&refusal))?;
-        if let Some(secs) = p.approval_secs(&intent.operation) {
-            let most = now + secs * 1000;
-            expires_at_ms = Some(expires_at_ms.map_or(most, |e| e.min(most)));
-        }
-    }
-    let ctx = ApplyContext {
-        now_ms: now,
-        authorization: Some(Approval {
-            version: req.authorization_version.trim().to_string(),
-            approver: principal.name.clone(),
-            expires_at_ms,
-            policy_version: policy.map(|p| p.version.clone()),
-        }),
-        ..ApplyContext::default()
-    };
-    let applied = state
+    let config = state.config.clone();
+    let approved = state
         .db
-        .ingest(move |s| s.apply(&id, &Event::Authorized, &ctx))
-        .await?;
+        .ingest(move |s| core::ingest::authorize(s, &config, &principal, &id, &req, now))
+        .await??;
     state.events_wake.notify_waiters();
-    // A fresh approval may free a retry that waited for it.
-    state.reconcile_wake.notify_one();
-    Ok(Json(applied.intent).into_response())
+    if approved.again {
+        // A fresh approval may free a retry that waited for it; a first one frees nothing.
+        state.reconcile_wake.notify_one();
+    }
+    Ok(Json(approved.intent).into_response())
 }
 
 /// The longest provider, region, model, release, worker and hedge group names.
@@ -797,53 +734,16 @@ async fn dispatch(
     Path(raw_id): Path<String>,
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Ingest, "dispatch intents")?;
-    // The dispatch acts under the intent's release: one the registry no longer lists (it
-    // changed since the intent was created) sends nothing.
-    let (id, intent) = visible_intent_of(&state, &principal, &raw_id).await?;
-    state
-        .config
-        .releases
-        .check(&intent.operation, &intent.release_id)?;
+    let id: IntentId = raw_id
+        .parse()
+        .map_err(|_| ApiError::not_found("intent", &raw_id))?;
     let now = state.clock.now_ms();
-    let result = state
+    let attempt_id = AttemptId::generate(now, state.entropy.next_u128());
+    let config = state.config.clone();
+    let (fresh, intent) = state
         .db
-        .ingest(move |s| {
-            let intent = s.intent_for_update(&id)?;
-            if !intent.consequence.is_mutating() {
-                return Err(crate::store::StoreError::NotDispatchable(format!(
-                    "a {} intent changes nothing downstream; report its work as attempts",
-                    intent.consequence
-                )));
-            }
-            use crate::domain::IntentState as S;
-            // Reported work (retrieval, inference) may already have moved the intent to
-            // executing; it is dispatched once all the same.
-            let dispatched_before = s
-                .attempts_of(&id)?
-                .iter()
-                .any(|a| a.kind == AttemptKind::Dispatch);
-            let already = match intent.state {
-                S::Indeterminate | S::Committed => true,
-                S::Executing => dispatched_before,
-                _ => false,
-            };
-            if already {
-                // A repeated dispatch call is answered with where the intent stands; only
-                // the coordinator retries, so an agent's retry never sends twice.
-                return Ok((false, intent));
-            }
-            let ctx = ApplyContext {
-                now_ms: now,
-                dispatch: Some(DispatchPlan {
-                    attempt_id: AttemptId::generate(now, state.entropy.next_u128()),
-                    available_at_ms: now,
-                }),
-                ..ApplyContext::default()
-            };
-            Ok((true, s.apply(&id, &Event::Dispatch, &ctx)?.intent))
-        })
-        .await?;
-    let (fresh, intent) = result;
+        .ingest(move |s| core::ingest::dispatch(s, &config, &principal, &id, attempt_id, now))
+        .await??;
     if fresh {
         state.dispatch_wake.notify_one();
     }

@@ -29,6 +29,7 @@ pub mod whoami;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -76,6 +77,10 @@ pub struct AppState {
     pub feed: Arc<feed::Feed>,
     /// The providers, releases and tools known to be seen (`revisit`).
     pub sighted: Arc<revisit::Sighted>,
+    /// Moved on after every write that may have requested a cancellation, before it is
+    /// answered: a send claimed before it moved is checked again just before it leaves
+    /// (`dispatcher`).
+    pub cancels: Arc<AtomicU64>,
 }
 
 impl AppState {
@@ -121,8 +126,16 @@ impl AppState {
             health: Arc::default(),
             feed: Arc::default(),
             sighted: Arc::default(),
+            cancels: Arc::default(),
             config: Arc::new(config),
         })
+    }
+}
+
+impl AppState {
+    /// Say that a write may have requested a cancellation (see [`AppState::cancels`]).
+    pub fn cancellation_requested(&self) {
+        self.cancels.fetch_add(1, Ordering::AcqRel);
     }
 }
 

@@ -21,7 +21,10 @@
 //! - only for unrestricted tokens, as they describe the coordinator every tenant shares:
 //!   `intentdesk_dispatcher_queue_depth` (the outbox), `intentdesk_ingest_writes_waiting`,
 //!   `intentdesk_ingest_writes_limit` and `intentdesk_ingest_shed_total` (agents' writes
-//!   refused with 503 because the write queue was full), `intentdesk_metric_index_bytes`.
+//!   refused with 503 because the write queue was full), `intentdesk_metric_index_bytes`,
+//!   and how the store commits: `intentdesk_store_commits_total`,
+//!   `intentdesk_store_writes_total` (their ratio is the group commit's size),
+//!   `intentdesk_store_syncs_total` and `intentdesk_store_sync_seconds_total`.
 //!
 //! The per-tenant and per-provider families use their own names so that summing a family
 //! never counts an intent twice; an intent that used two providers is under both in the
@@ -43,6 +46,7 @@ use crate::store::IntentFilter;
 use crate::store::db::IngestLoad;
 use crate::store::operator_queries::TenantCounts;
 use crate::store::ops::*;
+use crate::store::queue::WriteStats;
 use crate::wire::Summary;
 
 /// Everything one scrape reports.
@@ -58,6 +62,7 @@ struct Scrape {
 struct Process {
     outbox_depth: u64,
     ingest: IngestLoad,
+    writes: WriteStats,
     index_bytes: usize,
 }
 
@@ -73,6 +78,7 @@ pub(super) async fn scrape(
     let unrestricted = principal.tenants.is_none();
     let now = state.clock.now_ms();
     let ingest = state.db.ingest_load();
+    let writes = state.db.write_stats();
     let scrape = super::charts::with_index(&state, move |s, index| {
         Ok(Scrape {
             summary: s.summary_with(&filter, now, index.releases())?,
@@ -82,6 +88,7 @@ pub(super) async fn scrape(
                 Some(Process {
                     outbox_depth: s.outbox_depth()?,
                     ingest,
+                    writes,
                     index_bytes: index.memory_bytes(),
                 })
             } else {
@@ -366,9 +373,38 @@ fn render_process(out: &mut String, p: &Process) {
             "Memory the dashboard's metric index holds, roughly.",
             p.index_bytes as u64,
         ),
+        (
+            "intentdesk_store_commits_total",
+            "counter",
+            "Transactions the store's writers committed (a group commit is one).",
+            p.writes.commits,
+        ),
+        (
+            "intentdesk_store_writes_total",
+            "counter",
+            "Writes those transactions held: per commit, the size of the group commits.",
+            p.writes.writes,
+        ),
+        (
+            "intentdesk_store_syncs_total",
+            "counter",
+            "Syncs of SQLite's log that answered them (each answers every commit before it).",
+            p.writes.syncs,
+        ),
     ];
     for (name, kind, help, value) in figures {
         family(out, name, kind, help);
         let _ = writeln!(out, "{name} {value}");
     }
+    family(
+        out,
+        "intentdesk_store_sync_seconds_total",
+        "counter",
+        "Time spent in those syncs.",
+    );
+    let _ = writeln!(
+        out,
+        "intentdesk_store_sync_seconds_total {}",
+        p.writes.sync_micros as f64 / 1e6
+    );
 }

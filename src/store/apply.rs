@@ -78,6 +78,16 @@ pub struct Applied {
     pub attempt_id: Option<AttemptId>,
 }
 
+/// An intent as read by a write that decides from it, locked against other writers until
+/// the write ends ([`Transitions::lock_intent`]). Only the store makes one, so an event
+/// applied to it ([`Transitions::apply_locked`]) always meets the intent as it stands in the
+/// same transaction.
+#[derive(Debug, Clone)]
+pub struct Locked {
+    seq: i64,
+    pub intent: Intent,
+}
+
 /// Moving an intent by a domain event, with the effects that live in the store.
 pub trait Transitions {
     /// Apply `event` to the intent `id`. A refusal by the state machine changes nothing.
@@ -87,6 +97,28 @@ pub trait Transitions {
         event: &Event,
         ctx: &ApplyContext,
     ) -> Result<Applied, StoreError>;
+
+    /// Read the intent `id` (without its arguments) for a write that decides from it: it
+    /// stays locked until the write ends.
+    fn lock_intent(&mut self, id: &IntentId) -> Result<Locked, StoreError>;
+
+    /// [`Transitions::apply`] to an intent this write locked, without reading it again.
+    fn apply_locked(
+        &mut self,
+        locked: &Locked,
+        event: &Event,
+        ctx: &ApplyContext,
+    ) -> Result<Applied, StoreError>;
+
+    /// Whether the locked intent was ever dispatched (a dispatch attempt exists).
+    fn was_dispatched(&mut self, locked: &Locked) -> Result<bool, StoreError>;
+}
+
+impl Locked {
+    /// The intent's row.
+    pub(crate) fn seq(&self) -> i64 {
+        self.seq
+    }
 }
 
 impl Transitions for Store {
@@ -100,6 +132,31 @@ impl Transitions for Store {
         let applied = apply_in(&tx, id, event, ctx)?;
         tx.commit()?;
         Ok(applied)
+    }
+
+    fn lock_intent(&mut self, id: &IntentId) -> Result<Locked, StoreError> {
+        let (seq, intent) = load_for_update(self.conn.as_conn(), id)?;
+        Ok(Locked { seq, intent })
+    }
+
+    fn apply_locked(
+        &mut self,
+        locked: &Locked,
+        event: &Event,
+        ctx: &ApplyContext,
+    ) -> Result<Applied, StoreError> {
+        let tx = self.conn.savepoint()?;
+        let applied = apply_loaded(&tx, locked.seq, &locked.intent, event, ctx)?;
+        tx.commit()?;
+        Ok(applied)
+    }
+
+    fn was_dispatched(&mut self, locked: &Locked) -> Result<bool, StoreError> {
+        self.conn.one(
+            "SELECT EXISTS (SELECT 1 FROM attempts WHERE intent_seq = ?1 AND kind = 'dispatch')",
+            params![locked.seq],
+            |r| r.get(0),
+        )
     }
 }
 
@@ -148,11 +205,23 @@ pub(crate) fn apply_in(
     ctx: &ApplyContext,
 ) -> Result<Applied, StoreError> {
     let (seq, intent) = load_for_update(tx, id)?;
+    apply_loaded(tx, seq, &intent, event, ctx)
+}
+
+/// [`apply_in`] to the intent `seq` as this transaction already read it, locked.
+pub(crate) fn apply_loaded(
+    tx: &dyn Conn,
+    seq: i64,
+    intent: &Intent,
+    event: &Event,
+    ctx: &ApplyContext,
+) -> Result<Applied, StoreError> {
+    let id = &intent.id;
     // Only a cancellation or a close asks whether a send is on its way; other events skip
     // the read.
     let cancels = matches!(event, Event::Cancel { .. } | Event::OperatorClose { .. });
     let in_flight = cancels && dispatch_in_flight(tx, seq)?;
-    let facts = facts_of(&intent, ctx.now_ms, in_flight);
+    let facts = facts_of(intent, ctx.now_ms, in_flight);
     let transition = state::apply(&facts, event)?;
     let now = to_i64(ctx.now_ms);
     let mut attempt_id = None;
@@ -211,7 +280,7 @@ pub(crate) fn apply_in(
                 let plan = ctx.dispatch.as_ref().ok_or_else(|| {
                     StoreError::Conflict("a dispatch needs an attempt id".to_string())
                 })?;
-                enqueue_dispatch(tx, seq, &intent, plan, now)?;
+                enqueue_dispatch(tx, seq, intent, plan, now)?;
                 attempt_id = Some(plan.attempt_id.clone());
             }
             Effect::RecordReceipt { receipt_ref } => {
@@ -251,11 +320,11 @@ pub(crate) fn apply_in(
             "not sent: withdrawn when the intent became {}",
             transition.to
         );
-        withdraw_pending(tx, seq, &intent, &why, ctx.now_ms)?;
+        withdraw_pending(tx, seq, intent, &why, ctx.now_ms)?;
     } else if matches!(event, Event::Cancel { .. }) {
         // Cancellation is requested: a planned send is not made.
         let why = "not sent: withdrawn when cancellation was requested";
-        withdraw_pending(tx, seq, &intent, why, ctx.now_ms)?;
+        withdraw_pending(tx, seq, intent, why, ctx.now_ms)?;
     }
 
     tx.run(

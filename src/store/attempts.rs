@@ -4,7 +4,7 @@
 use super::apply::apply_in;
 use super::intents::load_for_update;
 use super::sql::{Conn, ConnExt, Optional, Row, params};
-use super::{ApplyContext, Store, StoreError, events, to_i64, to_u64};
+use super::{ApplyContext, Locked, Store, StoreError, events, to_i64, to_u64};
 use crate::domain::retry::{RetryPolicy, reported_retry_not_before};
 use crate::domain::{
     AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, Refusal,
@@ -93,6 +93,7 @@ pub(crate) fn attempt_from_row(row: &Row<'_>) -> Result<Attempt, StoreError> {
 }
 
 /// Read an attempt back as stored and announce it on the change feed.
+/// Announce a change of the attempt on the change feed, and read it back as stored.
 pub(crate) fn announce(
     tx: &dyn Conn,
     intent: &Intent,
@@ -100,27 +101,31 @@ pub(crate) fn announce(
     now_ms: u64,
 ) -> Result<Attempt, StoreError> {
     let attempt = load_attempt(tx, attempt_id)?;
-    events::append(
+    events::append_ref(
         tx,
         "attempt",
-        Some(&intent.tenant),
-        Some(&intent.id),
-        &attempt,
+        &intent.tenant,
+        &intent.id,
+        attempt_id.as_str(),
         now_ms,
     )?;
     Ok(attempt)
 }
 
-fn load_attempt(tx: &dyn Conn, id: &AttemptId) -> Result<Attempt, StoreError> {
+/// The attempt `id`, if there is one.
+pub(crate) fn find_attempt(tx: &dyn Conn, id: &AttemptId) -> Result<Option<Attempt>, StoreError> {
     let sql = format!(
         "SELECT {ATTEMPT_COLUMNS} FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE a.id = ?1"
     );
     tx.one(&sql, params![id.as_str()], attempt_from_row)
-        .optional()?
-        .ok_or_else(|| StoreError::NotFound {
-            what: "attempt",
-            id: id.to_string(),
-        })
+        .optional()
+}
+
+fn load_attempt(tx: &dyn Conn, id: &AttemptId) -> Result<Attempt, StoreError> {
+    find_attempt(tx, id)?.ok_or_else(|| StoreError::NotFound {
+        what: "attempt",
+        id: id.to_string(),
+    })
 }
 
 /// Attempts: reported ones, the coordinator's own, and how they ended.
@@ -156,6 +161,16 @@ pub trait Attempts {
     fn finish_attempt(
         &mut self,
         intent_id: &IntentId,
+        attempt_id: &AttemptId,
+        finish: &AttemptFinish,
+        now_ms: u64,
+    ) -> Result<Attempt, StoreError>;
+
+    /// [`Attempts::finish_attempt`] of an intent this write locked; `locked` learns whether
+    /// anything of it may now have crossed the action boundary.
+    fn finish_locked_attempt(
+        &mut self,
+        locked: &mut Locked,
         attempt_id: &AttemptId,
         finish: &AttemptFinish,
         now_ms: u64,
@@ -387,69 +402,26 @@ impl Attempts for Store {
         now_ms: u64,
     ) -> Result<Attempt, StoreError> {
         let tx = self.conn.savepoint()?;
-        let (_, intent) = load_for_update(&tx, intent_id)?;
-        let before = load_attempt(&tx, attempt_id)?;
-        if before.intent_id.as_ref() != Some(intent_id) {
-            return Err(StoreError::NotFound {
-                what: "attempt",
-                id: attempt_id.to_string(),
-            });
-        }
-        // Work under the intent's own action key (a dispatch, a lookup) answering after the
-        // receipt arrived by another way (the webhook for the same record), and an attempt
-        // whose result is the receipt, are the intent's result, not late ones: only competing
-        // work (a losing hedge) finishing after the intent was final, or any work finishing
-        // after the deadline, is late.
-        let result_ref = finish
-            .provider_request_id
-            .as_deref()
-            .or(before.provider_request_id.as_deref());
-        let same_key = matches!(before.kind, AttemptKind::Dispatch | AttemptKind::Lookup);
-        let own_result = intent.state == IntentState::Committed
-            && (same_key
-                || (result_ref.is_some() && result_ref == intent.downstream_ref.as_deref()));
-        // A result arriving after the intent's cancellation was asked for is late too: work
-        // that succeeded, except a lookup that found nothing.
-        let succeeded = finish.outcome.unwrap_or(before.outcome) == AttemptOutcome::Succeeded;
-        let after_cancel = intent.cancel_requested_at_ms.is_some_and(|at| now_ms >= at)
-            && succeeded
-            && (before.kind != AttemptKind::Lookup || result_ref.is_some());
-        let late = now_ms > intent.deadline_at_ms
-            || (intent.state.is_terminal() && !own_result)
-            || after_cancel;
-        tx.run(
-            "UPDATE attempts SET outcome = coalesce(?2, outcome), error_class = coalesce(?3, error_class), \
-             http_status = coalesce(?4, http_status), retry_after_ms = coalesce(?5, retry_after_ms), \
-             provider_request_id = coalesce(?6, provider_request_id), proposal_hash = coalesce(?7, proposal_hash), \
-             replayed = coalesce(?8, replayed), sent = coalesce(?9, sent), detail = coalesce(?10, detail), \
-             late = ?11, ended_at_ms = ?12, cost_micros = coalesce(?13, cost_micros) WHERE id = ?1",
-            params![
-                attempt_id.as_str(),
-                finish.outcome.map(AttemptOutcome::as_str),
-                finish.error_class,
-                finish.http_status,
-                finish.retry_after_ms.map(to_i64),
-                finish.provider_request_id,
-                finish.proposal_hash,
-                finish.replayed,
-                finish.sent,
-                finish.detail,
-                late,
-                to_i64(now_ms),
-                finish.cost_micros.map(to_i64)
-            ],
-        )?;
-        if finish.sent.is_some() {
-            // Whether anything may have crossed the action boundary is recomputed from every
-            // dispatch attempt, so a proved non-send clears only its own attempt.
-            tx.run(
-                "UPDATE intents SET crossed = CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
-                 AND a.kind = 'dispatch' AND a.sent = 1) THEN 1 ELSE 0 END WHERE id = ?1",
-                params![intent_id.as_str()],
-            )?;
-        }
-        let attempt = announce(&tx, &intent, attempt_id, now_ms)?;
+        let (seq, intent) = load_for_update(&tx, intent_id)?;
+        let (attempt, _) = finish_in(&tx, seq, &intent, attempt_id, finish, now_ms)?;
         tx.commit()?;
+        Ok(attempt)
+    }
+
+    fn finish_locked_attempt(
+        &mut self,
+        locked: &mut Locked,
+        attempt_id: &AttemptId,
+        finish: &AttemptFinish,
+        now_ms: u64,
+    ) -> Result<Attempt, StoreError> {
+        let tx = self.conn.savepoint()?;
+        let (seq, intent) = (locked.seq(), &locked.intent);
+        let (attempt, crossed) = finish_in(&tx, seq, intent, attempt_id, finish, now_ms)?;
+        tx.commit()?;
+        if let Some(crossed) = crossed {
+            locked.intent.may_have_crossed_boundary = crossed;
+        }
         Ok(attempt)
     }
 
@@ -501,4 +473,80 @@ impl Attempts for Store {
             .optional()?;
         Ok(found.flatten())
     }
+}
+
+/// End the attempt `attempt_id` of the intent `seq`, as this transaction read it, locked:
+/// the attempt as it now stands, and whether anything of the intent may have crossed the
+/// action boundary, when the finish says whether this attempt was sent.
+fn finish_in(
+    tx: &dyn Conn,
+    seq: i64,
+    intent: &Intent,
+    attempt_id: &AttemptId,
+    finish: &AttemptFinish,
+    now_ms: u64,
+) -> Result<(Attempt, Option<bool>), StoreError> {
+    let before = load_attempt(tx, attempt_id)?;
+    if before.intent_id.as_ref() != Some(&intent.id) {
+        return Err(StoreError::NotFound {
+            what: "attempt",
+            id: attempt_id.to_string(),
+        });
+    }
+    // Work under the intent's own action key (a dispatch, a lookup) answering after the
+    // receipt arrived by another way (the webhook for the same record), and an attempt
+    // whose result is the receipt, are the intent's result, not late ones: only competing
+    // work (a losing hedge) finishing after the intent was final, or any work finishing
+    // after the deadline, is late.
+    let result_ref = finish
+        .provider_request_id
+        .as_deref()
+        .or(before.provider_request_id.as_deref());
+    let same_key = matches!(before.kind, AttemptKind::Dispatch | AttemptKind::Lookup);
+    let own_result = intent.state == IntentState::Committed
+        && (same_key || (result_ref.is_some() && result_ref == intent.downstream_ref.as_deref()));
+    // A result arriving after the intent's cancellation was asked for is late too: work
+    // that succeeded, except a lookup that found nothing.
+    let succeeded = finish.outcome.unwrap_or(before.outcome) == AttemptOutcome::Succeeded;
+    let after_cancel = intent.cancel_requested_at_ms.is_some_and(|at| now_ms >= at)
+        && succeeded
+        && (before.kind != AttemptKind::Lookup || result_ref.is_some());
+    let late = now_ms > intent.deadline_at_ms
+        || (intent.state.is_terminal() && !own_result)
+        || after_cancel;
+    tx.run(
+        "UPDATE attempts SET outcome = coalesce(?2, outcome), error_class = coalesce(?3, error_class), \
+         http_status = coalesce(?4, http_status), retry_after_ms = coalesce(?5, retry_after_ms), \
+         provider_request_id = coalesce(?6, provider_request_id), proposal_hash = coalesce(?7, proposal_hash), \
+         replayed = coalesce(?8, replayed), sent = coalesce(?9, sent), detail = coalesce(?10, detail), \
+         late = ?11, ended_at_ms = ?12, cost_micros = coalesce(?13, cost_micros) WHERE id = ?1",
+        params![
+            attempt_id.as_str(),
+            finish.outcome.map(AttemptOutcome::as_str),
+            finish.error_class,
+            finish.http_status,
+            finish.retry_after_ms.map(to_i64),
+            finish.provider_request_id,
+            finish.proposal_hash,
+            finish.replayed,
+            finish.sent,
+            finish.detail,
+            late,
+            to_i64(now_ms),
+            finish.cost_micros.map(to_i64)
+        ],
+    )?;
+    let crossed = match finish.sent {
+        // Whether anything may have crossed the action boundary is recomputed from every
+        // dispatch attempt, so a proved non-send clears only its own attempt.
+        Some(_) => Some(tx.one(
+            "UPDATE intents SET crossed = CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
+             AND a.kind = 'dispatch' AND a.sent = 1) THEN 1 ELSE 0 END WHERE seq = ?1 RETURNING crossed",
+            params![seq],
+            |r| r.get::<bool>(0),
+        )?),
+        None => None,
+    };
+    let attempt = announce(tx, intent, attempt_id, now_ms)?;
+    Ok((attempt, crossed))
 }

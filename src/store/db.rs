@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use tokio::sync::oneshot;
 
-use super::queue::Lane;
+use super::queue::{Lane, WriteStats};
 use super::{Store, StoreError};
 
 /// Called after the write's commit with the commit's error, if any.
@@ -33,6 +33,8 @@ pub trait Backend: Send + Sync {
     fn read(&self, job: ReadJob) -> Result<(), StoreError>;
     /// A connection of its own, for a long read that must not hold a shared one.
     fn open_reader(&self) -> Result<Store, StoreError>;
+    /// How its writers have been committing.
+    fn write_stats(&self) -> WriteStats;
 }
 
 /// A cheap, cloneable handle on one database.
@@ -92,6 +94,11 @@ impl Db {
             cap: self.ingest.cap.load(Ordering::Relaxed),
             shed_total: self.ingest.shed.load(Ordering::Relaxed),
         }
+    }
+
+    /// How the writers have been committing.
+    pub fn write_stats(&self) -> WriteStats {
+        self.backend.write_stats()
     }
 
     /// Whether a writer still takes writes.

@@ -2,6 +2,13 @@
 //! describes, so the live event stream can resume from any sequence number
 //! (`Last-Event-ID`) without missing or inventing anything.
 //!
+//! An event of an intent or an attempt names what changed and is sent with that intent or
+//! attempt as it stands when the event is read: a follower always ends with the newest
+//! state of everything that changed, and the writer never writes (nor serialises) a copy of
+//! an intent at every change, which was most of what each order wrote. A `command` event
+//! keeps its record, which never changes. Events written before, with their copy, are sent
+//! as written.
+//!
 //! A follower reads `seq > last seen`, so sequence numbers must become visible in order.
 //! SQLite's single writer commits in the order it numbers. On PostgreSQL, transactions
 //! (of one coordinator's writers, or of several coordinators) commit in any order: a
@@ -11,11 +18,15 @@
 //! committed ones into `events` under one advisory lock, one mover at a time: each move's
 //! numbers are all above the previous move's, and committed together.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use super::sql::{Conn, ConnExt, Dialect, params};
 use serde::Serialize;
 
 use super::{Store, StoreError, to_i64};
-use crate::domain::{IntentId, Tenant};
+use crate::domain::{AttemptId, IntentId, Tenant};
 
 /// One change, as the event stream sends it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,6 +40,28 @@ pub struct StoredEvent {
     pub at_ms: u64,
 }
 
+/// The newest change-feed event known to be on the disk, where a backend answers commits
+/// before other connections could read them unsynced (SQLite's syncer): readers of the feed
+/// stop there, so an outside client never resumes from a number a power loss took back.
+#[derive(Debug, Clone, Default)]
+pub struct DurableFeed(Arc<AtomicI64>);
+
+impl DurableFeed {
+    pub fn new(seq: i64) -> DurableFeed {
+        DurableFeed(Arc::new(AtomicI64::new(seq)))
+    }
+
+    /// The last event a reader may see.
+    pub fn upto(&self) -> i64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn advance(&self, seq: i64) {
+        self.0.fetch_max(seq, Ordering::AcqRel);
+    }
+}
+
+/// Append an event whose payload is `payload`, as it is now.
 pub(crate) fn append(
     tx: &dyn Conn,
     kind: &str,
@@ -37,7 +70,37 @@ pub(crate) fn append(
     payload: &impl serde::Serialize,
     at_ms: u64,
 ) -> Result<(), StoreError> {
-    let payload = serde_json::to_string(payload)?;
+    append_text(
+        tx,
+        kind,
+        tenant,
+        intent,
+        &serde_json::to_string(payload)?,
+        at_ms,
+    )
+}
+
+/// Append an event that names what changed: the intent (`reference` empty) or one of its
+/// attempts (`reference` its id), sent as it stands when read ([`ChangeFeed::events_after`]).
+pub(crate) fn append_ref(
+    tx: &dyn Conn,
+    kind: &str,
+    tenant: &Tenant,
+    intent: &IntentId,
+    reference: &str,
+    at_ms: u64,
+) -> Result<(), StoreError> {
+    append_text(tx, kind, Some(tenant), Some(intent), reference, at_ms)
+}
+
+fn append_text(
+    tx: &dyn Conn,
+    kind: &str,
+    tenant: Option<&Tenant>,
+    intent: Option<&IntentId>,
+    payload: &str,
+    at_ms: u64,
+) -> Result<(), StoreError> {
     let table = match tx.dialect() {
         Dialect::Sqlite => "events",
         Dialect::Postgres => "events_pending",
@@ -89,15 +152,56 @@ pub(crate) fn sequence_pending(conn: &dyn Conn) -> Result<(), StoreError> {
     }
 }
 
-/// Read an intent back as stored and announce it on the change feed.
+/// Announce a change of the intent on the change feed, and read it back as stored.
 pub(crate) fn announce_intent(
     tx: &dyn Conn,
     id: &IntentId,
     at_ms: u64,
 ) -> Result<crate::wire::Intent, StoreError> {
     let (_, intent) = super::intents::load(tx, id)?;
-    append(tx, "intent", Some(&intent.tenant), Some(id), &intent, at_ms)?;
+    append_ref(tx, "intent", &intent.tenant, id, "", at_ms)?;
     Ok(intent)
+}
+
+/// The payload an event is sent with: the record it kept (a command, or an event written
+/// with its copy), or the intent or attempt it names as it stands now (`null` if there is
+/// none). `seen` holds what this read already looked up.
+fn payload_of(
+    conn: &dyn Conn,
+    kind: &str,
+    intent: Option<&str>,
+    stored: String,
+    seen: &mut HashMap<String, serde_json::Value>,
+) -> Result<serde_json::Value, StoreError> {
+    if stored.starts_with('{') {
+        return Ok(serde_json::from_str(&stored)?);
+    }
+    let key = match kind {
+        "attempt" => stored,
+        _ => intent.unwrap_or_default().to_string(),
+    };
+    if let Some(value) = seen.get(&key) {
+        return Ok(value.clone());
+    }
+    let value = match kind {
+        "attempt" => match key.parse::<AttemptId>() {
+            Ok(id) => super::attempts::find_attempt(conn, &id)?
+                .map(serde_json::to_value)
+                .transpose()?,
+            Err(_) => None,
+        },
+        _ => match key.parse::<IntentId>() {
+            Ok(id) => match super::intents::load(conn, &id) {
+                Ok((_, intent)) => Some(serde_json::to_value(intent)?),
+                Err(StoreError::NotFound { .. }) => None,
+                Err(e) => return Err(e),
+            },
+            Err(_) => None,
+        },
+    }
+    .unwrap_or(serde_json::Value::Null);
+    seen.insert(key, value.clone());
+    Ok(value)
 }
 
 /// The change feed, written in the same transaction as every change it describes.
@@ -120,28 +224,50 @@ pub trait ChangeFeed {
 impl ChangeFeed for Store {
     fn events_after(&mut self, after_seq: i64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
         sequence_pending(self.conn.as_conn())?;
-        self.conn.rows(
-            "SELECT seq, kind, tenant, intent_id, payload, at_ms FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-            params![after_seq, limit],
+        // One read transaction: every payload is of the same moment.
+        let tx = self.conn.savepoint()?;
+        let rows: Vec<(StoredEvent, String)> = tx.rows(
+            "SELECT seq, kind, tenant, intent_id, payload, at_ms FROM events WHERE seq > ?1 AND seq <= ?3 \
+             ORDER BY seq LIMIT ?2",
+            params![after_seq, limit, self.feed_upto()],
             |r| {
-                Ok(StoredEvent {
-                    seq: r.get(0)?,
-                    kind: r.get(1)?,
-                    tenant: r.get(2)?,
-                    intent_id: r.get(3)?,
-                    payload: serde_json::from_str(&r.get::<String>(4)?)?,
-                    at_ms: r.get(5)?,
-                })
+                Ok((
+                    StoredEvent {
+                        seq: r.get(0)?,
+                        kind: r.get(1)?,
+                        tenant: r.get(2)?,
+                        intent_id: r.get(3)?,
+                        payload: serde_json::Value::Null,
+                        at_ms: r.get(5)?,
+                    },
+                    r.get(4)?,
+                ))
             },
-        )
+        )?;
+        let mut seen = HashMap::new();
+        let mut events = Vec::with_capacity(rows.len());
+        for (mut event, stored) in rows {
+            event.payload = payload_of(
+                &tx,
+                &event.kind,
+                event.intent_id.as_deref(),
+                stored,
+                &mut seen,
+            )?;
+            events.push(event);
+        }
+        tx.commit()?;
+        Ok(events)
     }
 
     fn last_event_seq(&mut self) -> Result<i64, StoreError> {
         sequence_pending(self.conn.as_conn())?;
-        self.conn
-            .one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
-                r.get(0)
-            })
+        let newest: i64 =
+            self.conn
+                .one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
+                    r.get(0)
+                })?;
+        Ok(newest.min(self.feed_upto()))
     }
 
     fn oldest_event_seq(&mut self) -> Result<Option<i64>, StoreError> {

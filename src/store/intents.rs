@@ -223,6 +223,9 @@ pub trait Intents {
     /// locked against other writers (another coordinator's too) until the write ends.
     fn intent_for_update(&mut self, id: &IntentId) -> Result<Intent, StoreError>;
 
+    /// The canonical arguments the intent was frozen with, as stored.
+    fn canonical_args(&mut self, id: &IntentId) -> Result<String, StoreError>;
+
     /// Whether cancellation of the intent was requested (false for an unknown id).
     fn cancel_requested(&mut self, id: &IntentId) -> Result<bool, StoreError>;
 
@@ -377,6 +380,20 @@ impl Intents for Store {
 
     fn intent_for_update(&mut self, id: &IntentId) -> Result<Intent, StoreError> {
         with_args(self, id, load_for_update)
+    }
+
+    fn canonical_args(&mut self, id: &IntentId) -> Result<String, StoreError> {
+        self.conn
+            .one(
+                "SELECT canonical_json FROM intents WHERE id = ?1",
+                params![id.as_str()],
+                |r| r.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound {
+                what: "intent",
+                id: id.to_string(),
+            })
     }
 
     fn cancel_requested(&mut self, id: &IntentId) -> Result<bool, StoreError> {

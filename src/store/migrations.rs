@@ -347,6 +347,12 @@ ALTER TABLE intents ADD COLUMN superseded_by TEXT;
 CREATE INDEX intents_workflow ON intents (tenant, workflow_id) WHERE workflow_id IS NOT NULL;
 CREATE UNIQUE INDEX intents_supersedes ON intents (supersedes) WHERE supersedes IS NOT NULL;
 "#,
+    // 12: no query looks attempts up by the key they presented (an intent's ledger filters
+    // its own attempts); the index only cost every dispatch a page of its own, scattered by
+    // tenant.
+    r#"
+DROP INDEX attempts_key;
+"#,
 ];
 
 /// A migration as PostgreSQL runs it.

@@ -17,7 +17,7 @@ mod attempts;
 pub mod bulk;
 mod commands;
 pub mod db;
-mod events;
+pub(crate) mod events;
 mod intents;
 pub mod location;
 pub mod lookups;
@@ -43,7 +43,7 @@ use sql::{Conn, Dialect};
 
 use crate::domain::{IdError, Refusal, UnknownName};
 
-pub use apply::{Applied, ApplyContext, Approval, DispatchPlan, ReceiptSource};
+pub use apply::{Applied, ApplyContext, Approval, DispatchPlan, Locked, ReceiptSource};
 
 /// The store's operations, one small trait per table module, all implemented by [`Store`]
 /// over any backend's connection: `use crate::store::ops::*` brings them into scope.
@@ -211,6 +211,9 @@ pub struct Store {
     /// Rows a list page walks in sort order before the planner takes over
     /// (`paging::DEFAULT_WINDOW`; smaller in tests, to cross many windows).
     list_window: i64,
+    /// The last change-feed event this connection may show, when the backend answers
+    /// commits before they are synced (`events::DurableFeed`).
+    feed_bound: Option<events::DurableFeed>,
 }
 
 impl Store {
@@ -219,6 +222,7 @@ impl Store {
         Store {
             conn,
             list_window: paging::DEFAULT_WINDOW,
+            feed_bound: None,
         }
     }
 
@@ -243,6 +247,18 @@ impl Store {
             Location::Sqlite(path) => sqlite::open(path, durability),
             Location::Postgres(url) => postgres::open(url),
         }
+    }
+
+    /// Show the change feed only up to `bound`.
+    pub(crate) fn bound_feed(&mut self, bound: events::DurableFeed) {
+        self.feed_bound = Some(bound);
+    }
+
+    /// The newest change-feed event this connection may show.
+    fn feed_upto(&self) -> i64 {
+        self.feed_bound
+            .as_ref()
+            .map_or(i64::MAX, events::DurableFeed::upto)
     }
 
     /// Change how many rows a list page walks in sort order before the planner takes over.

@@ -9,7 +9,7 @@
 //! `SELECT … FOR UPDATE SKIP LOCKED`; SQLite has a single writer, so an `UPDATE … RETURNING`
 //! over the chosen rows is already exclusive.
 
-use super::sql::{Conn, ConnExt, Optional, params};
+use super::sql::{Conn, ConnExt, Dialect, Optional, params};
 use serde::Serialize;
 
 use super::apply::{apply_in, facts_of};
@@ -143,15 +143,30 @@ impl Outbox for Store {
         let tx = self.conn.savepoint()?;
         let now = to_i64(now_ms);
         let lease_expires_at_ms = now_ms.saturating_add(lease_ms);
-        // Under several coordinators, a row (or its intent) another transaction holds is
-        // left for the next claim rather than waited for.
-        let sql = format!(
-            "SELECT o.seq, o.status = 'claimed', i.id FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
-             WHERE (o.status = 'pending' AND o.available_at_ms <= ?1) \
-                OR (o.status = 'claimed' AND o.claim_expires_at_ms <= ?1) \
-             ORDER BY o.available_at_ms LIMIT ?2{}",
-            tx.dialect().for_update_skip_locked("o, i")
-        );
+        let sql = match tx.dialect() {
+            // Each kind of due row is read along the ready index in due order, so a claim
+            // reads what it takes, however long the backlog: as one condition with OR, SQLite
+            // gathered every due row and sorted them all for each claim of 64.
+            Dialect::Sqlite => "SELECT o.seq, o.status = 'claimed', i.id FROM outbox o \
+                JOIN intents i ON i.seq = o.intent_seq WHERE o.seq IN ( \
+                    SELECT seq FROM (SELECT seq FROM outbox WHERE status = 'pending' \
+                        AND available_at_ms <= ?1 ORDER BY available_at_ms LIMIT ?2) \
+                    UNION ALL \
+                    SELECT seq FROM (SELECT seq FROM outbox WHERE status = 'claimed' \
+                        AND claim_expires_at_ms <= ?1 ORDER BY available_at_ms LIMIT ?2)) \
+                ORDER BY o.available_at_ms LIMIT ?2"
+                .to_string(),
+            // Under several coordinators, a row (or its intent) another transaction holds is
+            // left for the next claim rather than waited for; a row past the first due ones
+            // is still claimed when they are held.
+            Dialect::Postgres => format!(
+                "SELECT o.seq, o.status = 'claimed', i.id FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
+                 WHERE (o.status = 'pending' AND o.available_at_ms <= ?1) \
+                    OR (o.status = 'claimed' AND o.claim_expires_at_ms <= ?1) \
+                 ORDER BY o.available_at_ms LIMIT ?2{}",
+                tx.dialect().for_update_skip_locked("o, i")
+            ),
+        };
         let due: Vec<(i64, bool, String)> = {
             tx.rows(&sql, params![now, limit], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))

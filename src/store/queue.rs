@@ -7,6 +7,7 @@
 //! error at once, never a write that waits for ever.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::StoreError;
@@ -35,6 +36,30 @@ struct Lanes {
 pub struct WriteQueue {
     lanes: Mutex<Lanes>,
     ready: Condvar,
+    counters: Counters,
+}
+
+/// How the writers have been committing, for `/metrics`: how many writes each commit holds
+/// and what the syncs cost tell an operator whether the disk or the writer is the bound.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Transactions committed; a group commit is one.
+    pub commits: u64,
+    /// Writes those transactions held.
+    pub writes: u64,
+    /// Syncs of the log that answered them, where a thread of their own syncs (SQLite's
+    /// syncer); 0 where each commit syncs itself.
+    pub syncs: u64,
+    /// Time spent in those syncs, in microseconds.
+    pub sync_micros: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    commits: AtomicU64,
+    writes: AtomicU64,
+    syncs: AtomicU64,
+    sync_micros: AtomicU64,
 }
 
 impl WriteQueue {
@@ -68,8 +93,15 @@ impl WriteQueue {
     /// Wait for writes and take up to `max`, priority first; empty once the queue is
     /// closed and drained.
     pub fn take(&self, max: usize) -> Vec<WriteJob> {
+        self.take_while(max, || true)
+    }
+
+    /// Take up to `max` writes, priority first, waiting for one only while `wait()` holds:
+    /// empty when nothing waits and `wait()` is false, or once the queue is closed and
+    /// drained. Whatever makes `wait()` false calls [`WriteQueue::wake`] after.
+    pub fn take_while(&self, max: usize, wait: impl Fn() -> bool) -> Vec<WriteJob> {
         let mut lanes = self.lanes();
-        while lanes.priority.is_empty() && lanes.ingest.is_empty() && !lanes.closed {
+        while lanes.priority.is_empty() && lanes.ingest.is_empty() && !lanes.closed && wait() {
             lanes = self
                 .ready
                 .wait(lanes)
@@ -89,6 +121,40 @@ impl WriteQueue {
             }
         }
         taken
+    }
+
+    /// Wake the writers waiting in [`WriteQueue::take_while`], to look at their condition
+    /// again.
+    pub fn wake(&self) {
+        let _lanes = self.lanes();
+        self.ready.notify_all();
+    }
+
+    /// Count a commit of `writes` writes.
+    pub fn committed(&self, writes: usize) {
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .writes
+            .fetch_add(writes as u64, Ordering::Relaxed);
+    }
+
+    /// Count a sync that took `micros`.
+    pub fn synced(&self, micros: u64) {
+        self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .sync_micros
+            .fetch_add(micros, Ordering::Relaxed);
+    }
+
+    /// The counts so far.
+    pub fn stats(&self) -> WriteStats {
+        let c = &self.counters;
+        WriteStats {
+            commits: c.commits.load(Ordering::Relaxed),
+            writes: c.writes.load(Ordering::Relaxed),
+            syncs: c.syncs.load(Ordering::Relaxed),
+            sync_micros: c.sync_micros.load(Ordering::Relaxed),
+        }
     }
 
     /// Stop accepting writes; the writers take what is queued and then end.

@@ -3,12 +3,12 @@
 //! of a duplicate effect, never as a second result. Webhooks are deduplicated by connector,
 //! action key and event id.
 
-use super::apply::apply_in;
+use super::apply::apply_loaded;
 use super::intents::load_for_update;
 use super::sql::{Conn, ConnExt, Optional, params};
-use super::{Applied, ApplyContext, ReceiptSource, Store, StoreError, to_i64, to_u64};
+use super::{Applied, ApplyContext, Locked, ReceiptSource, Store, StoreError, to_i64, to_u64};
 use crate::domain::{ActionKey, Event, IntentId, IntentState};
-use crate::wire::{Receipt, WebhookOutcome};
+use crate::wire::{Intent, Receipt, WebhookOutcome};
 
 /// What observing a receipt did.
 #[derive(Debug, Clone)]
@@ -53,6 +53,14 @@ pub trait Receipts {
         now_ms: u64,
     ) -> Result<WebhookOutcome, StoreError>;
 
+    /// [`Receipts::observe_receipt`] for an intent this write locked.
+    fn observe_locked_receipt(
+        &mut self,
+        locked: &Locked,
+        source: &ReceiptSource,
+        now_ms: u64,
+    ) -> Result<ReceiptObservation, StoreError>;
+
     /// Every receipt of one intent, oldest first.
     fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError>;
 }
@@ -66,6 +74,18 @@ impl Receipts for Store {
     ) -> Result<ReceiptObservation, StoreError> {
         let tx = self.conn.savepoint()?;
         let out = observe_in(&tx, intent_id, source, now_ms)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    fn observe_locked_receipt(
+        &mut self,
+        locked: &Locked,
+        source: &ReceiptSource,
+        now_ms: u64,
+    ) -> Result<ReceiptObservation, StoreError> {
+        let tx = self.conn.savepoint()?;
+        let out = observe_loaded(&tx, locked.seq(), &locked.intent, source, now_ms)?;
         tx.commit()?;
         Ok(out)
     }
@@ -171,6 +191,18 @@ fn observe_in(
     now_ms: u64,
 ) -> Result<ReceiptObservation, StoreError> {
     let (seq, intent) = load_for_update(tx, intent_id)?;
+    observe_loaded(tx, seq, &intent, source, now_ms)
+}
+
+/// [`observe_in`] of the intent `seq` as this transaction read it, locked.
+fn observe_loaded(
+    tx: &dyn Conn,
+    seq: i64,
+    intent: &Intent,
+    source: &ReceiptSource,
+    now_ms: u64,
+) -> Result<ReceiptObservation, StoreError> {
+    let intent_id = &intent.id;
     match intent.state {
         IntentState::Executing | IntentState::Indeterminate => {
             let ctx = ApplyContext {
@@ -181,8 +213,8 @@ fn observe_in(
             let event = Event::ReceiptFound {
                 receipt_ref: source.downstream_id.clone(),
             };
-            Ok(ReceiptObservation::Committed(Box::new(apply_in(
-                tx, intent_id, &event, &ctx,
+            Ok(ReceiptObservation::Committed(Box::new(apply_loaded(
+                tx, seq, intent, &event, &ctx,
             )?)))
         }
         IntentState::Committed
@@ -207,7 +239,7 @@ fn observe_in(
             // The intent's detail now shows one more receipt (a duplicate effect, or one
             // that contradicts its state): followers of the change feed reload it.
             super::events::announce_intent(tx, intent_id, now_ms)?;
-            Ok(match (state, intent.downstream_ref) {
+            Ok(match (state, intent.downstream_ref.clone()) {
                 (IntentState::Committed, Some(stored)) => ReceiptObservation::DuplicateEffect {
                     stored,
                     observed: source.downstream_id.clone(),

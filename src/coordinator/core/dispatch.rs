@@ -283,11 +283,14 @@ pub fn record(
     ids: &dyn Entropy,
 ) -> Result<Follow, StoreError> {
     s.finish_claim(row.outbox_seq, row.fence, now)?;
-    let intent = s.intent(&row.intent_id)?;
-    let effects = decide(&intent, result, now, ids, &RetryPolicy::default());
-    s.finish_attempt(&row.intent_id, &row.attempt_id, &effects.finish, now)?;
+    // The intent is read once: each step below keeps what it changes of it.
+    let mut locked = s.lock_intent(&row.intent_id)?;
+    let effects = decide(&locked.intent, result, now, ids, &RetryPolicy::default());
+    s.finish_locked_attempt(&mut locked, &row.attempt_id, &effects.finish, now)?;
     if let Some(receipt) = &effects.receipt {
-        s.observe_receipt(&row.intent_id, receipt, now)?;
+        // A receipt is the whole outcome: `decide` plans no event beside it.
+        s.observe_locked_receipt(&locked, receipt, now)?;
+        return Ok(Follow::Nothing);
     }
     let Some((event, plan)) = effects.event else {
         return Ok(Follow::Nothing);
@@ -297,7 +300,7 @@ pub fn record(
         dispatch: plan,
         ..ApplyContext::default()
     };
-    match s.apply(&row.intent_id, &event, &ctx) {
+    match s.apply_locked(&locked, &event, &ctx) {
         Ok(applied) => Ok(match applied.transition.to {
             IntentState::Indeterminate => Follow::Reconcile,
             IntentState::Executing if applied.attempt_id.is_some() => Follow::Dispatch,

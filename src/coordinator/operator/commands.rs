@@ -320,6 +320,9 @@ async fn run_command(
         .db
         .write(move |s| s.run_command(&new, &action, tenants.as_deref()))
         .await?;
+    if req.kind == CommandKind::Cancel {
+        state.cancellation_requested();
+    }
     state.events_wake.notify_waiters();
     match recorded {
         RecordedCommand::Fresh(record) => {

@@ -106,6 +106,9 @@ impl PgBackend {
                         serve(store, url, open, next, |store, job: WriteJob| {
                             let mut finish = None;
                             let committed = store.batch(|s| finish = Some(job(s)));
+                            if committed.is_ok() {
+                                writer.queue().committed(1);
+                            }
                             if let Some(finish) = finish {
                                 finish(committed.err().as_ref());
                             }
@@ -225,6 +228,10 @@ impl Backend for PgBackend {
 
     fn open_reader(&self) -> Result<Store, StoreError> {
         open_for_reads(&self.url)
+    }
+
+    fn write_stats(&self) -> crate::store::queue::WriteStats {
+        self.writes.stats()
     }
 }
 

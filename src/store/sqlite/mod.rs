@@ -9,11 +9,15 @@
 //! loss can lose the last transactions since the previous checkpoint sync, never corrupt the
 //! file.
 
+mod checkpoint;
 mod conn;
 pub mod schema;
+pub mod sync;
 pub mod writer;
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -55,10 +59,60 @@ pub fn open(path: &Path, durability: Durability) -> Result<Store, StoreError> {
 /// which on the writer's point lookups and inserts was a tenth of its time and never a
 /// better plan.
 pub fn open_writer(path: &Path, durability: Durability) -> Result<Store, StoreError> {
+    Ok(Store::on(Box::new(SqliteConn(writer_connection(
+        path, durability,
+    )?))))
+}
+
+/// [`open_writer`] that checkpoints nothing itself: `log` learns the log's length after
+/// each commit, and the writer's loop decides (`checkpoint`).
+fn open_writer_following(
+    path: &Path,
+    durability: Durability,
+    log: &checkpoint::LogLength,
+) -> Result<Store, StoreError> {
+    let mut conn = writer_connection(path, durability)?;
+    let log = log.clone();
+    // Replaces the automatic checkpoint, which is itself a log hook.
+    conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, frames: i32| {
+        log.set(u64::try_from(frames).unwrap_or(0));
+        Ok(())
+    }))?;
+    Ok(Store::on(Box::new(SqliteConn(conn))))
+}
+
+/// What each statement cost on one connection: by its text, how often it ran and how long
+/// it took in all (from its first step to its reset, rows read included).
+pub type StatementCosts = Arc<Mutex<HashMap<String, (u64, Duration)>>>;
+
+/// [`open_writer`] that counts what each statement costs: for benchmarks that look for
+/// where a write's time goes.
+pub fn open_writer_profiled(
+    path: &Path,
+    durability: Durability,
+) -> Result<(Store, StatementCosts), StoreError> {
+    let mut conn = writer_connection(path, durability)?;
+    let costs = StatementCosts::default();
+    let sink = costs.clone();
+    conn.trace_v2(
+        rusqlite::trace::TraceEventCodes::SQLITE_TRACE_PROFILE,
+        Some(move |event: rusqlite::trace::TraceEvent<'_>| {
+            if let rusqlite::trace::TraceEvent::Profile(statement, took) = event {
+                let mut costs = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                let entry = costs.entry(statement.sql().into_owned()).or_default();
+                entry.0 += 1;
+                entry.1 += took;
+            }
+        }),
+    )?;
+    Ok((Store::on(Box::new(SqliteConn(conn))), costs))
+}
+
+fn writer_connection(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
     let conn = connect(path, durability)?;
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
     )?;
-    Ok(Store::on(Box::new(SqliteConn(conn))))
+    Ok(conn)
 }

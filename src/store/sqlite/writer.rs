@@ -4,15 +4,20 @@
 //! Group commit: the writer takes every write waiting in its queue (up to [`MAX_BATCH`]),
 //! runs each in its own savepoint — a failing write is rolled back alone — and commits them
 //! in one transaction. With [`Durability::PowerLoss`] that commit is synced before any of its
-//! writes is answered: one sync per batch, however many writes it holds. The coordinator's
-//! own writes are taken ahead of agents' ingest ([`WriteQueue`]).
+//! writes is answered; the sync is the syncer thread's (`super::sync`), so the writer
+//! commits the next batch while the disk works, and one sync answers every batch committed
+//! before it. The coordinator's own writes are taken ahead of agents' ingest ([`WriteQueue`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::checkpoint::{self, Checkpointer, LogLength};
+use super::sync::Syncer;
 use crate::store::db::{Backend, Db, ReadJob, WriteJob};
-use crate::store::queue::{Lane, WriteQueue, Writer};
+use crate::store::events::DurableFeed;
+use crate::store::queue::{Lane, WriteQueue, WriteStats, Writer};
+use crate::store::sql::{ConnExt, params};
 use crate::store::{Durability, Store, StoreError};
 
 /// How many read connections to keep.
@@ -27,20 +32,54 @@ pub struct SqliteBackend {
     next: AtomicUsize,
     path: PathBuf,
     durability: Durability,
+    /// Where the feed's readers stop, when commits are synced by the syncer.
+    feed: Option<DurableFeed>,
 }
 
 impl SqliteBackend {
     /// Open the file; the writer thread ends when the backend is dropped.
     pub fn open(path: &Path, durability: Durability) -> Result<SqliteBackend, StoreError> {
-        let writer = super::open_writer(path, durability)?;
-        let readers = (0..READERS)
-            .map(|_| super::open(path, durability).map(Mutex::new))
-            .collect::<Result<Vec<_>, _>>()?;
+        let log = LogLength::default();
+        let writer = super::open_writer_following(path, durability, &log)?;
         let writes = WriteQueue::new();
+        let syncer = match durability {
+            Durability::PowerLoss => {
+                let feed = DurableFeed::new(last_event(&writer)?);
+                Syncer::start(path, feed.clone(), writes.clone())?.map(|s| (s, feed))
+            }
+            Durability::ProcessCrash => None,
+        };
+        if syncer.is_some() {
+            // The syncer makes each commit durable before it is answered.
+            writer.conn().batch("PRAGMA synchronous = NORMAL")?;
+        }
+        let (syncer, feed) = syncer.unzip();
+        // A file's log is copied into it by a thread of its own (an in-memory database has
+        // no log to copy).
+        let checkpointer = if wal_path(path).exists() {
+            // A log that grew longer (a long burst) is cut back when it is started over.
+            let limit = 2 * checkpoint::RESTART_FRAMES * 4096;
+            writer.conn().one(
+                &format!("PRAGMA journal_size_limit = {limit}"),
+                params![],
+                |r| r.get::<i64>(0),
+            )?;
+            Some((Checkpointer::start(path, durability)?, log))
+        } else {
+            writer
+                .conn()
+                .one("PRAGMA wal_autocheckpoint = 1000", params![], |r| {
+                    r.get::<i64>(0)
+                })?;
+            None
+        };
+        let readers = (0..READERS)
+            .map(|_| open_reader(path, durability, feed.as_ref()).map(Mutex::new))
+            .collect::<Result<Vec<_>, _>>()?;
         let queue = writes.writer();
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || write_loop(writer, queue))
+            .spawn(move || write_loop(writer, queue, syncer, checkpointer))
             .map_err(|e| StoreError::Unavailable(format!("cannot start the store writer: {e}")))?;
         Ok(SqliteBackend {
             writes,
@@ -48,6 +87,7 @@ impl SqliteBackend {
             next: AtomicUsize::new(0),
             path: path.to_path_buf(),
             durability,
+            feed,
         })
     }
 }
@@ -78,7 +118,11 @@ impl Backend for SqliteBackend {
     }
 
     fn open_reader(&self) -> Result<Store, StoreError> {
-        super::open(&self.path, self.durability)
+        open_reader(&self.path, self.durability, self.feed.as_ref())
+    }
+
+    fn write_stats(&self) -> WriteStats {
+        self.writes.stats()
     }
 }
 
@@ -93,24 +137,105 @@ pub fn db(path: &Path, durability: Durability) -> Result<Db, StoreError> {
     Ok(Db::new(Arc::new(SqliteBackend::open(path, durability)?)))
 }
 
-fn write_loop(mut store: Store, writer: Writer) {
+/// A read connection, which sees the change feed only as far as it is durable.
+fn open_reader(
+    path: &Path,
+    durability: Durability,
+    feed: Option<&DurableFeed>,
+) -> Result<Store, StoreError> {
+    let mut store = super::open(path, durability)?;
+    if let Some(feed) = feed {
+        store.bound_feed(feed.clone());
+    }
+    Ok(store)
+}
+
+/// Where SQLite keeps the log of the database at `path`.
+pub(super) fn wal_path(path: &Path) -> PathBuf {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    PathBuf::from(wal)
+}
+
+/// The newest change-feed event written.
+fn last_event(store: &Store) -> Result<i64, StoreError> {
+    store
+        .conn()
+        .one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
+            r.get(0)
+        })
+}
+
+fn write_loop(
+    mut store: Store,
+    writer: Writer,
+    syncer: Option<Arc<Syncer>>,
+    checkpointer: Option<(Arc<Checkpointer>, LogLength)>,
+) {
+    let queue = writer.queue();
     loop {
-        let batch = writer.queue().take(MAX_BATCH);
-        if batch.is_empty() {
+        let mut jobs = queue.take(MAX_BATCH);
+        if jobs.is_empty() {
+            if let Some(syncer) = &syncer {
+                syncer.close();
+            }
+            if let Some((checkpointer, _)) = &checkpointer {
+                checkpointer.close();
+            }
             return;
         }
-        let mut finishes = Vec::with_capacity(batch.len());
+        let mut finishes = Vec::with_capacity(jobs.len());
         let committed = store.batch(|s| {
-            for job in batch {
-                finishes.push(job(s));
+            loop {
+                for job in jobs.drain(..) {
+                    finishes.push(job(s));
+                }
+                let room = MAX_BATCH - finishes.len();
+                if room == 0 {
+                    break;
+                }
+                // Writes that came meanwhile join the transaction; while the syncer is busy,
+                // so do those that come until it is free, as they would wait for its next
+                // sync anyway. The transaction commits when nothing more is to join.
+                jobs = match &syncer {
+                    Some(syncer) => queue.take_while(room, || syncer.busy()),
+                    None => queue.take_while(room, || false),
+                };
+                if jobs.is_empty() {
+                    break;
+                }
             }
         });
         let error = committed.err();
-        if let Some(e) = &error {
-            tracing::error!(error = %e, writes = finishes.len(), "a group commit failed");
+        match &error {
+            Some(e) => {
+                tracing::error!(error = %e, writes = finishes.len(), "a group commit failed")
+            }
+            None => queue.committed(finishes.len()),
         }
-        for finish in finishes {
-            finish(error.as_ref());
+        if let (Some((checkpointer, log)), None) = (&checkpointer, &error) {
+            checkpointer.written();
+            if log.too_long()
+                && let Err(e) = checkpoint::restart(&store)
+            {
+                tracing::warn!(error = %e, "starting the write-ahead log over failed; it grows on");
+            }
+        }
+        match (&syncer, &error) {
+            (Some(syncer), None) => match last_event(&store) {
+                Ok(seq) => syncer.hand(finishes, seq),
+                Err(e) => {
+                    // Answered after the sync all the same; the feed's bound stays where it
+                    // was until a later commit moves it.
+                    tracing::error!(error = %e, "reading the newest event failed");
+                    syncer.hand(finishes, 0);
+                }
+            },
+            _ => {
+                for finish in finishes {
+                    finish(error.as_ref());
+                }
+            }
         }
     }
 }
