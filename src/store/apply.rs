@@ -7,7 +7,7 @@ use super::intents::load_for_update;
 use super::sql::{Conn, ConnExt, params};
 use super::{Store, StoreError, events, to_i64};
 use crate::domain::{
-    AttemptId, Effect, Event, IntentFacts, IntentId, ReceiptId, Transition, state,
+    AttemptId, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId, Transition, state,
 };
 use crate::wire::Intent;
 
@@ -240,6 +240,16 @@ pub(crate) fn apply_loaded(
     } else {
         reason.clone()
     };
+    // The intent as this write leaves it: each statement below changes its copy the same
+    // way, so the answer and the change feed need no second read of the row.
+    let mut after = intent.clone();
+    after.state = transition.to;
+    after.updated_at_ms = ctx.now_ms;
+    if state_reason.is_some() {
+        after.state_reason.clone_from(&state_reason);
+    }
+    after.indeterminate_since_ms = (transition.to == IntentState::Indeterminate)
+        .then(|| after.indeterminate_since_ms.unwrap_or(ctx.now_ms));
     tx.run(
         "UPDATE intents SET state = ?2, updated_at_ms = ?3, state_reason = coalesce(?4, state_reason), \
          indeterminate_since_ms = CASE WHEN ?2 = 'indeterminate' THEN coalesce(indeterminate_since_ms, ?3) ELSE NULL END \
@@ -254,6 +264,9 @@ pub(crate) fn apply_loaded(
              cancel_reason = coalesce(cancel_reason, ?4) WHERE seq = ?1",
             params![seq, now, by, reason],
         )?;
+        after.cancel_requested_at_ms = after.cancel_requested_at_ms.or(Some(ctx.now_ms));
+        after.cancel_requested_by = after.cancel_requested_by.or_else(|| Some(by.clone()));
+        after.cancel_reason = after.cancel_reason.or_else(|| Some(reason.clone()));
     }
     if let (Event::Authorized, Some(a)) = (event, &ctx.authorization) {
         tx.run(
@@ -272,6 +285,16 @@ pub(crate) fn apply_loaded(
                 super::outbox::AWAITING_APPROVAL
             ],
         )?;
+        after.authorization_version = Some(a.version.clone());
+        after.approver = Some(a.approver.clone());
+        after.authorized_at_ms = Some(ctx.now_ms);
+        after.authorization_expires_at_ms = a.expires_at_ms;
+        after.policy_version.clone_from(&a.policy_version);
+        if after.state_reason.as_deref().is_some_and(|r| {
+            r == super::outbox::AWAITING_APPROVAL || r.starts_with("approval lapsed:")
+        }) {
+            after.state_reason = None;
+        }
     }
 
     for effect in &transition.effects {
@@ -282,6 +305,11 @@ pub(crate) fn apply_loaded(
                 })?;
                 enqueue_dispatch(tx, seq, intent, plan, now)?;
                 attempt_id = Some(plan.attempt_id.clone());
+                after.attempts += 1;
+                if !after.providers.contains(&intent.connector) {
+                    after.providers.push(intent.connector.clone());
+                    after.providers.sort();
+                }
             }
             Effect::RecordReceipt { receipt_ref } => {
                 let source = ctx.receipt.clone().unwrap_or_else(|| ReceiptSource {
@@ -310,6 +338,9 @@ pub(crate) fn apply_loaded(
                     "UPDATE intents SET receipt_id = ?2, downstream_ref = ?3, committed_at_ms = ?4 WHERE seq = ?1",
                     params![seq, source.receipt_id.as_str(), source.downstream_id, now],
                 )?;
+                after.receipt_id = Some(source.receipt_id.to_string());
+                after.downstream_ref = Some(source.downstream_id);
+                after.committed_at_ms = Some(ctx.now_ms);
             }
             Effect::ScheduleLookup | Effect::SurfaceReason { .. } => {}
         }
@@ -320,11 +351,13 @@ pub(crate) fn apply_loaded(
             "not sent: withdrawn when the intent became {}",
             transition.to
         );
-        withdraw_pending(tx, seq, intent, &why, ctx.now_ms)?;
+        let refunded = withdraw_pending(tx, seq, intent, &why, ctx.now_ms)?;
+        after.attempts = after.attempts.saturating_sub(refunded);
     } else if matches!(event, Event::Cancel { .. }) {
         // Cancellation is requested: a planned send is not made.
         let why = "not sent: withdrawn when cancellation was requested";
-        withdraw_pending(tx, seq, intent, why, ctx.now_ms)?;
+        let refunded = withdraw_pending(tx, seq, intent, why, ctx.now_ms)?;
+        after.attempts = after.attempts.saturating_sub(refunded);
     }
 
     tx.run(
@@ -332,23 +365,31 @@ pub(crate) fn apply_loaded(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![seq, transition.from.as_str(), transition.to.as_str(), event.name(), reason, ctx.command_seq, now],
     )?;
-    let intent = events::announce_intent(tx, id, ctx.now_ms)?;
+    events::append_ref(tx, "intent", &intent.tenant, id, "", ctx.now_ms)?;
+    // Every test runs this check: a statement above that changes the row without changing
+    // the copy the same way fails it.
+    #[cfg(debug_assertions)]
+    {
+        let (_, stored) = super::intents::load(tx, id)?;
+        debug_assert_eq!(after, stored, "the intent as applied differs from its row");
+    }
     Ok(Applied {
         transition,
-        intent,
+        intent: after,
         attempt_id,
     })
 }
 
 /// An intent that reached a final state sends nothing more: its planned sends are withdrawn
-/// in the same transaction, their attempts ended as abandoned and never sent.
+/// in the same transaction, their attempts ended as abandoned and never sent. Returns how
+/// many attempts were given back to the intent's budget.
 pub(crate) fn withdraw_pending(
     tx: &dyn Conn,
     seq: i64,
     intent: &Intent,
     why: &str,
     now_ms: u64,
-) -> Result<(), StoreError> {
+) -> Result<u32, StoreError> {
     let withdrawn: Vec<String> = tx.rows(
         "UPDATE outbox SET status = 'withdrawn', done_at_ms = ?2 \
          WHERE status = 'pending' AND intent_seq = ?1 \
@@ -356,6 +397,7 @@ pub(crate) fn withdraw_pending(
         params![seq, to_i64(now_ms)],
         |r| r.get(0),
     )?;
+    let count = u32::try_from(withdrawn.len()).unwrap_or(u32::MAX);
     for attempt in withdrawn {
         let attempt: AttemptId = attempt.parse()?;
         tx.run(
@@ -366,7 +408,7 @@ pub(crate) fn withdraw_pending(
         announce_attempt(tx, intent, &attempt, now_ms)?;
         super::outbox::refund_attempt(tx, &intent.id)?;
     }
-    Ok(())
+    Ok(count)
 }
 
 fn enqueue_dispatch(
