@@ -214,7 +214,7 @@ fn write_loop(
             None => queue.committed(finishes.len()),
         }
         if let (Some((checkpointer, log)), None) = (&checkpointer, &error) {
-            checkpointer.written();
+            checkpointer.written(log.frames());
             if log.too_long()
                 && let Err(e) = checkpoint::restart(&store)
             {
