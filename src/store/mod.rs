@@ -4,8 +4,9 @@
 //! SQLite specifics (pragmas, `RETURNING`, partial indexes) stay inside this module so a
 //! PostgreSQL backend can follow with the same operations.
 //!
-//! Durability ([`Durability`]): WAL with `synchronous = FULL` by default, so a committed
-//! transaction is on the disk before it is answered and survives a power loss; with
+//! Durability ([`Durability`]): WAL, and by default every commit synced to the disk before
+//! it is answered (by the syncer thread beside the writer, `sqlite/sync.rs`), so an answered
+//! write survives a power loss; with
 //! `process_crash`, `synchronous = NORMAL`: it survives a crash of the process, and a power
 //! loss can lose the last transactions since the previous checkpoint sync, never corrupt the
 //! file. Every operation is one transaction, so an interrupted write leaves nothing
@@ -177,8 +178,8 @@ pub enum StoreError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Durability {
-    /// `synchronous = FULL`: every commit is synced to the disk before it is answered
-    /// (one sync per group commit), so an answered write survives a power loss.
+    /// Every commit is synced to the disk before it is answered (one sync for all the
+    /// commits written since the last), so an answered write survives a power loss.
     #[default]
     PowerLoss,
     /// `synchronous = NORMAL`: a commit survives a crash of the process; a power loss may

@@ -3,8 +3,9 @@
 //! together ([`writer::Db`]). Nothing outside this module names rusqlite (the console's
 //! own cache aside).
 //!
-//! Durability ([`Durability`]): WAL with `synchronous = FULL` by default, so a committed
-//! transaction is on the disk before it is answered and survives a power loss; with
+//! Durability ([`Durability`]): WAL, and by default every commit synced to the disk before
+//! it is answered (by the syncer thread beside the writer, `sqlite/sync.rs`), so an answered
+//! write survives a power loss; with
 //! `process_crash`, `synchronous = NORMAL`: it survives a crash of the process, and a power
 //! loss can lose the last transactions since the previous checkpoint sync, never corrupt the
 //! file.

@@ -2,8 +2,8 @@
 //! the writer commits with `synchronous = NORMAL` (SQLite writes the commit's frames to the
 //! WAL without waiting for the disk) and hands the commit's answers to the syncer thread,
 //! which syncs the WAL file and only then answers them. One sync covers every commit written
-//! before it, so while one sync runs the writer goes on committing, and the next sync answers
-//! all of those at once.
+//! before it; while one runs, the writer keeps its transaction open and lets the writes that
+//! arrive join it, and commits when the syncer is free.
 //!
 //! What a synced WAL holds survives a power loss exactly as with `synchronous = FULL`: SQLite
 //! syncs the WAL header itself whenever it starts the log again, and a commit is recovered

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Whole orders through intentdesk beside Restate, in one run, with one load generator.
+#
+#   LOAD_DIR=<folder with the peer's load.mjs and its undici> \
+#   [PEER_RUN=<the Restate peer's run.sh>] bash benches/side_by_side.sh
+#
+# For each durability (power_loss, then process_crash) it starts the release binary's
+# sandbox (fault-free, webhooks on) and a coordinator on a fresh SQLite file, and drives it
+# with the peer's closed-loop load generator:
+#   - `intentdesk-order`: each request a whole order (create -> authorize -> dispatch), then
+#     drained until every dispatched order is committed: the end-to-end figure;
+#   - `intentdesk`: creates only: the acceptance figure and its p99.
+# After each order run it checks the promises, not only the speed: the sandbox made exactly
+# one effect per committed order (no duplicate, none missing), and every order accepted was
+# committed. With PEER_RUN it first runs the Restate peer at the same concurrency and
+# duration (its `send` drain is the figure to hold ours against).
+#
+# Knobs: CONCURRENCY (32), DURATION (20), WARMUP (2), DURABILITIES ("power_loss
+# process_crash"), PORT (7410; the sandbox takes PORT+10), BIN (built here if unset),
+# OUT (a fresh temporary folder; results.jsonl and the logs stay there).
+# Loopback only; every process it starts is stopped when it ends.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+: "${LOAD_DIR:?set LOAD_DIR to the folder holding load.mjs and node_modules/undici}"
+[ -f "$LOAD_DIR/load.mjs" ] || { echo "no load.mjs in $LOAD_DIR" >&2; exit 2; }
+CONCURRENCY="${CONCURRENCY:-32}"
+DURATION="${DURATION:-20}"
+WARMUP="${WARMUP:-2}"
+DURABILITIES="${DURABILITIES:-power_loss process_crash}"
+PORT="${PORT:-7410}"
+SANDBOX_PORT=$((PORT + 10))
+OUT="${OUT:-$(mktemp -d -t intentdesk-side-by-side.XXXXXX)}"
+mkdir -p "$OUT"
+results="$OUT/results.jsonl"
+: > "$results"
+
+if [ -z "${BIN:-}" ]; then
+  (cd "$here" && cargo build --quiet --release --no-default-features --bin intentdesk)
+  BIN="${CARGO_TARGET_DIR:-$here/target}/release/intentdesk"
+fi
+BIN="$(realpath "$BIN")"
+
+log() { printf '[side-by-side %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+pids=()
+stop_all() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  pids=()
+}
+trap stop_all EXIT INT TERM
+
+# ---- Restate first, at the same concurrency and duration.
+if [ -n "${PEER_RUN:-}" ]; then
+  log "Restate peer: $PEER_RUN"
+  before="$(date +%s)"
+  CONCURRENCY="$CONCURRENCY" DURATION="$DURATION" WARMUP="$WARMUP" REPLAY=0.5 SEND=1 \
+    bash "$PEER_RUN" > "$OUT/restate.out" 2>&1
+  peer_results="$(find "$(dirname "$PEER_RUN")" "${PEER_DIR:-$LOAD_DIR/..}" -name results.jsonl \
+    -newermt "@$before" 2>/dev/null | head -1)"
+  [ -n "$peer_results" ] || { echo "the Restate run left no results.jsonl" >&2; exit 1; }
+  sed 's/^{/{"system":"restate",/' "$peer_results" >> "$results"
+fi
+
+sha() { printf %s "$(cat "$1")" | sha256sum | cut -d' ' -f1; }
+
+# One coordinator and sandbox on a fresh database; runs one load shape against them.
+run_one() {
+  local durability="$1" shape="$2" dir="$OUT/$1-$2"
+  mkdir -p "$dir"
+  printf %s "load-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/admin.token"
+  printf %s "hook-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/webhook.token"
+  "$BIN" coordinator --print-example-config | sed \
+    -e "s/<hex sha256 of the bearer token>/$(sha "$dir/admin.token")/" \
+    -e "s/<hex sha256 of the connector's token>/$(sha "$dir/webhook.token")/" \
+    -e 's/^name = "ops-admin"/name = "load"\nmay_approve_own = true/' \
+    -e "s/^durability = .*/durability = \"$durability\"/" \
+    -e "s/127.0.0.1:7410/127.0.0.1:$PORT/; s/127.0.0.1:7420/127.0.0.1:$SANDBOX_PORT/" \
+    > "$dir/coordinator.toml"
+  "$BIN" sandbox --listen "127.0.0.1:$SANDBOX_PORT" --faults none \
+    --webhook-url "http://127.0.0.1:$PORT" --webhook-token-file "$dir/webhook.token" \
+    > "$dir/sandbox.log" 2>&1 &
+  local sandbox=$!
+  (cd "$dir" && exec "$BIN" coordinator --config coordinator.toml) > "$dir/coordinator.log" 2>&1 &
+  local coordinator=$!
+  pids=("$sandbox" "$coordinator")
+  local up=""
+  for _ in $(seq 100); do
+    if curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" &&
+      curl -sf -o /dev/null "http://127.0.0.1:$SANDBOX_PORT/healthz"; then up=1; break; fi
+    sleep 0.1
+  done
+  [ -n "$up" ] || { echo "coordinator or sandbox did not come up (logs in $dir)" >&2; exit 1; }
+
+  log "$durability $shape: $CONCURRENCY callers, ${DURATION}s after ${WARMUP}s"
+  (cd "$LOAD_DIR" && node load.mjs --shape "$shape" --auth-token-file "$dir/admin.token" \
+    --url "http://127.0.0.1:$PORT/v1/intents" --concurrency "$CONCURRENCY" \
+    --duration "$DURATION" --warmup "$WARMUP" --label "$shape-c$CONCURRENCY" \
+    --pids "coordinator=$coordinator,sandbox=$sandbox" --json "$dir/result.jsonl") > "$dir/load.out"
+
+  local effects committed
+  effects="$(curl -sf "http://127.0.0.1:$SANDBOX_PORT/_sandbox/effects")"
+  committed="$(curl -sf -H "Authorization: Bearer $(cat "$dir/admin.token")" \
+    "http://127.0.0.1:$PORT/metrics" | sed -n 's/^intentdesk_intents{state="committed"} //p')"
+  tail -1 "$dir/result.jsonl" | node -e '
+    const [durability, effects, committed] = process.argv.slice(1);
+    const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    const e = JSON.parse(effects);
+    r.system = "intentdesk"; r.durability = durability;
+    r.sandbox_effects = e; r.committed = Number(committed || 0);
+    console.log(JSON.stringify(r));' "$durability" "$effects" "$committed" >> "$results"
+  stop_all
+
+  if [ "$shape" = intentdesk-order ]; then
+    tail -1 "$results" | node -e '
+      const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+      const e = r.sandbox_effects, d = r.drain;
+      const bad = [];
+      if (e.duplicate_effects !== 0) bad.push(`${e.duplicate_effects} duplicate effects`);
+      if (e.effects !== r.committed) bad.push(`${e.effects} effects for ${r.committed} committed orders`);
+      if (!d || !d.drained) bad.push(`${d ? d.still_in_flight : "?"} orders never committed`);
+      if (r.errors) bad.push(`${r.errors} failed requests`);
+      if (bad.length) { console.error("PROMISE BROKEN: " + bad.join("; ")); process.exit(1); }'
+  fi
+}
+
+for durability in $DURABILITIES; do
+  run_one "$durability" intentdesk-order
+  run_one "$durability" intentdesk
+done
+
+# ---- The table.
+node -e '
+  const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
+  const rss = (r, name) => (r.processes.find((p) => p.name === name) || {}).rss_max_mib;
+  const cpu = (r, name) => (r.processes.find((p) => p.name === name) || {}).cpu_pct;
+  const out = ["| system | run | per second | p50 / p99 ms | server CPU % | server RSS max MiB | checks |",
+               "|---|---|---|---|---|---|---|"];
+  for (const r of rows) {
+    const who = r.system === "restate" ? "Restate" : `intentdesk ${r.durability}`;
+    const server = r.system === "restate" ? "restate-server" : "coordinator";
+    const rate = r.drain ? `${r.drain.e2e_completed_per_s} drained (${r.rps_ok} accepted)` : `${r.rps_ok}`;
+    const checks = r.system === "restate" ? "" :
+      r.label.startsWith("intentdesk-order") ?
+        `${r.committed} committed, ${r.sandbox_effects.effects} effects, ${r.sandbox_effects.duplicate_effects} duplicates` :
+        `${r.errors} errors`;
+    out.push(`| ${who} | ${r.label} | ${rate} | ${r.fresh.p50_ms} / ${r.fresh.p99_ms} | ${cpu(r, server)} | ${rss(r, server)} | ${checks} |`);
+  }
+  console.log(out.join("\n"));' "$results"
+log "results and logs: $OUT"
