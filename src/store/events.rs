@@ -226,10 +226,11 @@ impl ChangeFeed for Store {
         sequence_pending(self.conn.as_conn())?;
         // One read transaction: every payload is of the same moment.
         let tx = self.conn.savepoint()?;
-        let rows: Vec<(StoredEvent, String)> = tx.rows(
+        let upto = self.feed_upto();
+        let mut rows: Vec<(StoredEvent, String)> = tx.rows(
             "SELECT seq, kind, tenant, intent_id, payload, at_ms FROM events WHERE seq > ?1 AND seq <= ?3 \
              ORDER BY seq LIMIT ?2",
-            params![after_seq, limit, self.feed_upto()],
+            params![after_seq, limit, upto],
             |r| {
                 Ok((
                     StoredEvent {
@@ -244,6 +245,30 @@ impl ChangeFeed for Store {
                 ))
             },
         )?;
+        // An event sent with its intent as it stands now must not show a change that is not
+        // on the disk yet: a power loss would take that change back, and no later event
+        // would correct what the client was shown. Such events wait for the next sync.
+        if upto < i64::MAX {
+            let unsynced: std::collections::HashSet<String> = tx
+                .rows(
+                    "SELECT DISTINCT intent_id FROM events WHERE seq > ?1 AND intent_id IS NOT NULL",
+                    params![upto],
+                    |r| r.get(0),
+                )?
+                .into_iter()
+                .collect();
+            if !unsynced.is_empty()
+                && let Some(first) = rows.iter().position(|(event, stored)| {
+                    !stored.starts_with('{')
+                        && event
+                            .intent_id
+                            .as_ref()
+                            .is_some_and(|id| unsynced.contains(id))
+                })
+            {
+                rows.truncate(first);
+            }
+        }
         let mut seen = HashMap::new();
         let mut events = Vec::with_capacity(rows.len());
         for (mut event, stored) in rows {
@@ -304,5 +329,71 @@ impl ChangeFeed for Store {
                 .conn
                 .run("DELETE FROM events WHERE seq <= ?1", params![cutoff]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::IntentId;
+
+    /// A store whose feed is bound at `upto`, with events naming `intents` in order (`None`
+    /// for a command event, which keeps its record).
+    fn feed_with(intents: &[Option<&IntentId>], upto: i64) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut store = Store::open(&dir.path().join("db.sqlite")).expect("store opens");
+        let tenant: Tenant = "acme".parse().expect("a tenant");
+        for (at, intent) in intents.iter().enumerate() {
+            let at = u64::try_from(at).expect("small");
+            match intent {
+                Some(id) => append_ref(store.conn.as_conn(), "intent", &tenant, id, "", at),
+                None => append(
+                    store.conn.as_conn(),
+                    "command",
+                    None,
+                    None,
+                    &serde_json::json!({"id": at}),
+                    at,
+                ),
+            }
+            .expect("event appended");
+        }
+        store.bound_feed(DurableFeed::new(upto));
+        (dir, store)
+    }
+
+    fn seqs(store: &mut Store) -> Vec<i64> {
+        store
+            .events_after(0, 100)
+            .expect("feed read")
+            .iter()
+            .map(|e| e.seq)
+            .collect()
+    }
+
+    /// An event is sent with its intent as it stands when read: while a later change of that
+    /// intent is not yet synced, the event waits, or a power loss would take back what a
+    /// client was shown.
+    #[test]
+    fn an_event_waits_while_its_intent_has_an_unsynced_change() {
+        let x = IntentId::generate(1, 1);
+        let y = IntentId::generate(2, 2);
+        let (_dir, mut store) = feed_with(&[Some(&y), Some(&x), None, Some(&x)], 3);
+        assert_eq!(
+            seqs(&mut store),
+            vec![1],
+            "stops before the first event of x"
+        );
+
+        store.bound_feed(DurableFeed::new(4));
+        assert_eq!(seqs(&mut store), vec![1, 2, 3, 4], "all synced: all sent");
+    }
+
+    #[test]
+    fn records_and_other_intents_are_not_held_back() {
+        let x = IntentId::generate(1, 1);
+        let y = IntentId::generate(2, 2);
+        let (_dir, mut store) = feed_with(&[None, Some(&y), None, Some(&x)], 3);
+        assert_eq!(seqs(&mut store), vec![1, 2, 3]);
     }
 }

@@ -33,11 +33,6 @@ impl LogLength {
     pub fn frames(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
-
-    /// Whether the log is long enough to be started over.
-    pub fn too_long(&self) -> bool {
-        self.frames() > RESTART_FRAMES
-    }
 }
 
 /// How often the checkpointer copies the log while writes go on. Each copy writes a page
@@ -155,24 +150,50 @@ impl Checkpointer {
     }
 }
 
-/// Run a checkpoint of `mode`.
-fn checkpoint(store: &Store, mode: &str) -> Result<(), StoreError> {
+/// Run a checkpoint of `mode`; true when it was blocked (by a reader, or another
+/// checkpoint) and did not finish.
+fn checkpoint(store: &Store, mode: &str) -> Result<bool, StoreError> {
     let sql = format!("PRAGMA wal_checkpoint({mode})");
     store
         .conn()
         .one(&sql, crate::store::sql::params![], |r| r.get::<i64>(0))
-        .map(drop)
+        .map(|busy| busy != 0)
 }
 
-/// On the writer's connection: copy what the checkpointer has not yet, and wait for the
-/// readers of the old log, so the next commit starts the log over.
-pub fn restart(store: &Store) -> Result<(), StoreError> {
-    checkpoint(store, "RESTART")
+/// How long the writer's own checkpoint waits for the readers of the old log before it
+/// gives up: every write waits while it does.
+const RESTART_WAIT_MS: u64 = 50;
+
+/// When the writer starts the log over.
+#[derive(Debug, Default)]
+pub struct Restarts {
+    /// After a restart that readers blocked, the next waits for this much more log.
+    not_before: u64,
+}
+
+impl Restarts {
+    /// Whether a log `frames` long is to be started over now.
+    pub fn due(&self, frames: u64) -> bool {
+        frames > RESTART_FRAMES.max(self.not_before)
+    }
+
+    /// On the writer's connection: copy what the checkpointer has not yet, and wait (briefly)
+    /// for the readers of the old log, so the next commit starts the log over. When readers
+    /// hold it past the wait, the log grows on and the next try comes after
+    /// [`EAGER_FRAMES`] more, so a long read never holds every commit up.
+    pub fn restart(&mut self, store: &Store, frames: u64) -> Result<(), StoreError> {
+        let conn = store.conn();
+        conn.batch(&format!("PRAGMA busy_timeout = {RESTART_WAIT_MS}"))?;
+        let blocked = checkpoint(store, "RESTART");
+        conn.batch(&format!("PRAGMA busy_timeout = {}", super::BUSY_TIMEOUT_MS))?;
+        self.not_before = if blocked? { frames + EAGER_FRAMES } else { 0 };
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{EAGER_FRAMES, Wake};
+    use super::{EAGER_FRAMES, RESTART_FRAMES, Restarts, Wake};
 
     fn wake(frames: u64, copied_at: u64) -> Wake {
         Wake {
@@ -188,6 +209,16 @@ mod tests {
         assert!(wake(EAGER_FRAMES, 0).eager());
         assert!(!wake(3 * EAGER_FRAMES - 1, 2 * EAGER_FRAMES).eager());
         assert!(wake(3 * EAGER_FRAMES, 2 * EAGER_FRAMES).eager());
+    }
+
+    #[test]
+    fn a_blocked_restart_waits_for_more_log() {
+        let mut restarts = Restarts::default();
+        assert!(!restarts.due(RESTART_FRAMES));
+        assert!(restarts.due(RESTART_FRAMES + 1));
+        restarts.not_before = RESTART_FRAMES + 1 + EAGER_FRAMES;
+        assert!(!restarts.due(RESTART_FRAMES + EAGER_FRAMES));
+        assert!(restarts.due(RESTART_FRAMES + 2 + EAGER_FRAMES));
     }
 
     #[test]

@@ -36,10 +36,13 @@ impl Durability {
     }
 }
 
+/// How long a connection waits for a lock another holds before it answers busy.
+const BUSY_TIMEOUT_MS: u64 = 10_000;
+
 /// A connection to the file with its pragmas set and its schema brought up to date.
 fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", durability.synchronous())?;
     conn.pragma_update(None, "foreign_keys", "ON")?;

@@ -44,6 +44,16 @@ impl SqliteBackend {
         let writes = WriteQueue::new();
         let syncer = match durability {
             Durability::PowerLoss => {
+                // What a process before this one committed but had not synced when it
+                // stopped is synced now, before the feed counts it as durable.
+                if let Ok(wal) = std::fs::File::open(wal_path(path)) {
+                    wal.sync_data().map_err(|e| {
+                        StoreError::Unavailable(format!(
+                            "cannot sync the write-ahead log of {}: {e}",
+                            path.display()
+                        ))
+                    })?;
+                }
                 let feed = DurableFeed::new(last_event(&writer)?);
                 Syncer::start(path, feed.clone(), writes.clone())?.map(|s| (s, feed))
             }
@@ -173,6 +183,7 @@ fn write_loop(
     checkpointer: Option<(Arc<Checkpointer>, LogLength)>,
 ) {
     let queue = writer.queue();
+    let mut restarts = checkpoint::Restarts::default();
     loop {
         let mut jobs = queue.take(MAX_BATCH);
         if jobs.is_empty() {
@@ -215,11 +226,6 @@ fn write_loop(
         }
         if let (Some((checkpointer, log)), None) = (&checkpointer, &error) {
             checkpointer.written(log.frames());
-            if log.too_long()
-                && let Err(e) = checkpoint::restart(&store)
-            {
-                tracing::warn!(error = %e, "starting the write-ahead log over failed; it grows on");
-            }
         }
         match (&syncer, &error) {
             (Some(syncer), None) => match last_event(&store) {
@@ -235,6 +241,15 @@ fn write_loop(
                 for finish in finishes {
                     finish(error.as_ref());
                 }
+            }
+        }
+        // After the answers are handed on: they do not wait for it.
+        if let (Some((_, log)), None) = (&checkpointer, &error) {
+            let frames = log.frames();
+            if restarts.due(frames)
+                && let Err(e) = restarts.restart(&store, frames)
+            {
+                tracing::warn!(error = %e, "starting the write-ahead log over failed; it grows on");
             }
         }
     }
