@@ -235,11 +235,17 @@ async fn create_intent(
         links,
     };
     let supersedes = new.links.supersedes.is_some();
-    let outcome = state.db.ingest(move |s| s.create_or_replay(&new)).await;
-    if supersedes {
-        // A correction cancels the intent it replaces.
-        state.cancellation_requested();
-    }
+    let notice = state.cancel_notice();
+    let outcome = state
+        .db
+        .ingest(move |s| {
+            if supersedes {
+                // A correction cancels the intent it replaces.
+                notice();
+            }
+            s.create_or_replay(&new)
+        })
+        .await;
     state.events_wake.notify_waiters();
     match outcome? {
         CreateOutcome::Created(intent) => {
@@ -389,9 +395,11 @@ async fn cancel(
         now_ms: now,
     };
     let tenants = principal.tenants.clone();
+    let notice = state.cancel_notice();
     let (recorded, intent) = state
         .db
         .ingest(move |s| {
+            notice();
             let recorded = s.run_command(
                 &new,
                 &CommandAction::Cancel { intent: id.clone() },
@@ -400,7 +408,6 @@ async fn cancel(
             Ok((recorded, s.intent(&id)?))
         })
         .await?;
-    state.cancellation_requested();
     state.events_wake.notify_waiters();
     state.reconcile_wake.notify_one();
     match recorded {

@@ -77,8 +77,9 @@ pub struct AppState {
     pub feed: Arc<feed::Feed>,
     /// The providers, releases and tools known to be seen (`revisit`).
     pub sighted: Arc<revisit::Sighted>,
-    /// Moved on after every write that may have requested a cancellation, before it is
-    /// answered: a send claimed before it moved is checked again just before it leaves
+    /// Moved on by every write that may request a cancellation, on the writer, before its
+    /// statements run: a claim queued after that runs after it and its gate sees the
+    /// request; a send claimed before is checked again just before it leaves
     /// (`dispatcher`).
     pub cancels: Arc<AtomicU64>,
 }
@@ -133,9 +134,13 @@ impl AppState {
 }
 
 impl AppState {
-    /// Say that a write may have requested a cancellation (see [`AppState::cancels`]).
-    pub fn cancellation_requested(&self) {
-        self.cancels.fetch_add(1, Ordering::AcqRel);
+    /// What a write that may request a cancellation calls first, inside its job (see
+    /// [`AppState::cancels`]).
+    pub fn cancel_notice(&self) -> impl Fn() + Send + 'static {
+        let cancels = self.cancels.clone();
+        move || {
+            cancels.fetch_add(1, Ordering::AcqRel);
+        }
     }
 }
 

@@ -316,13 +316,16 @@ async fn run_command(
         now_ms: state.clock.now_ms(),
     };
     let tenants = principal.tenants.clone();
+    let (cancels, notice) = (req.kind == CommandKind::Cancel, state.cancel_notice());
     let recorded = state
         .db
-        .write(move |s| s.run_command(&new, &action, tenants.as_deref()))
+        .write(move |s| {
+            if cancels {
+                notice();
+            }
+            s.run_command(&new, &action, tenants.as_deref())
+        })
         .await?;
-    if req.kind == CommandKind::Cancel {
-        state.cancellation_requested();
-    }
     state.events_wake.notify_waiters();
     match recorded {
         RecordedCommand::Fresh(record) => {
