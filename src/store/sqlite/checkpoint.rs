@@ -2,14 +2,19 @@
 //! that crosses its threshold, on the writer: it copies the log into the database file and
 //! syncs both, and under load that stalled every write behind it for tens of milliseconds.
 //! Here the writer's connection checkpoints nothing by itself; a thread of its own copies
-//! the log into the database while the writer goes on ([`Checkpointer`]). While writes go
-//! on, that copy never finds the whole log copied, and SQLite starts the log over only when
-//! it is: so once the log is longer than [`RESTART_FRAMES`] the writer checkpoints what is
-//! left itself, and the next commit writes the log from its start again — over blocks the
-//! file already has, which a sync flushes without growing the file.
+//! the log into the database while the writer goes on ([`Checkpointer`]).
+//!
+//! While writes go on, that copy never finds the whole log copied, and SQLite starts the
+//! log over only when it is, at the start of a write. So once the log is longer than its
+//! limit ([`RESTART_FRAMES`]) the checkpointer stops copying, and the writer, between two
+//! transactions, copies the little that is left itself ([`Restarts`]): the next commit
+//! writes the log from its start again, over blocks the file already has, which a sync
+//! flushes without growing the file. Were both to copy, the writer's copy would find the
+//! checkpointer's under way and give up; under load the log then grew past 700 MiB, and
+//! every commit paid the file system for new blocks.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -41,14 +46,12 @@ impl LogLength {
 /// second (BENCHMARKS.md, the throughput section).
 const PERIOD: Duration = Duration::from_secs(1);
 
-/// ... or sooner, once this many frames were written since the last copy, so that the
-/// writer's own checkpoint at [`RESTART_FRAMES`] finds little left to copy.
-const EAGER_FRAMES: u64 = RESTART_FRAMES / 4;
-
 /// The checkpointer of one database file.
 pub struct Checkpointer {
     state: Mutex<Wake>,
     ready: Condvar,
+    /// A copy is under way: the writer's own would be refused.
+    copying: AtomicBool,
 }
 
 #[derive(Default)]
@@ -58,6 +61,9 @@ struct Wake {
     /// The log's length at the last commit, and when the last copy began.
     frames: u64,
     copied_at: u64,
+    /// The log's limit; the checkpointer copies early after a quarter of it, so that the
+    /// writer finds little left to copy when the log reaches it.
+    limit: u64,
     /// The checkpointer waits for a first write since its last copy.
     idle: bool,
 }
@@ -71,17 +77,42 @@ impl Wake {
         } else {
             self.frames
         };
-        new >= EAGER_FRAMES
+        new >= self.limit / 4
+    }
+
+    /// Whether the log is past its limit: then the writer copies the rest and starts it
+    /// over, and a copy here would only stand in its way.
+    fn writers_turn(&self) -> bool {
+        self.frames > self.limit
+    }
+
+    /// Whether there is log to copy, and it is the checkpointer's to copy.
+    fn to_copy(&self) -> bool {
+        self.written && !self.writers_turn()
+    }
+
+    /// Whether to copy before the period is out.
+    fn to_copy_early(&self) -> bool {
+        self.eager() && !self.writers_turn()
     }
 }
 
 impl Checkpointer {
-    /// Start checkpointing the database at `path` from a connection of its own.
-    pub fn start(path: &Path, durability: Durability) -> Result<Arc<Checkpointer>, StoreError> {
+    /// Start checkpointing the database at `path` from a connection of its own, for a log
+    /// the writer starts over past `limit` frames.
+    pub fn start(
+        path: &Path,
+        durability: Durability,
+        limit: u64,
+    ) -> Result<Arc<Checkpointer>, StoreError> {
         let store = super::open(path, durability)?;
         let checkpointer = Arc::new(Checkpointer {
-            state: Mutex::new(Wake::default()),
+            state: Mutex::new(Wake {
+                limit,
+                ..Wake::default()
+            }),
             ready: Condvar::new(),
+            copying: AtomicBool::new(false),
         });
         let theirs = checkpointer.clone();
         std::thread::Builder::new()
@@ -99,7 +130,11 @@ impl Checkpointer {
         wake.written = true;
         wake.frames = frames;
         // Woken only when this write is what it waits for, not at every commit.
-        let wakes = wake.idle || wake.eager();
+        let wakes = if wake.idle {
+            wake.to_copy()
+        } else {
+            wake.to_copy_early()
+        };
         drop(wake);
         if wakes {
             self.ready.notify_one();
@@ -119,7 +154,7 @@ impl Checkpointer {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             wake.idle = true;
-            while !wake.written && !wake.closed {
+            while !wake.to_copy() && !wake.closed {
                 wake = self
                     .ready
                     .wait(wake)
@@ -133,7 +168,10 @@ impl Checkpointer {
             wake.copied_at = wake.frames;
             drop(wake);
             // Passive: copies what no reader still needs, and waits for nobody.
-            if let Err(e) = checkpoint(store, "PASSIVE") {
+            self.copying.store(true, Ordering::Release);
+            let copied = checkpoint(store);
+            self.copying.store(false, Ordering::Release);
+            if let Err(e) = copied {
                 tracing::warn!(error = %e, "a checkpoint failed; the next one tries again");
             }
             // At most one a period unless much was written: each copies all the log
@@ -142,7 +180,7 @@ impl Checkpointer {
             if !wake.closed {
                 wake = self
                     .ready
-                    .wait_timeout_while(wake, PERIOD, |w| !w.closed && !w.eager())
+                    .wait_timeout_while(wake, PERIOD, |w| !w.closed && !w.to_copy_early())
                     .unwrap_or_else(PoisonError::into_inner)
                     .0;
             }
@@ -150,81 +188,107 @@ impl Checkpointer {
     }
 }
 
-/// Run a checkpoint of `mode`; true when it was blocked (by a reader, or another
-/// checkpoint) and did not finish.
-fn checkpoint(store: &Store, mode: &str) -> Result<bool, StoreError> {
-    let sql = format!("PRAGMA wal_checkpoint({mode})");
-    store
-        .conn()
-        .one(&sql, crate::store::sql::params![], |r| r.get::<i64>(0))
-        .map(|busy| busy != 0)
+/// Copy into the database file what of the log no reader still needs, waiting for nobody;
+/// true when the whole log is copied, so that the next write starts it over. False when a
+/// reader still reads from the part not copied, or another copy was under way.
+fn checkpoint(store: &Store) -> Result<bool, StoreError> {
+    store.conn().one(
+        "PRAGMA wal_checkpoint(PASSIVE)",
+        crate::store::sql::params![],
+        |r| Ok(r.get::<i64>(0)? == 0 && r.get::<i64>(1)? == r.get::<i64>(2)?),
+    )
 }
 
-/// How long the writer's own checkpoint waits for the readers of the old log before it
-/// gives up: every write waits while it does.
-const RESTART_WAIT_MS: u64 = 50;
+/// After a copy that left part of the log (a reader still reading it), the writer tries
+/// again once the log grew this much more: a reader rarely holds the log for long.
+const RETRY_FRAMES: u64 = 64;
 
 /// When the writer starts the log over.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Restarts {
-    /// After a restart that readers blocked, the next waits for this much more log.
+    /// The log's limit, in frames.
+    limit: u64,
+    /// After a copy that left part of the log, the next waits for this much more.
     not_before: u64,
 }
 
 impl Restarts {
-    /// Whether a log `frames` long is to be started over now.
-    pub fn due(&self, frames: u64) -> bool {
-        frames > RESTART_FRAMES.max(self.not_before)
+    pub fn new(limit: u64) -> Restarts {
+        Restarts {
+            limit,
+            not_before: 0,
+        }
     }
 
-    /// On the writer's connection: copy what the checkpointer has not yet, and wait (briefly)
-    /// for the readers of the old log, so the next commit starts the log over. When readers
-    /// hold it past the wait, the log grows on and the next try comes after
-    /// [`EAGER_FRAMES`] more, so a long read never holds every commit up.
-    pub fn restart(&mut self, store: &Store, frames: u64) -> Result<(), StoreError> {
-        let conn = store.conn();
-        conn.batch(&format!("PRAGMA busy_timeout = {RESTART_WAIT_MS}"))?;
-        let blocked = checkpoint(store, "RESTART");
-        conn.batch(&format!("PRAGMA busy_timeout = {}", super::BUSY_TIMEOUT_MS))?;
-        self.not_before = if blocked? { frames + EAGER_FRAMES } else { 0 };
+    /// Whether a log `frames` long is to be started over now.
+    pub fn due(&self, frames: u64) -> bool {
+        frames > self.limit.max(self.not_before)
+    }
+
+    /// On the writer's connection, between two transactions: copy what the checkpointer
+    /// has not, so the next commit starts the log over. While the checkpointer's last copy
+    /// is still under way, the writer tries again after its next commit.
+    pub fn restart(
+        &mut self,
+        store: &Store,
+        frames: u64,
+        checkpointer: &Checkpointer,
+    ) -> Result<(), StoreError> {
+        if checkpointer.copying.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.not_before = if checkpoint(store)? {
+            0
+        } else {
+            frames + RETRY_FRAMES
+        };
         Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{EAGER_FRAMES, RESTART_FRAMES, Restarts, Wake};
+    use super::{RESTART_FRAMES, Restarts, Wake};
+
+    const EAGER: u64 = RESTART_FRAMES / 4;
 
     fn wake(frames: u64, copied_at: u64) -> Wake {
         Wake {
             frames,
             copied_at,
+            limit: RESTART_FRAMES,
             ..Wake::default()
         }
     }
 
     #[test]
     fn copies_early_only_after_enough_new_log() {
-        assert!(!wake(EAGER_FRAMES - 1, 0).eager());
-        assert!(wake(EAGER_FRAMES, 0).eager());
-        assert!(!wake(3 * EAGER_FRAMES - 1, 2 * EAGER_FRAMES).eager());
-        assert!(wake(3 * EAGER_FRAMES, 2 * EAGER_FRAMES).eager());
+        assert!(!wake(EAGER - 1, 0).eager());
+        assert!(wake(EAGER, 0).eager());
+        assert!(!wake(3 * EAGER - 1, 2 * EAGER).eager());
+        assert!(wake(3 * EAGER, 2 * EAGER).eager());
     }
 
     #[test]
-    fn a_blocked_restart_waits_for_more_log() {
-        let mut restarts = Restarts::default();
+    fn past_the_limit_the_rest_is_the_writers() {
+        assert!(!wake(RESTART_FRAMES, 0).writers_turn());
+        assert!(wake(RESTART_FRAMES + 1, 0).writers_turn());
+    }
+
+    #[test]
+    fn a_copy_that_left_log_waits_for_more() {
+        let mut restarts = Restarts::new(RESTART_FRAMES);
         assert!(!restarts.due(RESTART_FRAMES));
         assert!(restarts.due(RESTART_FRAMES + 1));
-        restarts.not_before = RESTART_FRAMES + 1 + EAGER_FRAMES;
-        assert!(!restarts.due(RESTART_FRAMES + EAGER_FRAMES));
-        assert!(restarts.due(RESTART_FRAMES + 2 + EAGER_FRAMES));
+        restarts.not_before = RESTART_FRAMES + 1 + super::RETRY_FRAMES;
+        assert!(!restarts.due(RESTART_FRAMES + super::RETRY_FRAMES));
+        assert!(restarts.due(RESTART_FRAMES + 2 + super::RETRY_FRAMES));
     }
 
     #[test]
     fn a_log_started_over_counts_from_its_start() {
         // The last copy began at a long log; the writer started it over since.
-        assert!(!wake(10, 4 * EAGER_FRAMES).eager());
-        assert!(wake(EAGER_FRAMES, 4 * EAGER_FRAMES).eager());
+        assert!(!wake(10, 4 * EAGER).eager());
+        assert!(wake(EAGER, 4 * EAGER).eager());
     }
 }

@@ -39,8 +39,17 @@ pub struct SqliteBackend {
 impl SqliteBackend {
     /// Open the file; the writer thread ends when the backend is dropped.
     pub fn open(path: &Path, durability: Durability) -> Result<SqliteBackend, StoreError> {
-        let log = LogLength::default();
-        let writer = super::open_writer_following(path, durability, &log)?;
+        Self::open_with_log_limit(path, durability, checkpoint::RESTART_FRAMES)
+    }
+
+    /// [`SqliteBackend::open`] with a log started over past `limit` frames.
+    fn open_with_log_limit(
+        path: &Path,
+        durability: Durability,
+        limit: u64,
+    ) -> Result<SqliteBackend, StoreError> {
+        let length = LogLength::default();
+        let writer = super::open_writer_following(path, durability, &length)?;
         let writes = WriteQueue::new();
         let syncer = match durability {
             Durability::PowerLoss => {
@@ -66,15 +75,18 @@ impl SqliteBackend {
         let (syncer, feed) = syncer.unzip();
         // A file's log is copied into it by a thread of its own (an in-memory database has
         // no log to copy).
-        let checkpointer = if wal_path(path).exists() {
+        let log = if wal_path(path).exists() {
             // A log that grew longer (a long burst) is cut back when it is started over.
-            let limit = 2 * checkpoint::RESTART_FRAMES * 4096;
             writer.conn().one(
-                &format!("PRAGMA journal_size_limit = {limit}"),
+                &format!("PRAGMA journal_size_limit = {}", 2 * limit * 4096),
                 params![],
                 |r| r.get::<i64>(0),
             )?;
-            Some((Checkpointer::start(path, durability)?, log))
+            Some(Log {
+                checkpointer: Checkpointer::start(path, durability, limit)?,
+                length,
+                restarts: checkpoint::Restarts::new(limit),
+            })
         } else {
             writer
                 .conn()
@@ -89,7 +101,7 @@ impl SqliteBackend {
         let queue = writes.writer();
         std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || write_loop(writer, queue, syncer, checkpointer))
+            .spawn(move || write_loop(writer, queue, syncer, log))
             .map_err(|e| StoreError::Unavailable(format!("cannot start the store writer: {e}")))?;
         Ok(SqliteBackend {
             writes,
@@ -142,6 +154,14 @@ impl Drop for SqliteBackend {
     }
 }
 
+/// A file's write-ahead log, as the writer keeps it short: copied into the database by
+/// the checkpointer, started over by the writer past its limit.
+struct Log {
+    checkpointer: Arc<Checkpointer>,
+    length: LogLength,
+    restarts: checkpoint::Restarts,
+}
+
 /// A database file as a [`Db`].
 pub fn db(path: &Path, durability: Durability) -> Result<Db, StoreError> {
     Ok(Db::new(Arc::new(SqliteBackend::open(path, durability)?)))
@@ -176,22 +196,16 @@ fn last_event(store: &Store) -> Result<i64, StoreError> {
         })
 }
 
-fn write_loop(
-    mut store: Store,
-    writer: Writer,
-    syncer: Option<Arc<Syncer>>,
-    checkpointer: Option<(Arc<Checkpointer>, LogLength)>,
-) {
+fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut log: Option<Log>) {
     let queue = writer.queue();
-    let mut restarts = checkpoint::Restarts::default();
     loop {
         let mut jobs = queue.take(MAX_BATCH);
         if jobs.is_empty() {
             if let Some(syncer) = &syncer {
                 syncer.close();
             }
-            if let Some((checkpointer, _)) = &checkpointer {
-                checkpointer.close();
+            if let Some(log) = &log {
+                log.checkpointer.close();
             }
             return;
         }
@@ -224,8 +238,8 @@ fn write_loop(
             }
             None => queue.committed(finishes.len()),
         }
-        if let (Some((checkpointer, log)), None) = (&checkpointer, &error) {
-            checkpointer.written(log.frames());
+        if let (Some(log), None) = (&log, &error) {
+            log.checkpointer.written(log.length.frames());
         }
         match (&syncer, &error) {
             (Some(syncer), None) => match last_event(&store) {
@@ -244,13 +258,90 @@ fn write_loop(
             }
         }
         // After the answers are handed on: they do not wait for it.
-        if let (Some((_, log)), None) = (&checkpointer, &error) {
-            let frames = log.frames();
-            if restarts.due(frames)
-                && let Err(e) = restarts.restart(&store, frames)
+        if let (Some(log), None) = (&mut log, &error) {
+            let frames = log.length.frames();
+            if log.restarts.due(frames)
+                && let Err(e) = log.restarts.restart(&store, frames, &log.checkpointer)
             {
                 tracing::warn!(error = %e, "starting the write-ahead log over failed; it grows on");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    use super::SqliteBackend;
+    use crate::store::db::Db;
+    use crate::store::{Durability, StoreError};
+
+    /// Under writes that never stop, the log stays near its limit: it is copied and started
+    /// over, not left to grow while the writer and the checkpointer stand in each other's
+    /// way.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_stays_near_its_limit_under_writes_that_never_stop() {
+        const LIMIT: u64 = 256; // frames: 1 MiB
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("log.sqlite");
+        let backend =
+            SqliteBackend::open_with_log_limit(&path, Durability::PowerLoss, LIMIT).expect("open");
+        let db = Db::new(Arc::new(backend));
+        db.write(|s| {
+            s.conn()
+                .batch("CREATE TABLE scratch (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        })
+        .await
+        .expect("table");
+
+        // The log's length, read off the file while the writes go on: it grows only until
+        // it is started over.
+        let wal = super::wal_path(&path);
+        let longest = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let (longest, done) = (longest.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    if let Ok(meta) = std::fs::metadata(&wal) {
+                        longest.fetch_max(meta.len(), Ordering::Relaxed);
+                    }
+                    std::thread::yield_now();
+                }
+            })
+        };
+        // Sixteen writers, each rewriting rows of 16 KiB: 16 MiB of rows, sixteen times the limit.
+        let writers = (0..16u64).map(|w| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                for i in 0..64u64 {
+                    db.write(move |s| {
+                        s.conn().run(
+                            "INSERT OR REPLACE INTO scratch (id, body) VALUES (?1, zeroblob(16384))",
+                            &[&(((w * 64 + i) % 97) as i64)],
+                        )?;
+                        Ok::<_, StoreError>(())
+                    })
+                    .await
+                    .expect("write");
+                }
+            })
+        });
+        for writer in writers.collect::<Vec<_>>() {
+            writer.await.expect("writer");
+        }
+        done.store(true, Ordering::Relaxed);
+        watcher.join().expect("watcher");
+
+        let longest = longest.load(Ordering::Relaxed);
+        let bound = 4 * LIMIT * 4096;
+        assert!(
+            longest <= bound,
+            "the log grew to {} KiB; its limit is {} KiB",
+            longest / 1024,
+            LIMIT * 4
+        );
     }
 }
