@@ -200,16 +200,15 @@ fn checkpoint(store: &Store) -> Result<bool, StoreError> {
     )
 }
 
-/// After a copy that left part of the log (a reader still reading it), the writer tries
-/// again once the log grew this much more: a reader rarely holds the log for long.
-const RETRY_FRAMES: u64 = 64;
-
 /// When the writer starts the log over.
 #[derive(Debug)]
 pub struct Restarts {
     /// The log's limit, in frames.
     limit: u64,
-    /// After a copy that left part of the log, the next waits for this much more.
+    /// After a copy that left part of the log (a reader still reads it), the next waits
+    /// for a quarter of the limit more: each copy with something to copy syncs the log
+    /// first, on the writer, and a long read (a list over a million intents) can hold the
+    /// log for most of a second.
     not_before: u64,
 }
 
@@ -228,7 +227,9 @@ impl Restarts {
 
     /// On the writer's connection, between two transactions: copy what the checkpointer
     /// has not, so the next commit starts the log over. While the checkpointer's last copy
-    /// is still under way, the writer tries again after its next commit.
+    /// is still under way, the writer tries again after its next commit. (When no commit
+    /// follows, the rest stays in the log until one does: readers find it there, and
+    /// closing the last connection copies it.)
     pub fn restart(
         &mut self,
         store: &Store,
@@ -241,7 +242,7 @@ impl Restarts {
         self.not_before = if checkpoint(store)? {
             0
         } else {
-            frames + RETRY_FRAMES
+            frames + self.limit / 4
         };
         Ok(())
     }
@@ -281,9 +282,9 @@ mod tests {
         let mut restarts = Restarts::new(RESTART_FRAMES);
         assert!(!restarts.due(RESTART_FRAMES));
         assert!(restarts.due(RESTART_FRAMES + 1));
-        restarts.not_before = RESTART_FRAMES + 1 + super::RETRY_FRAMES;
-        assert!(!restarts.due(RESTART_FRAMES + super::RETRY_FRAMES));
-        assert!(restarts.due(RESTART_FRAMES + 2 + super::RETRY_FRAMES));
+        restarts.not_before = RESTART_FRAMES + 1 + EAGER;
+        assert!(!restarts.due(RESTART_FRAMES + EAGER));
+        assert!(restarts.due(RESTART_FRAMES + 2 + EAGER));
     }
 
     #[test]
