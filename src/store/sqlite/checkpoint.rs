@@ -167,9 +167,12 @@ impl Checkpointer {
             }
             wake.written = false;
             wake.copied_at = wake.frames;
+            // Marked under the lock the writer's `written` takes before it looks: so the
+            // writer either sees this copy under way, or it made the log too long for
+            // this copy to begin.
+            self.copying.store(true, Ordering::Release);
             drop(wake);
             // Passive: copies what no reader still needs, and waits for nobody.
-            self.copying.store(true, Ordering::Release);
             let copied = checkpoint(store);
             self.copying.store(false, Ordering::Release);
             if let Err(e) = copied {
