@@ -24,7 +24,8 @@
 //!   refused with 503 because the write queue was full), `intentdesk_metric_index_bytes`,
 //!   and how the store commits: `intentdesk_store_commits_total`,
 //!   `intentdesk_store_writes_total` (their ratio is the group commit's size),
-//!   `intentdesk_store_syncs_total` and `intentdesk_store_sync_seconds_total`.
+//!   `intentdesk_store_syncs_total` and `intentdesk_store_sync_seconds_total`; and SQLite's
+//!   write-ahead log: `intentdesk_store_log_pages` and `intentdesk_store_log_restarts_total`.
 //!
 //! The per-tenant and per-provider families use their own names so that summing a family
 //! never counts an intent twice; an intent that used two providers is under both in the
@@ -390,6 +391,18 @@ fn render_process(out: &mut String, p: &Process) {
             "counter",
             "Syncs of SQLite's log that answered them (each answers every commit before it).",
             p.writes.syncs,
+        ),
+        (
+            "intentdesk_store_log_pages",
+            "gauge",
+            "Pages of 4 KiB in SQLite's write-ahead log after the last commit (0 on PostgreSQL).",
+            p.writes.log_pages,
+        ),
+        (
+            "intentdesk_store_log_restarts_total",
+            "counter",
+            "Times SQLite's write-ahead log was started over from its beginning.",
+            p.writes.log_restarts,
         ),
     ];
     for (name, kind, help, value) in figures {

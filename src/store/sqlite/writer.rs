@@ -239,6 +239,7 @@ fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut
             None => queue.committed(finishes.len()),
         }
         if let (Some(log), None) = (&log, &error) {
+            queue.logged(log.length.frames());
             log.checkpointer.written(log.length.frames());
         }
         match (&syncer, &error) {
@@ -335,6 +336,13 @@ mod tests {
         done.store(true, Ordering::Relaxed);
         watcher.join().expect("watcher");
 
+        let stats = db.write_stats();
+        assert!(
+            stats.log_restarts >= 4,
+            "the log was started over {} times",
+            stats.log_restarts
+        );
+        assert!(stats.log_pages <= 4 * LIMIT, "{} pages", stats.log_pages);
         let longest = longest.load(Ordering::Relaxed);
         let bound = 4 * LIMIT * 4096;
         assert!(
