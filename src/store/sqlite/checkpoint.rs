@@ -7,11 +7,13 @@
 //! While writes go on, that copy never finds the whole log copied, and SQLite starts the
 //! log over only when it is, at the start of a write. So once the log is longer than its
 //! limit ([`RESTART_FRAMES`]) the checkpointer stops copying, and the writer, between two
-//! transactions, copies the little that is left itself ([`Restarts`]): the next commit
-//! writes the log from its start again, over blocks the file already has, which a sync
-//! flushes without growing the file. Were both to copy, the writer's copy would find the
-//! checkpointer's under way and give up; under load the log then grew past 700 MiB, and
-//! every commit paid the file system for new blocks.
+//! transactions, copies the little that is left itself and waits briefly for the reads
+//! begun on the old log ([`Restarts`]): the next commit writes the log from its start
+//! again, over blocks the file already has, which a sync flushes without growing the file. Were both to copy, the writer's copy would find the
+//! checkpointer's under way and be refused. The wait is set with the `busy_timeout` pragma,
+//! which answers with a row: run as a statement that answers nothing, it failed, the log
+//! was never started over, and under load it grew past 1.7 GiB, every commit paying the
+//! file system for new blocks (BENCHMARKS.md, the throughput section).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -173,7 +175,7 @@ impl Checkpointer {
             self.copying.store(true, Ordering::Release);
             drop(wake);
             // Passive: copies what no reader still needs, and waits for nobody.
-            let copied = checkpoint(store);
+            let copied = checkpoint(store, "PASSIVE");
             self.copying.store(false, Ordering::Release);
             if let Err(e) = copied {
                 tracing::warn!(error = %e, "a checkpoint failed; the next one tries again");
@@ -192,26 +194,32 @@ impl Checkpointer {
     }
 }
 
-/// Copy into the database file what of the log no reader still needs, waiting for nobody;
-/// true when the whole log is copied, so that the next write starts it over. False when a
-/// reader still reads from the part not copied, or another copy was under way.
-fn checkpoint(store: &Store) -> Result<bool, StoreError> {
+/// Copy the log into the database file; true when all of it is copied (and, for
+/// `RESTART`, no reader still reads from it, so the next write starts it over). `PASSIVE`
+/// copies what no reader still needs and waits for nobody; `RESTART` waits, as long as the
+/// connection's busy timeout, for the readers of the old log. False when the wait ran out,
+/// or another copy was under way.
+fn checkpoint(store: &Store, mode: &str) -> Result<bool, StoreError> {
     store.conn().one(
-        "PRAGMA wal_checkpoint(PASSIVE)",
+        &format!("PRAGMA wal_checkpoint({mode})"),
         crate::store::sql::params![],
         |r| Ok(r.get::<i64>(0)? == 0 && r.get::<i64>(1)? == r.get::<i64>(2)?),
     )
 }
+
+/// How long the writer's copy waits for reads begun on the old log to end: every write
+/// waits while it does. Reads are short; a long one (a list over a million intents) is
+/// not waited for, and the writer tries again later.
+const RESTART_WAIT_MS: u64 = 20;
 
 /// When the writer starts the log over.
 #[derive(Debug)]
 pub struct Restarts {
     /// The log's limit, in frames.
     limit: u64,
-    /// After a copy that left part of the log (a reader still reads it), the next waits
-    /// for a quarter of the limit more: each copy with something to copy syncs the log
-    /// first, on the writer, and a long read (a list over a million intents) can hold the
-    /// log for most of a second.
+    /// After a copy that a read held up past [`RESTART_WAIT_MS`], the next waits for a
+    /// quarter of the limit more: a long read (a list over a million intents) can hold
+    /// the log for most of a second, and each try holds every write up.
     not_before: u64,
 }
 
@@ -229,10 +237,11 @@ impl Restarts {
     }
 
     /// On the writer's connection, between two transactions: copy what the checkpointer
-    /// has not, so the next commit starts the log over. While the checkpointer's last copy
-    /// is still under way, the writer tries again after its next commit. (When no commit
-    /// follows, the rest stays in the log until one does: readers find it there, and
-    /// closing the last connection copies it.)
+    /// has not, and wait briefly for the reads begun on the old log, so that the next
+    /// commit starts the log over. While the checkpointer's last copy is still under way,
+    /// the writer tries again after its next commit. (When no commit follows, the rest
+    /// stays in the log until one does: readers find it there, and closing the last
+    /// connection copies it.)
     pub fn restart(
         &mut self,
         store: &Store,
@@ -242,12 +251,22 @@ impl Restarts {
         if checkpointer.copying.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.not_before = if checkpoint(store)? {
-            0
-        } else {
-            frames + self.limit / 4
+        // The pragma answers with the timeout set: a row, which `batch` would refuse.
+        let wait = |ms: u64| {
+            store.conn().one(
+                &format!("PRAGMA busy_timeout = {ms}"),
+                crate::store::sql::params![],
+                |r| r.get::<i64>(0),
+            )
         };
-        Ok(())
+        let restarted = wait(RESTART_WAIT_MS).and_then(|_| checkpoint(store, "RESTART"));
+        let restored = wait(super::BUSY_TIMEOUT_MS);
+        // A failed copy waits for more log too, rather than being tried after each commit.
+        self.not_before = match restarted {
+            Ok(true) => 0,
+            _ => frames + self.limit / 4,
+        };
+        restarted.and(restored).map(|_| ())
     }
 }
 

@@ -37,7 +37,7 @@ impl Durability {
 }
 
 /// How long a connection waits for a lock another holds before it answers busy.
-const BUSY_TIMEOUT_MS: u64 = 10_000;
+pub(super) const BUSY_TIMEOUT_MS: u64 = 10_000;
 
 /// A connection to the file with its pragmas set and its schema brought up to date.
 fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError> {

@@ -277,6 +277,7 @@ mod tests {
 
     use super::SqliteBackend;
     use crate::store::db::Db;
+    use crate::store::sql::ConnExt;
     use crate::store::{Durability, StoreError};
 
     /// Under writes that never stop, the log stays near its limit: it is copied and started
@@ -284,6 +285,17 @@ mod tests {
     /// way.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_log_stays_near_its_limit_under_writes_that_never_stop() {
+        log_under_writes(0).await;
+    }
+
+    /// ... and while readers read all along: a read open when the writer copies holds the
+    /// part of the log it reads from, and the writer waits (briefly) for it to end.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_log_stays_near_its_limit_while_readers_read_all_along() {
+        log_under_writes(2).await;
+    }
+
+    async fn log_under_writes(readers: usize) {
         const LIMIT: u64 = 256; // frames: 1 MiB
         let dir = tempfile::tempdir().expect("temporary directory");
         let path = dir.path().join("log.sqlite");
@@ -313,6 +325,31 @@ mod tests {
                 }
             })
         };
+        // Readers, each reading every row in a transaction of its own, over and over.
+        let readers = (0..readers)
+            .map(|_| {
+                let (path, done) = (path.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let store =
+                        crate::store::sqlite::open(&path, Durability::PowerLoss).expect("a reader");
+                    let mut reads = 0u64;
+                    while !done.load(Ordering::Relaxed) {
+                        store.conn().batch("BEGIN").expect("begin");
+                        store
+                            .conn()
+                            .one(
+                                "SELECT coalesce(sum(length(body)), 0) FROM scratch",
+                                &[],
+                                |r| r.get::<i64>(0),
+                            )
+                            .expect("read");
+                        store.conn().batch("COMMIT").expect("commit");
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect::<Vec<_>>();
         // Sixteen writers, each rewriting rows of 16 KiB: 16 MiB of rows, sixteen times the limit.
         let writers = (0..16u64).map(|w| {
             let db = db.clone();
@@ -335,6 +372,9 @@ mod tests {
         }
         done.store(true, Ordering::Relaxed);
         watcher.join().expect("watcher");
+        for reader in readers {
+            assert!(reader.join().expect("reader") > 0, "a reader read nothing");
+        }
 
         let stats = db.write_stats();
         assert!(
