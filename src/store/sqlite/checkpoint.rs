@@ -9,11 +9,12 @@
 //! limit ([`RESTART_FRAMES`]) the checkpointer stops copying, and the writer, between two
 //! transactions, copies the little that is left itself and waits briefly for the reads
 //! begun on the old log ([`Restarts`]): the next commit writes the log from its start
-//! again, over blocks the file already has, which a sync flushes without growing the file. Were both to copy, the writer's copy would find the
-//! checkpointer's under way and be refused. The wait is set with the `busy_timeout` pragma,
-//! which answers with a row: run as a statement that answers nothing, it failed, the log
-//! was never started over, and under load it grew past 1.7 GiB, every commit paying the
-//! file system for new blocks (BENCHMARKS.md, the throughput section).
+//! again, over blocks the file already has, which a sync flushes without growing the
+//! file. Were both to copy, the writer's copy would find the checkpointer's under way and
+//! be refused. The wait is set with the `busy_timeout` pragma, which answers with a row:
+//! run as a statement that answers nothing, it failed, the log was never started over, and
+//! under load it grew past 1.7 GiB, every commit paying the file system for new blocks
+//! (BENCHMARKS.md, the throughput section).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
