@@ -25,7 +25,7 @@
 //!   and how the store commits: `intentdesk_store_commits_total`,
 //!   `intentdesk_store_writes_total` (their ratio is the group commit's size),
 //!   `intentdesk_store_syncs_total` and `intentdesk_store_sync_seconds_total`; and SQLite's
-//!   write-ahead log: `intentdesk_store_log_pages` and `intentdesk_store_log_restarts_total`.
+//!   write-ahead log: `intentdesk_store_log_bytes` and `intentdesk_store_log_restarts_total`.
 //!
 //! The per-tenant and per-provider families use their own names so that summing a family
 //! never counts an intent twice; an intent that used two providers is under both in the
@@ -393,10 +393,10 @@ fn render_process(out: &mut String, p: &Process) {
             p.writes.syncs,
         ),
         (
-            "intentdesk_store_log_pages",
+            "intentdesk_store_log_bytes",
             "gauge",
-            "Pages of 4 KiB in SQLite's write-ahead log after the last commit (0 on PostgreSQL).",
-            p.writes.log_pages,
+            "Bytes in SQLite's write-ahead log after the last commit (0 on PostgreSQL).",
+            p.writes.log_bytes,
         ),
         (
             "intentdesk_store_log_restarts_total",

@@ -52,8 +52,8 @@ pub struct WriteStats {
     pub syncs: u64,
     /// Time spent in those syncs, in microseconds.
     pub sync_micros: u64,
-    /// Pages in SQLite's write-ahead log as the last commit left it; 0 elsewhere.
-    pub log_pages: u64,
+    /// Bytes in SQLite's write-ahead log as the last commit left it; 0 elsewhere.
+    pub log_bytes: u64,
     /// Times SQLite's log was started over from its beginning.
     pub log_restarts: u64,
 }
@@ -64,7 +64,7 @@ struct Counters {
     writes: AtomicU64,
     syncs: AtomicU64,
     sync_micros: AtomicU64,
-    log_pages: AtomicU64,
+    log_bytes: AtomicU64,
     log_restarts: AtomicU64,
 }
 
@@ -152,11 +152,11 @@ impl WriteQueue {
             .fetch_add(micros, Ordering::Relaxed);
     }
 
-    /// Note the log's length after a commit, in pages; a log shorter than the last one
+    /// Note the log's length after a commit, in bytes; a log shorter than the last one
     /// noted was started over.
-    pub fn logged(&self, pages: u64) {
-        let before = self.counters.log_pages.swap(pages, Ordering::Relaxed);
-        if pages < before {
+    pub fn logged(&self, bytes: u64) {
+        let before = self.counters.log_bytes.swap(bytes, Ordering::Relaxed);
+        if bytes < before {
             self.counters.log_restarts.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -169,7 +169,7 @@ impl WriteQueue {
             writes: c.writes.load(Ordering::Relaxed),
             syncs: c.syncs.load(Ordering::Relaxed),
             sync_micros: c.sync_micros.load(Ordering::Relaxed),
-            log_pages: c.log_pages.load(Ordering::Relaxed),
+            log_bytes: c.log_bytes.load(Ordering::Relaxed),
             log_restarts: c.log_restarts.load(Ordering::Relaxed),
         }
     }

@@ -6,7 +6,7 @@
 //!
 //! While writes go on, that copy never finds the whole log copied, and SQLite starts the
 //! log over only when it is, at the start of a write. So once the log is longer than its
-//! limit ([`RESTART_FRAMES`]) the checkpointer stops copying, and the writer, between two
+//! limit ([`RESTART_BYTES`]) the checkpointer stops copying, and the writer, between two
 //! transactions, copies the little that is left itself and waits briefly for the reads
 //! begun on the old log ([`Restarts`]): the next commit writes the log from its start
 //! again, over blocks the file already has, which a sync flushes without growing the
@@ -24,10 +24,10 @@ use std::time::Duration;
 use crate::store::sql::ConnExt;
 use crate::store::{Durability, Store, StoreError};
 
-/// The log's length, in frames (pages), past which the writer starts it over: 4,096 frames
-/// of 4 KiB, 16 MiB. Against 64 MiB: creates 8-15 % faster, whole orders the same
-/// (BENCHMARKS.md, the throughput section).
-pub const RESTART_FRAMES: u64 = 4_096;
+/// The log's length past which the writer starts it over: 16 MiB, in frames of the file's
+/// page size. Against 64 MiB: creates 8-15 % faster, whole orders the same (BENCHMARKS.md,
+/// the throughput section).
+pub const RESTART_BYTES: u64 = 16 << 20;
 
 /// How many frames the log holds, as the writer's connection last said after a commit.
 #[derive(Debug, Clone, Default)]
@@ -273,7 +273,10 @@ impl Restarts {
 
 #[cfg(test)]
 mod tests {
-    use super::{RESTART_FRAMES, Restarts, Wake};
+    use super::{Restarts, Wake};
+
+    /// A limit in frames: 16 MiB of 4 KiB pages.
+    const RESTART_FRAMES: u64 = 4_096;
 
     const EAGER: u64 = RESTART_FRAMES / 4;
 

@@ -39,17 +39,20 @@ pub struct SqliteBackend {
 impl SqliteBackend {
     /// Open the file; the writer thread ends when the backend is dropped.
     pub fn open(path: &Path, durability: Durability) -> Result<SqliteBackend, StoreError> {
-        Self::open_with_log_limit(path, durability, checkpoint::RESTART_FRAMES)
+        Self::open_with_log_limit(path, durability, checkpoint::RESTART_BYTES)
     }
 
-    /// [`SqliteBackend::open`] with a log started over past `limit` frames.
+    /// [`SqliteBackend::open`] with a log started over past `limit_bytes`.
     fn open_with_log_limit(
         path: &Path,
         durability: Durability,
-        limit: u64,
+        limit_bytes: u64,
     ) -> Result<SqliteBackend, StoreError> {
         let length = LogLength::default();
         let writer = super::open_writer_following(path, durability, &length)?;
+        // The log counts frames, one page each; a file made before keeps its page size.
+        let page = page_size(&writer)?;
+        let limit = (limit_bytes / page).max(1);
         let writes = WriteQueue::new();
         let syncer = match durability {
             Durability::PowerLoss => {
@@ -78,11 +81,12 @@ impl SqliteBackend {
         let log = if wal_path(path).exists() {
             // A log that grew longer (a long burst) is cut back when it is started over.
             writer.conn().one(
-                &format!("PRAGMA journal_size_limit = {}", 2 * limit * 4096),
+                &format!("PRAGMA journal_size_limit = {}", 2 * limit_bytes),
                 params![],
                 |r| r.get::<i64>(0),
             )?;
             Some(Log {
+                page,
                 checkpointer: Checkpointer::start(path, durability, limit)?,
                 length,
                 restarts: checkpoint::Restarts::new(limit),
@@ -157,6 +161,8 @@ impl Drop for SqliteBackend {
 /// A file's write-ahead log, as the writer keeps it short: copied into the database by
 /// the checkpointer, started over by the writer past its limit.
 struct Log {
+    /// The file's page size: a frame of the log holds one page.
+    page: u64,
     checkpointer: Arc<Checkpointer>,
     length: LogLength,
     restarts: checkpoint::Restarts,
@@ -185,6 +191,14 @@ pub(super) fn wal_path(path: &Path) -> PathBuf {
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
     PathBuf::from(wal)
+}
+
+/// The size of the file's pages, in bytes.
+fn page_size(store: &Store) -> Result<u64, StoreError> {
+    let size: i64 = store
+        .conn()
+        .one("PRAGMA page_size", params![], |r| r.get(0))?;
+    Ok(u64::try_from(size).unwrap_or(4096))
 }
 
 /// The newest change-feed event written.
@@ -239,7 +253,7 @@ fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut
             None => queue.committed(finishes.len()),
         }
         if let (Some(log), None) = (&log, &error) {
-            queue.logged(log.length.frames());
+            queue.logged(log.length.frames() * log.page);
             log.checkpointer.written(log.length.frames());
         }
         match (&syncer, &error) {
@@ -277,8 +291,40 @@ mod tests {
 
     use super::SqliteBackend;
     use crate::store::db::Db;
-    use crate::store::sql::ConnExt;
+    use crate::store::sql::{ConnExt, params};
     use crate::store::{Durability, StoreError};
+
+    /// A new file takes the page size the writer is tuned for; a file made before keeps its
+    /// own and opens as before, its log limit counted in its own pages.
+    #[tokio::test]
+    async fn a_new_file_has_small_pages_and_an_old_one_keeps_its_own() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let new = dir.path().join("new.sqlite");
+        let old = dir.path().join("old.sqlite");
+        {
+            let conn = rusqlite::Connection::open(&old).expect("open");
+            conn.execute_batch("PRAGMA page_size = 4096; CREATE TABLE before (x INTEGER);")
+                .expect("an old file");
+        }
+        for (path, expected) in [(&new, super::super::PAGE_SIZE), (&old, 4096)] {
+            let db = Db::new(Arc::new(
+                SqliteBackend::open(path, Durability::PowerLoss).expect("open"),
+            ));
+            let page = db.read(|s| super::page_size(s)).await.expect("page size");
+            assert_eq!(page, expected as u64, "{}", path.display());
+            // Both take writes: the intents table is there, migrated.
+            let count = db
+                .write(|s| {
+                    s.conn()
+                        .one("SELECT count(*) FROM intents", params![], |r| {
+                            r.get::<i64>(0)
+                        })
+                })
+                .await
+                .expect("a write");
+            assert_eq!(count, 0);
+        }
+    }
 
     /// Under writes that never stop, the log stays near its limit: it is copied and started
     /// over, not left to grow while the writer and the checkpointer stand in each other's
@@ -296,7 +342,7 @@ mod tests {
     }
 
     async fn log_under_writes(readers: usize) {
-        const LIMIT: u64 = 256; // frames: 1 MiB
+        const LIMIT: u64 = 1 << 20; // bytes
         let dir = tempfile::tempdir().expect("temporary directory");
         let path = dir.path().join("log.sqlite");
         let backend =
@@ -382,14 +428,17 @@ mod tests {
             "the log was started over {} times",
             stats.log_restarts
         );
-        assert!(stats.log_pages <= 4 * LIMIT, "{} pages", stats.log_pages);
-        let longest = longest.load(Ordering::Relaxed);
-        let bound = 4 * LIMIT * 4096;
         assert!(
-            longest <= bound,
+            stats.log_bytes <= 4 * LIMIT,
+            "{} KiB after the last commit",
+            stats.log_bytes / 1024
+        );
+        let longest = longest.load(Ordering::Relaxed);
+        assert!(
+            longest <= 4 * LIMIT,
             "the log grew to {} KiB; its limit is {} KiB",
             longest / 1024,
-            LIMIT * 4
+            LIMIT / 1024
         );
     }
 }
