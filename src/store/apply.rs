@@ -4,7 +4,7 @@
 
 use super::attempts::announce as announce_attempt;
 use super::intents::load_for_update;
-use super::sql::{Conn, ConnExt, params};
+use super::sql::{Conn, ConnExt, ToValue, Value, params};
 use super::{Store, StoreError, events, to_i64};
 use crate::domain::{
     AttemptId, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId, Transition, state,
@@ -250,41 +250,44 @@ pub(crate) fn apply_loaded(
     }
     after.indeterminate_since_ms = (transition.to == IntentState::Indeterminate)
         .then(|| after.indeterminate_since_ms.unwrap_or(ctx.now_ms));
-    tx.run(
-        "UPDATE intents SET state = ?2, updated_at_ms = ?3, state_reason = coalesce(?4, state_reason), \
-         indeterminate_since_ms = CASE WHEN ?2 = 'indeterminate' THEN coalesce(indeterminate_since_ms, ?3) ELSE NULL END \
-         WHERE seq = ?1",
-        params![seq, transition.to.as_str(), now, state_reason],
-    )?;
-    if let (Event::Cancel { reason }, Some(by)) = (event, &ctx.cancel_by) {
-        // The first request stands: who asked and why.
-        tx.run(
-            "UPDATE intents SET cancel_requested_at_ms = coalesce(cancel_requested_at_ms, ?2), \
-             cancel_requested_by = coalesce(cancel_requested_by, ?3), \
-             cancel_reason = coalesce(cancel_reason, ?4) WHERE seq = ?1",
-            params![seq, now, by, reason],
-        )?;
-        after.cancel_requested_at_ms = after.cancel_requested_at_ms.or(Some(ctx.now_ms));
-        after.cancel_requested_by = after.cancel_requested_by.or_else(|| Some(by.clone()));
-        after.cancel_reason = after.cancel_reason.or_else(|| Some(reason.clone()));
+
+    // What the event's effects change of the row joins the state's own change in one
+    // `UPDATE`: each statement rewrites the whole row, and an index moves only when a
+    // column it holds is set, so a column is set only when it may change.
+    let mut update = RowUpdate::new(seq, transition.to.as_str(), now);
+    let reason_now = "coalesce(?4, state_reason)";
+    let authorization = match (event, &ctx.authorization) {
+        (Event::Authorized, Some(a)) => Some(a),
+        _ => None,
+    };
+    match authorization {
+        // An approval clears the reason that waited for it.
+        Some(_) => {
+            let awaiting = update.bind(super::outbox::AWAITING_APPROVAL);
+            update.set(format!(
+                "state_reason = CASE WHEN {reason_now} = {awaiting} OR {reason_now} LIKE 'approval lapsed:%' \
+                 THEN NULL ELSE {reason_now} END"
+            ));
+        }
+        None => update.set(format!("state_reason = {reason_now}")),
     }
-    if let (Event::Authorized, Some(a)) = (event, &ctx.authorization) {
-        tx.run(
-            "UPDATE intents SET authorization_version = ?2, approver = ?3, authorized_at_ms = ?4, \
-             authorization_expires_at_ms = ?5, policy_version = ?6, \
-             state_reason = CASE WHEN state_reason = ?7 OR state_reason LIKE 'approval lapsed:%' \
-                 THEN NULL ELSE state_reason END \
-             WHERE seq = ?1",
-            params![
-                seq,
-                a.version,
-                a.approver,
-                now,
-                a.expires_at_ms.map(to_i64),
-                a.policy_version,
-                super::outbox::AWAITING_APPROVAL
-            ],
-        )?;
+    update.reason(state_reason.as_deref());
+    if transition.to == IntentState::Indeterminate || intent.indeterminate_since_ms.is_some() {
+        update.set(
+            "indeterminate_since_ms = CASE WHEN ?2 = 'indeterminate' \
+             THEN coalesce(indeterminate_since_ms, ?3) ELSE NULL END"
+                .to_string(),
+        );
+    }
+    if let Some(a) = authorization {
+        let version = update.bind(a.version.as_str());
+        let approver = update.bind(a.approver.as_str());
+        let expires = update.bind(a.expires_at_ms.map(to_i64));
+        let policy = update.bind(a.policy_version.clone());
+        update.set(format!(
+            "authorization_version = {version}, approver = {approver}, authorized_at_ms = ?3, \
+             authorization_expires_at_ms = {expires}, policy_version = {policy}"
+        ));
         after.authorization_version = Some(a.version.clone());
         after.approver = Some(a.approver.clone());
         after.authorized_at_ms = Some(ctx.now_ms);
@@ -296,14 +299,16 @@ pub(crate) fn apply_loaded(
             after.state_reason = None;
         }
     }
-
+    let mut dispatch = None;
+    let mut receipt = None;
     for effect in &transition.effects {
         match effect {
             Effect::EnqueueDispatch => {
                 let plan = ctx.dispatch.as_ref().ok_or_else(|| {
                     StoreError::Conflict("a dispatch needs an attempt id".to_string())
                 })?;
-                enqueue_dispatch(tx, seq, intent, plan, now)?;
+                update.set("attempts = attempts + 1".to_string());
+                dispatch = Some(plan);
                 attempt_id = Some(plan.attempt_id.clone());
                 after.attempts += 1;
                 if !after.providers.contains(&intent.connector) {
@@ -321,29 +326,49 @@ pub(crate) fn apply_loaded(
                     source: "operator",
                     event_id: None,
                 });
-                tx.run(
-                    "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)",
-                    params![
-                        source.receipt_id.as_str(),
-                        seq,
-                        intent.action_key.as_str(),
-                        source.downstream_id,
-                        source.source,
-                        source.event_id,
-                        now
-                    ],
-                )?;
-                tx.run(
-                    "UPDATE intents SET receipt_id = ?2, downstream_ref = ?3, committed_at_ms = ?4 WHERE seq = ?1",
-                    params![seq, source.receipt_id.as_str(), source.downstream_id, now],
-                )?;
+                let id = update.bind(source.receipt_id.to_string());
+                let downstream = update.bind(source.downstream_id.clone());
+                update.set(format!(
+                    "receipt_id = {id}, downstream_ref = {downstream}, committed_at_ms = ?3"
+                ));
                 after.receipt_id = Some(source.receipt_id.to_string());
-                after.downstream_ref = Some(source.downstream_id);
+                after.downstream_ref = Some(source.downstream_id.clone());
                 after.committed_at_ms = Some(ctx.now_ms);
+                receipt = Some(source);
             }
             Effect::ScheduleLookup | Effect::SurfaceReason { .. } => {}
         }
+    }
+    update.run(tx)?;
+    if let (Event::Cancel { reason }, Some(by)) = (event, &ctx.cancel_by) {
+        // The first request stands: who asked and why.
+        tx.run(
+            "UPDATE intents SET cancel_requested_at_ms = coalesce(cancel_requested_at_ms, ?2), \
+             cancel_requested_by = coalesce(cancel_requested_by, ?3), \
+             cancel_reason = coalesce(cancel_reason, ?4) WHERE seq = ?1",
+            params![seq, now, by, reason],
+        )?;
+        after.cancel_requested_at_ms = after.cancel_requested_at_ms.or(Some(ctx.now_ms));
+        after.cancel_requested_by = after.cancel_requested_by.or_else(|| Some(by.clone()));
+        after.cancel_reason = after.cancel_reason.or_else(|| Some(reason.clone()));
+    }
+    if let Some(plan) = dispatch {
+        enqueue_dispatch(tx, seq, intent, plan, now)?;
+    }
+    if let Some(source) = receipt {
+        tx.run(
+            "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)",
+            params![
+                source.receipt_id.as_str(),
+                seq,
+                intent.action_key.as_str(),
+                source.downstream_id,
+                source.source,
+                source.event_id,
+                now
+            ],
+        )?;
     }
 
     if transition.to.is_terminal() {
@@ -411,6 +436,45 @@ pub(crate) fn withdraw_pending(
     Ok(count)
 }
 
+/// One `UPDATE` of an intent's row, built from the parts an event changes: `?1` is the row,
+/// `?2` the new state, `?3` the time, `?4` the reason given (or none); a part's other values
+/// are bound after them, numbered in order.
+struct RowUpdate {
+    sets: Vec<String>,
+    values: Vec<Value>,
+}
+
+impl RowUpdate {
+    fn new(seq: i64, state: &str, now: i64) -> Self {
+        RowUpdate {
+            sets: vec!["state = ?2".to_string(), "updated_at_ms = ?3".to_string()],
+            values: vec![seq.into(), state.into(), now.into(), Value::Null],
+        }
+    }
+
+    /// The reason the state changed, as `?4`.
+    fn reason(&mut self, reason: Option<&str>) {
+        self.values[3] = reason.into();
+    }
+
+    /// Bind a value; its placeholder.
+    fn bind(&mut self, value: impl Into<Value>) -> String {
+        self.values.push(value.into());
+        format!("?{}", self.values.len())
+    }
+
+    fn set(&mut self, assignment: String) {
+        self.sets.push(assignment);
+    }
+
+    fn run(&self, tx: &dyn Conn) -> Result<(), StoreError> {
+        let sql = format!("UPDATE intents SET {} WHERE seq = ?1", self.sets.join(", "));
+        let values: Vec<&dyn ToValue> = self.values.iter().map(|v| v as &dyn ToValue).collect();
+        tx.run(&sql, &values)?;
+        Ok(())
+    }
+}
+
 fn enqueue_dispatch(
     tx: &dyn Conn,
     seq: i64,
@@ -435,10 +499,6 @@ fn enqueue_dispatch(
     tx.run(
         "INSERT INTO intent_providers (provider, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
         params![intent.connector, seq],
-    )?;
-    tx.run(
-        "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
-        params![seq],
     )?;
     tx.run(
         "INSERT INTO outbox (intent_seq, attempt_seq, action_key, connector, operation, payload_json, status, \

@@ -537,6 +537,16 @@ fn finish_in(
         ],
     )?;
     let crossed = match finish.sent {
+        // A dispatch that was sent crossed, whatever the others did: no need to look at
+        // them, and the claim that sent it has usually marked the intent already (then
+        // nothing is written).
+        Some(true) if before.kind == AttemptKind::Dispatch => {
+            tx.run(
+                "UPDATE intents SET crossed = 1 WHERE seq = ?1 AND crossed = 0",
+                params![seq],
+            )?;
+            Some(true)
+        }
         // Whether anything may have crossed the action boundary is recomputed from every
         // dispatch attempt, so a proved non-send clears only its own attempt.
         Some(_) => Some(tx.one(

@@ -62,6 +62,12 @@ impl From<i64> for Value {
     }
 }
 
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
 macro_rules! int_value {
     ($($t:ty),*) => {$(
         impl ToValue for $t {
