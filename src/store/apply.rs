@@ -355,20 +355,8 @@ pub(crate) fn apply_loaded(
     if let Some(plan) = dispatch {
         enqueue_dispatch(tx, seq, intent, plan, now)?;
     }
-    if let Some(source) = receipt {
-        tx.run(
-            "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)",
-            params![
-                source.receipt_id.as_str(),
-                seq,
-                intent.action_key.as_str(),
-                source.downstream_id,
-                source.source,
-                source.event_id,
-                now
-            ],
-        )?;
+    if let Some(source) = &receipt {
+        super::receipts::insert(tx, seq, intent, source, true, ctx.now_ms)?;
     }
 
     if transition.to.is_terminal() {

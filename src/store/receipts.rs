@@ -184,6 +184,32 @@ impl Receipts for Store {
     }
 }
 
+/// Keep a receipt of the intent `seq`; `authoritative` when it is the one that commits it.
+pub(crate) fn insert(
+    tx: &dyn Conn,
+    seq: i64,
+    intent: &Intent,
+    source: &ReceiptSource,
+    authoritative: bool,
+    now_ms: u64,
+) -> Result<(), StoreError> {
+    tx.run(
+        "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            source.receipt_id.as_str(),
+            seq,
+            intent.action_key.as_str(),
+            source.downstream_id,
+            source.source,
+            source.event_id,
+            authoritative,
+            to_i64(now_ms)
+        ],
+    )?;
+    Ok(())
+}
+
 fn observe_in(
     tx: &dyn Conn,
     intent_id: &IntentId,
@@ -223,19 +249,7 @@ fn observe_loaded(
             Ok(ReceiptObservation::AlreadyCommitted)
         }
         state => {
-            tx.run(
-                "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)",
-                params![
-                    source.receipt_id.as_str(),
-                    seq,
-                    intent.action_key.as_str(),
-                    source.downstream_id,
-                    source.source,
-                    source.event_id,
-                    to_i64(now_ms)
-                ],
-            )?;
+            insert(tx, seq, intent, source, false, now_ms)?;
             // The intent's detail now shows one more receipt (a duplicate effect, or one
             // that contradicts its state): followers of the change feed reload it.
             super::events::announce_intent(tx, intent_id, now_ms)?;
