@@ -254,7 +254,7 @@ pub(crate) fn apply_loaded(
     // What the event's effects change of the row joins the state's own change in one
     // `UPDATE`: each statement rewrites the whole row, and an index moves only when a
     // column it holds is set, so a column is set only when it may change.
-    let mut update = RowUpdate::new(seq, transition.to.as_str(), now);
+    let mut update = RowUpdate::new(seq, transition.to.as_str(), now, state_reason.as_deref());
     let reason_now = "coalesce(?4, state_reason)";
     let authorization = match (event, &ctx.authorization) {
         (Event::Authorized, Some(a)) => Some(a),
@@ -271,7 +271,6 @@ pub(crate) fn apply_loaded(
         }
         None => update.set(format!("state_reason = {reason_now}")),
     }
-    update.reason(state_reason.as_deref());
     if transition.to == IntentState::Indeterminate || intent.indeterminate_since_ms.is_some() {
         update.set(
             "indeterminate_since_ms = CASE WHEN ?2 = 'indeterminate' \
@@ -433,16 +432,11 @@ struct RowUpdate {
 }
 
 impl RowUpdate {
-    fn new(seq: i64, state: &str, now: i64) -> Self {
+    fn new(seq: i64, state: &str, now: i64, reason: Option<&str>) -> Self {
         RowUpdate {
             sets: vec!["state = ?2".to_string(), "updated_at_ms = ?3".to_string()],
-            values: vec![seq.into(), state.into(), now.into(), Value::Null],
+            values: vec![seq.into(), state.into(), now.into(), reason.into()],
         }
-    }
-
-    /// The reason the state changed, as `?4`.
-    fn reason(&mut self, reason: Option<&str>) {
-        self.values[3] = reason.into();
     }
 
     /// Bind a value; its placeholder.

@@ -43,7 +43,7 @@ pub(super) const BUSY_TIMEOUT_MS: u64 = 10_000;
 /// entry in each of its indexes), and each page one touches is copied whole: into its
 /// savepoint's journal, into the log at commit, and into the file at the checkpoint. Half
 /// of SQLite's default halves those copies for a few more pages on the deeper trees:
-/// whole orders ran 12 % faster and the log per order shrank by a third (BENCHMARKS.md).
+/// whole orders ran 14 % faster and the log per order shrank by a third (BENCHMARKS.md).
 pub(super) const PAGE_SIZE: i64 = 2048;
 
 /// A connection to the file with its pragmas set and its schema brought up to date.
