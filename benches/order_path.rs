@@ -3,10 +3,11 @@
 //! webhook, each in group commits of [`GROUP`] writes as under load, on one thread, with no
 //! HTTP and no downstream. It prints the writer's time and the log it writes per step.
 //!
-//! Run: `cargo bench --bench order_path [-- ORDERS]` (20,000 orders by default). The file is
-//! synced at checkpoints only (`process_crash`), as the writer's own connection commits when
-//! a syncer of its own answers the writes (`store::sqlite::sync`): the sync is not the
-//! writer's time.
+//! Run: `cargo bench --bench order_path [-- ORDERS]` (20,000 orders by default);
+//! `STATEMENTS=1` adds each step's costliest statements, `STATEMENTS=full` all of them
+//! whole. The file is synced at checkpoints only (`process_crash`), as the writer's own
+//! connection commits when a syncer of its own answers the writes (`store::sqlite::sync`):
+//! the sync is not the writer's time.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -191,13 +192,20 @@ fn print_statements(step: &str, costs: &HashMap<String, (u64, Duration)>) {
     let mut rows: Vec<_> = costs.iter().collect();
     rows.sort_by_key(|(_, (_, took))| std::cmp::Reverse(*took));
     println!("  {step}: the statements' time, {:.1?} in all", total);
-    for (sql, (runs, took)) in rows.into_iter().take(12) {
+    // `STATEMENTS=full` prints every statement whole (to EXPLAIN them), not the first 12 cut.
+    let full = std::env::var("STATEMENTS").is_ok_and(|v| v == "full");
+    let (shown, width) = if full {
+        (usize::MAX, usize::MAX)
+    } else {
+        (12, 110)
+    };
+    for (sql, (runs, took)) in rows.into_iter().take(shown) {
         let text: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
         println!(
             "    {:5.1}% {:>8.1} µs x{runs:<7} {}",
             100.0 * took.as_secs_f64() / total.as_secs_f64().max(1e-9),
             took.as_secs_f64() * 1e6 / *runs as f64,
-            text.chars().take(110).collect::<String>()
+            text.chars().take(width).collect::<String>()
         );
     }
 }
