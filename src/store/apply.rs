@@ -402,15 +402,25 @@ pub(crate) fn withdraw_pending(
     why: &str,
     now_ms: u64,
 ) -> Result<u32, StoreError> {
-    let withdrawn: Vec<String> = tx.rows(
-        "UPDATE outbox SET status = 'withdrawn', done_at_ms = ?2 \
-         WHERE status = 'pending' AND intent_seq = ?1 \
-         RETURNING (SELECT id FROM attempts a WHERE a.seq = outbox.attempt_seq)",
-        params![seq, to_i64(now_ms)],
-        |r| r.get(0),
+    // Read first, then withdraw each send that is still planned: most intents reach a final
+    // state with nothing planned, and an `UPDATE … RETURNING` would build a temporary b-tree
+    // for them all the same. The update's own condition decides a race with a claim.
+    let planned: Vec<(i64, String)> = tx.rows(
+        "SELECT o.seq, a.id FROM outbox o JOIN attempts a ON a.seq = o.attempt_seq \
+         WHERE o.intent_seq = ?1 AND o.status = 'pending'",
+        params![seq],
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    let count = u32::try_from(withdrawn.len()).unwrap_or(u32::MAX);
-    for attempt in withdrawn {
+    let mut count = 0u32;
+    for (outbox_seq, attempt) in planned {
+        let withdrawn = tx.run(
+            "UPDATE outbox SET status = 'withdrawn', done_at_ms = ?2 WHERE seq = ?1 AND status = 'pending'",
+            params![outbox_seq, to_i64(now_ms)],
+        )?;
+        if withdrawn == 0 {
+            continue;
+        }
+        count = count.saturating_add(1);
         let attempt: AttemptId = attempt.parse()?;
         tx.run(
             "UPDATE attempts SET outcome = 'abandoned', sent = 0, ended_at_ms = ?2, detail = ?3 \
@@ -464,9 +474,9 @@ fn enqueue_dispatch(
     plan: &DispatchPlan,
     now: i64,
 ) -> Result<(), StoreError> {
-    let attempt_seq: i64 = tx.one(
+    let attempt_seq: i64 = tx.insert_seq(
         "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, release_id, outcome, presented_key, started_at_ms) \
-         VALUES (?1, ?2, ?3, 'dispatch', ?4, ?5, 'pending', ?6, ?7) RETURNING seq",
+         VALUES (?1, ?2, ?3, 'dispatch', ?4, ?5, 'pending', ?6, ?7)",
         params![
             plan.attempt_id.as_str(),
             seq,
@@ -476,7 +486,6 @@ fn enqueue_dispatch(
             intent.action_key.as_str(),
             now
         ],
-        |r| r.get(0),
     )?;
     tx.run(
         "INSERT INTO intent_providers (provider, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING",

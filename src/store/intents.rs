@@ -313,13 +313,13 @@ impl Intents for Store {
         }
         let action_key = ActionKey::new(&new.operation, &new.tenant, &new.id);
         let now = to_i64(new.created_at_ms);
-        let seq: i64 = tx.one(
+        let seq: i64 = tx.insert_seq(
             "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
              canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, \
              max_attempts, created_at_ms, updated_at_ms, deadline_at_ms, key_retention_secs, retry_owner, \
              created_by, workflow_id, parent_intent_id, supersedes) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 'prepared', ?17, ?18, ?18, ?19, ?20, ?21, \
-             ?22, ?23, ?24, ?25) RETURNING seq",
+             ?22, ?23, ?24, ?25)",
             params![
                 new.id.as_str(),
                 new.tenant.as_str(),
@@ -347,7 +347,6 @@ impl Intents for Store {
                 new.links.parent_intent_id.as_ref().map(IntentId::as_str),
                 new.links.supersedes.as_ref().map(IntentId::as_str),
             ],
-            |r| r.get(0),
         )?;
         // The key's unique index decides a race between coordinators: one that finds the key
         // taken meanwhile (it waited for the other's commit) drops its intent and answers

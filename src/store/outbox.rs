@@ -199,10 +199,17 @@ impl Outbox for Store {
                     Ok(terms) => terms_sent = Some(terms),
                 }
             }
-            let fence: u32 = tx.one(
+            // The row is this transaction's (the single writer's, or locked by the select
+            // above), so the count read back is the one this claim made. Not `RETURNING`:
+            // SQLite builds a temporary b-tree for it at every run.
+            tx.run(
                 "UPDATE outbox SET status = 'claimed', claimed_by = ?2, claim_expires_at_ms = ?3, \
-                 claims = claims + 1 WHERE seq = ?1 RETURNING claims",
+                 claims = claims + 1 WHERE seq = ?1",
                 params![outbox_seq, worker, to_i64(lease_expires_at_ms)],
+            )?;
+            let fence: u32 = tx.one(
+                "SELECT claims FROM outbox WHERE seq = ?1",
+                params![outbox_seq],
                 |r| r.get(0),
             )?;
             // What the send crosses under is kept with it: the resource and retention with

@@ -126,14 +126,23 @@ impl Receipts for Store {
                 });
             }
         };
-        let seen: Option<u32> = tx
-            .one(
-                "UPDATE webhook_events SET deliveries = deliveries + 1 \
-                 WHERE connector = ?1 AND action_key = ?2 AND event_id = ?3 RETURNING deliveries",
+        // Most deliveries are the first: the update finds nothing and nothing is read back
+        // (not `RETURNING`, which makes SQLite build a temporary b-tree at every run).
+        let again = tx.run(
+            "UPDATE webhook_events SET deliveries = deliveries + 1 \
+             WHERE connector = ?1 AND action_key = ?2 AND event_id = ?3",
+            params![connector, action_key.as_str(), event_id],
+        )?;
+        let seen: Option<u32> = if again == 0 {
+            None
+        } else {
+            Some(tx.one(
+                "SELECT deliveries FROM webhook_events \
+                 WHERE connector = ?1 AND action_key = ?2 AND event_id = ?3",
                 params![connector, action_key.as_str(), event_id],
                 |r| r.get(0),
-            )
-            .optional()?;
+            )?)
+        };
         if let Some(deliveries) = seen {
             tx.commit()?;
             return Ok(WebhookOutcome::Duplicate { deliveries });

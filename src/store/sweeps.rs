@@ -13,13 +13,18 @@ fn ids(rows: Vec<String>) -> Result<Vec<IntentId>, StoreError> {
         .collect()
 }
 
+/// The open states, written as the partial index `intents_open_deadline` is (migration 13):
+/// a query uses that index only when its condition is the index's own.
+const OPEN: &str =
+    "(state = 'new' OR state = 'prepared' OR state = 'authorized' OR state = 'executing')";
+
 /// Open intents past their deadline, earliest first, through the partial index
-/// `intents_open_deadline` (its state list is this one), so the sweep reads open intents
-/// only. SQLite is told to: left to itself it walks the whole deadline index.
+/// `intents_open_deadline`, so the sweep reads open intents only. SQLite is told to: left to
+/// itself it walks the whole deadline index.
 fn overdue_sql(dialect: Dialect) -> String {
     format!(
-        "SELECT id FROM intents {} WHERE deadline_at_ms <= ?1 \
-         AND state IN ('new', 'prepared', 'authorized', 'executing') ORDER BY deadline_at_ms LIMIT ?2",
+        "SELECT id FROM intents {} WHERE deadline_at_ms <= ?1 AND {OPEN} \
+         ORDER BY deadline_at_ms LIMIT ?2",
         dialect.index_hint("INDEXED BY intents_open_deadline")
     )
 }
