@@ -3,7 +3,9 @@
 
 use super::sql::{Conn, ConnExt, Optional, Row, params};
 use super::{Store, StoreError, events, to_i64};
-use crate::domain::{ActionKey, ConsequenceTier, IntentId, Locale, RetryOwner, Tenant};
+use crate::domain::{
+    ActionKey, ConsequenceTier, IntentId, IntentState, Locale, RetryOwner, Tenant,
+};
 use crate::wire::Intent;
 
 /// A validated intent as the ingest API hands it to the store.
@@ -89,22 +91,32 @@ pub enum CreateOutcome {
     Link(LinkRefusal),
 }
 
+/// Whether a pause holds the intent `i`: one of its tenant, tool, operation, the intent
+/// itself, or a provider it was sent to (its connector, or one an attempt named).
+macro_rules! paused_condition {
+    () => {
+        "EXISTS (SELECT 1 FROM pauses z WHERE z.resumed_at_ms IS NULL \
+        AND (z.tenant IS NULL OR z.tenant = i.tenant) AND (z.tool IS NULL OR z.tool = i.tool) \
+        AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
+        AND (z.provider IS NULL OR z.provider = i.connector \
+             OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider)))"
+    };
+}
+
 /// The columns every intent query selects, in the order [`intent_from_row`] reads them.
-pub(crate) const INTENT_COLUMNS: &str = "i.seq, i.id, i.tenant, i.caller_key, i.actor, i.purpose, i.operation, \
+pub(crate) const INTENT_COLUMNS: &str = concat!(
+    "i.seq, i.id, i.tenant, i.caller_key, i.actor, i.purpose, i.operation, \
      i.tool, i.tier, i.args_hash, i.release_id, i.locale, i.connector, i.action_key, i.state, i.state_reason, \
      i.authorization_version, i.approver, i.authorized_at_ms, i.authorization_expires_at_ms, i.attempts, \
      i.max_attempts, i.created_at_ms, i.updated_at_ms, i.deadline_at_ms, i.indeterminate_since_ms, \
      i.committed_at_ms, i.first_dispatch_at_ms, i.key_retention_secs, i.receipt_id, i.downstream_ref, \
      i.retry_owner, \
-     (SELECT string_agg(provider, ',') FROM intent_providers p WHERE p.intent_seq = i.seq), \
-     EXISTS (SELECT 1 FROM pauses z WHERE z.resumed_at_ms IS NULL \
-        AND (z.tenant IS NULL OR z.tenant = i.tenant) AND (z.tool IS NULL OR z.tool = i.tool) \
-        AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
-        AND (z.provider IS NULL OR z.provider = i.connector \
-             OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider))), \
-     i.crossed, i.lookups, i.last_lookup_at_ms, i.next_lookup_at_ms, i.lookups_exhausted_at_ms, \
+     (SELECT string_agg(provider, ',') FROM intent_providers p WHERE p.intent_seq = i.seq), ",
+    paused_condition!(),
+    ", i.crossed, i.lookups, i.last_lookup_at_ms, i.next_lookup_at_ms, i.lookups_exhausted_at_ms, \
      i.created_by, i.policy_version, i.cancel_requested_at_ms, i.cancel_requested_by, i.cancel_reason, \
-     i.workflow_id, i.parent_intent_id, i.supersedes, i.superseded_by";
+     i.workflow_id, i.parent_intent_id, i.supersedes, i.superseded_by"
+);
 
 /// How many columns [`INTENT_COLUMNS`] selects: a query selecting more after them reads
 /// its own from this index on.
@@ -173,6 +185,61 @@ pub(crate) fn intent_from_row(row: &Row<'_>) -> Result<(i64, Intent), StoreError
         superseded_by: parse_opt(row.get(47)?)?,
     };
     Ok((row.get(0)?, intent))
+}
+
+/// The intent a create wrote, as [`intent_from_row`] would read its row back.
+fn created(new: &NewIntent, action_key: ActionKey, paused: bool) -> Intent {
+    Intent {
+        id: new.id.clone(),
+        tenant: new.tenant.clone(),
+        caller_key: new.caller_key.clone(),
+        actor: new.actor.clone(),
+        purpose: new.purpose.clone(),
+        operation: new.operation.clone(),
+        tool: new.tool.clone(),
+        consequence: new.tier,
+        args: None,
+        canonical_args: None,
+        canonical_args_hash: new.args_hash.clone(),
+        release_id: new.release_id.clone(),
+        locale: new.locale,
+        connector: new.connector.clone(),
+        action_key,
+        state: IntentState::Prepared,
+        state_reason: None,
+        authorization_version: None,
+        approver: None,
+        authorized_at_ms: None,
+        authorization_expires_at_ms: None,
+        attempts: 0,
+        max_attempts: new.max_attempts,
+        created_at_ms: new.created_at_ms,
+        updated_at_ms: new.created_at_ms,
+        deadline_at_ms: new.deadline_at_ms,
+        indeterminate_since_ms: None,
+        committed_at_ms: None,
+        first_dispatch_at_ms: None,
+        key_retention_secs: new.key_retention_secs,
+        receipt_id: None,
+        downstream_ref: None,
+        retry_owner: RetryOwner::of(new.tier),
+        providers: Vec::new(),
+        paused,
+        may_have_crossed_boundary: false,
+        lookups: 0,
+        last_lookup_at_ms: None,
+        next_lookup_at_ms: None,
+        lookups_exhausted_at_ms: None,
+        created_by: Some(new.principal.clone()),
+        policy_version: None,
+        cancel_requested_at_ms: None,
+        cancel_requested_by: None,
+        cancel_reason: None,
+        workflow_id: new.links.workflow_id.clone(),
+        parent_intent_id: new.links.parent_intent_id.clone(),
+        supersedes: new.links.supersedes.clone(),
+        superseded_by: None,
+    }
 }
 
 fn parse_opt(raw: Option<String>) -> Result<Option<IntentId>, StoreError> {
@@ -368,7 +435,24 @@ impl Intents for Store {
         if let Some(old) = &new.links.supersedes {
             supersede(&tx, old, new)?;
         }
-        let intent = events::announce_intent(&tx, &new.id, new.created_at_ms)?;
+        // The new intent is answered as it was written, not read back: only whether a pause
+        // holds it is asked of the database.
+        let paused: bool = tx.one(
+            concat!(
+                "SELECT ",
+                paused_condition!(),
+                " FROM intents i WHERE i.seq = ?1"
+            ),
+            params![seq],
+            |r| r.get(0),
+        )?;
+        let intent = created(new, action_key, paused);
+        #[cfg(debug_assertions)]
+        {
+            let (_, stored) = load(&tx, &new.id)?;
+            debug_assert_eq!(intent, stored, "the intent as created differs from its row");
+        }
+        events::append_ref(&tx, "intent", &new.tenant, &new.id, "", new.created_at_ms)?;
         tx.commit()?;
         Ok(CreateOutcome::Created(intent))
     }
