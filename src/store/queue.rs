@@ -153,7 +153,9 @@ impl WriteQueue {
     }
 
     /// Note the log's length after a commit, in bytes; a log shorter than the last one
-    /// noted was started over.
+    /// noted was started over. Not only the writer's restarts past the limit count: SQLite
+    /// starts the log over by itself at the first commit after a copy took all of it while
+    /// no read was on it (so a fresh file shows one soon after its first writes).
     pub fn logged(&self, bytes: u64) {
         let before = self.counters.log_bytes.swap(bytes, Ordering::Relaxed);
         if bytes < before {
