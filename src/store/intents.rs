@@ -2,7 +2,7 @@
 //! replaying it), reading one intent, and the row mapping every intent query shares.
 
 use super::sql::{Conn, ConnExt, Optional, Row, params};
-use super::{Store, StoreError, events, to_i64};
+use super::{Store, StoreError, events, to_i64, to_u64};
 use crate::domain::{
     ActionKey, ConsequenceTier, IntentId, IntentState, Locale, RetryOwner, Tenant,
 };
@@ -219,7 +219,8 @@ fn created(new: &NewIntent, action_key: ActionKey, paused: bool) -> Intent {
         indeterminate_since_ms: None,
         committed_at_ms: None,
         first_dispatch_at_ms: None,
-        key_retention_secs: new.key_retention_secs,
+        // As stored: a column holds at most `i64::MAX`.
+        key_retention_secs: new.key_retention_secs.map(|s| to_u64(to_i64(s))),
         receipt_id: None,
         downstream_ref: None,
         retry_owner: RetryOwner::of(new.tier),

@@ -336,7 +336,14 @@ pub trait ConnExt: Conn {
     fn insert_seq(&self, sql: &str, params: &[&dyn ToValue]) -> Result<i64, StoreError> {
         match self.dialect() {
             Dialect::Sqlite => {
-                self.run(sql, params)?;
+                // A statement that inserted nothing (a conflict it was told to ignore) would
+                // leave an older row's number to be read.
+                let inserted = self.run(sql, params)?;
+                if inserted != 1 {
+                    return Err(StoreError::Corrupt(format!(
+                        "an insert that should make one row made {inserted}"
+                    )));
+                }
                 self.one("SELECT last_insert_rowid()", &[], |r| r.get(0))
             }
             Dialect::Postgres => self.one(&format!("{sql} RETURNING seq"), params, |r| r.get(0)),
