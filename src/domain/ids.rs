@@ -35,12 +35,14 @@ pub enum IdError {
 const CROCKFORD: &[u8; 32] = b"0123456789abcdefghjkmnpqrstvwxyz";
 const BODY_LEN: usize = 26;
 
-fn encode_body(at_ms: u64, entropy: u128) -> String {
+/// `prefix` followed by the body for `at_ms` and `entropy`, in one allocation.
+fn encode(prefix: &str, at_ms: u64, entropy: u128) -> String {
     // 128 bits: 48 bits of time, then 80 bits of entropy.
     let value: u128 =
         ((u128::from(at_ms) & 0xFFFF_FFFF_FFFF) << 80) | (entropy & ((1u128 << 80) - 1));
-    let mut out = [0u8; BODY_LEN];
-    for (i, slot) in out.iter_mut().enumerate() {
+    let mut out = String::with_capacity(prefix.len() + BODY_LEN);
+    out.push_str(prefix);
+    for i in 0..BODY_LEN {
         // 26 * 5 = 130 bits; the first character carries only the top 3 bits.
         let shift = 5 * (BODY_LEN - 1 - i);
         let digit = if shift >= 128 {
@@ -48,14 +50,26 @@ fn encode_body(at_ms: u64, entropy: u128) -> String {
         } else {
             (value >> shift) & 0x1F
         };
-        *slot = CROCKFORD[digit as usize];
+        out.push(char::from(CROCKFORD[digit as usize]));
     }
-    out.iter().map(|&b| b as char).collect()
+    out
 }
+
+/// Which bytes are digits of [`CROCKFORD`]: looked up, not searched for (every intent read
+/// from the store parses its ids).
+const IS_DIGIT: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < CROCKFORD.len() {
+        table[CROCKFORD[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 fn valid_body(body: &str) -> bool {
     body.len() == BODY_LEN
-        && body.bytes().all(|b| CROCKFORD.contains(&b))
+        && body.bytes().all(|b| IS_DIGIT[usize::from(b)])
         && body.as_bytes()[0] <= b'7'
 }
 
@@ -108,7 +122,7 @@ macro_rules! prefixed_id {
 
             /// A new id created at `at_ms` (unix milliseconds) with the given entropy.
             pub fn generate(at_ms: u64, entropy: u128) -> Self {
-                Self(format!("{}{}", $prefix, encode_body(at_ms, entropy)))
+                Self(encode($prefix, at_ms, entropy))
             }
 
             pub fn as_str(&self) -> &str {
@@ -128,11 +142,15 @@ macro_rules! prefixed_id {
                 let Some(body) = trimmed.strip_prefix($prefix) else {
                     return Err(IdError::WrongPrefix { expected: $prefix, got: clip(trimmed) });
                 };
-                let body = body.to_ascii_lowercase();
-                if !valid_body(&body) {
+                // One allocation: the prefix and the body, lowercased where it lies.
+                let mut id = String::with_capacity(trimmed.len());
+                id.push_str($prefix);
+                id.push_str(body);
+                id[$prefix.len()..].make_ascii_lowercase();
+                if !valid_body(&id[$prefix.len()..]) {
                     return Err(IdError::Malformed { got: clip(trimmed) });
                 }
-                Ok(Self(format!("{}{}", $prefix, body)))
+                Ok(Self(id))
             }
         }
 
@@ -190,7 +208,7 @@ impl CommandId {
 
     /// A new id in the console's form, `cmd_` and 26 characters of time and entropy.
     pub fn generate(at_ms: u64, entropy: u128) -> Self {
-        Self(format!("cmd_{}", encode_body(at_ms, entropy)))
+        Self(encode("cmd_", at_ms, entropy))
     }
 
     pub fn as_str(&self) -> &str {
@@ -360,8 +378,10 @@ impl FromStr for ActionKey {
     type Err = IdError;
     fn from_str(s: &str) -> Result<Self, IdError> {
         let bad = || IdError::BadActionKey { got: clip(s) };
-        let parts: Vec<&str> = s.trim().split(':').collect();
-        let [prefix, tenant, intent] = parts.as_slice() else {
+        let mut parts = s.trim().split(':');
+        let (Some(prefix), Some(tenant), Some(intent), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             return Err(bad());
         };
         let prefix_ok = (1..=8).contains(&prefix.len())
@@ -373,7 +393,7 @@ impl FromStr for ActionKey {
         }
         let tenant: Tenant = tenant.parse().map_err(|_| bad())?;
         let intent: IntentId = intent.parse().map_err(|_| bad())?;
-        Ok(Self(format!("{prefix}:{tenant}:{intent}")))
+        Ok(Self([prefix, tenant.as_str(), intent.as_str()].join(":")))
     }
 }
 
@@ -434,6 +454,41 @@ mod tests {
         ] {
             assert!(bad.parse::<IntentId>().is_err(), "{bad} should be refused");
         }
+    }
+
+    #[test]
+    fn an_id_is_read_whatever_its_case_and_surrounding_space() {
+        let id = IntentId::generate(1_764_489_600_000, 0xDEAD_BEEF);
+        let shouted = format!(
+            "  int_{}\n",
+            id.as_str()["int_".len()..].to_ascii_uppercase()
+        );
+        assert_eq!(shouted.parse::<IntentId>().expect("parses"), id);
+        // A body of the right length in bytes but not of the alphabet, multi-byte included.
+        let body = &id.as_str()["int_".len()..];
+        for bad in [
+            format!("int_é{}", &body[2..]),
+            format!("int_{}I", &body[1..]),
+        ] {
+            assert!(bad.parse::<IntentId>().is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn an_action_key_has_exactly_three_parts() {
+        let intent = IntentId::generate(5, 7);
+        for bad in [
+            "po:acme".to_string(),
+            format!("po:acme:{intent}:x"),
+            format!(":po:acme:{intent}"),
+        ] {
+            assert!(bad.parse::<ActionKey>().is_err(), "{bad} should be refused");
+        }
+        let spaced = format!(" po:acme:{intent} ");
+        assert_eq!(
+            spaced.parse::<ActionKey>().expect("parses").as_str(),
+            spaced.trim()
+        );
     }
 
     #[test]
