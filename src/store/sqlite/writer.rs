@@ -326,6 +326,65 @@ mod tests {
         }
     }
 
+    /// A write that touches thousands of pages and then fails is undone whole, and the
+    /// writes queued beside it are kept. (Its savepoint's journal holds a copy of every page
+    /// it touched; kept in memory, however large: a build that let it spill to a temporary
+    /// file past 1 MiB failed this write as "database or disk is full".)
+    #[tokio::test]
+    async fn a_failed_write_of_thousands_of_pages_is_undone_whole() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("large.sqlite");
+        let db = Db::new(Arc::new(
+            SqliteBackend::open(&path, Durability::ProcessCrash).expect("open"),
+        ));
+        // About 4 MiB of rows: 2,000 pages.
+        db.write(|s| {
+            s.conn().run(
+                "CREATE TABLE wide (n INTEGER PRIMARY KEY, body TEXT NOT NULL)",
+                params![],
+            )?;
+            s.conn().run(
+                "WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < 4000) \
+                 INSERT INTO wide SELECT n, printf('%.1000c', 'a') FROM k",
+                params![],
+            )?;
+            Ok(())
+        })
+        .await
+        .expect("rows");
+        let before = db.write(|s| {
+            s.conn()
+                .run("UPDATE wide SET body = 'b' WHERE n = 1", params![])
+        });
+        let large = db.write(|s| {
+            s.conn()
+                .run("UPDATE wide SET body = printf('%.1000c', 'z')", params![])?;
+            Err::<(), _>(StoreError::Conflict("changed its mind".into()))
+        });
+        let after = db.write(|s| {
+            s.conn()
+                .run("UPDATE wide SET body = 'c' WHERE n = 4000", params![])
+        });
+        let (before, large, after) = tokio::join!(before, large, after);
+        assert_eq!((before.expect("before"), after.expect("after")), (1, 1));
+        assert!(matches!(large, Err(StoreError::Conflict(_))), "{large:?}");
+        let bodies: Vec<(String, i64)> = db
+            .read(|s| {
+                s.conn().rows(
+                    "SELECT substr(body, 1, 1), count(*) FROM wide GROUP BY 1 ORDER BY 1",
+                    params![],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+            })
+            .await
+            .expect("bodies");
+        assert_eq!(
+            bodies,
+            vec![("a".into(), 3998), ("b".into(), 1), ("c".into(), 1)],
+            "the failed write left nothing, the two around it stayed"
+        );
+    }
+
     /// Under writes that never stop, the log stays near its limit: it is copied and started
     /// over, not left to grow while the writer and the checkpointer stand in each other's
     /// way.
