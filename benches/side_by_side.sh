@@ -99,17 +99,21 @@ run_one() {
     --duration "$DURATION" --warmup "$WARMUP" --label "$shape-c$CONCURRENCY" \
     --pids "coordinator=$coordinator,sandbox=$sandbox" --json "$dir/result.jsonl") > "$dir/load.out"
 
-  local effects committed
+  local effects metrics committed writes commits
   effects="$(curl -sf "http://127.0.0.1:$SANDBOX_PORT/_sandbox/effects")"
-  committed="$(curl -sf -H "Authorization: Bearer $(cat "$dir/admin.token")" \
-    "http://127.0.0.1:$PORT/metrics" | sed -n 's/^intentdesk_intents{state="committed"} //p')"
+  metrics="$(curl -sf -H "Authorization: Bearer $(cat "$dir/admin.token")" "http://127.0.0.1:$PORT/metrics")"
+  committed="$(sed -n 's/^intentdesk_intents{state="committed"} //p' <<< "$metrics")"
+  # The store's write jobs and group commits over the whole run, warm-up and drain included.
+  writes="$(sed -n 's/^intentdesk_store_writes_total //p' <<< "$metrics")"
+  commits="$(sed -n 's/^intentdesk_store_commits_total //p' <<< "$metrics")"
   tail -1 "$dir/result.jsonl" | node -e '
-    const [durability, effects, committed] = process.argv.slice(1);
+    const [durability, effects, committed, writes, commits] = process.argv.slice(1);
     const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
     const e = JSON.parse(effects);
     r.system = "intentdesk"; r.durability = durability;
     r.sandbox_effects = e; r.committed = Number(committed || 0);
-    console.log(JSON.stringify(r));' "$durability" "$effects" "$committed" >> "$results"
+    r.store_writes = Number(writes || 0); r.store_commits = Number(commits || 0);
+    console.log(JSON.stringify(r));' "$durability" "$effects" "$committed" "$writes" "$commits" >> "$results"
   stop_all
 
   if [ "$shape" = intentdesk-order ]; then
@@ -143,7 +147,8 @@ node -e '
     const rate = r.drain ? `${r.drain.e2e_completed_per_s} drained (${r.rps_ok} accepted)` : `${r.rps_ok}`;
     const checks = r.system === "restate" ? "" :
       r.label.startsWith("intentdesk-order") ?
-        `${r.committed} committed, ${r.sandbox_effects.effects} effects, ${r.sandbox_effects.duplicate_effects} duplicates` :
+        `${r.committed} committed, ${r.sandbox_effects.effects} effects, ${r.sandbox_effects.duplicate_effects} duplicates; ` +
+          `${(r.store_writes / r.committed).toFixed(2)} writes an order, ${(r.store_writes / r.store_commits).toFixed(1)} a commit` :
         `${r.errors} errors`;
     out.push(`| ${who} | ${r.label} | ${rate} | ${r.fresh.p50_ms} / ${r.fresh.p99_ms} | ${cpu(r, server)} | ${rss(r, server)} | ${checks} |`);
   }
