@@ -1,5 +1,5 @@
 //! What one order costs the store's writer, step by step: the same functions the
-//! coordinator's writer runs for create, approve, dispatch, claim, record and the receipt
+//! coordinator's writer runs for create, approve, dispatch (with its claim), record and the receipt
 //! webhook, each in group commits of [`GROUP`] writes as under load, on one thread, with no
 //! HTTP and no downstream. It prints the writer's time and the log it writes per step.
 //!
@@ -99,21 +99,20 @@ fn main() {
             .map(|r| drop(r.expect("approved").intent))
     });
     report("authorize");
+    // The dispatch request claims the send it plans in its own write, as the coordinator's
+    // does whenever a send slot is free.
+    let mut claimed: Vec<ClaimedRow> = Vec::with_capacity(orders);
     step(&mut store, &path, "dispatch", orders, |s, n| {
         let at = now();
         let attempt = AttemptId::generate(at, n as u128 * 31);
-        ingest::dispatch(s, &config, &principal, &ids[n], attempt, at)
-            .map(|r| drop(r.expect("dispatched")))
-    });
-    report("dispatch");
-    let mut claimed: Vec<ClaimedRow> = Vec::with_capacity(orders);
-    let claims = orders.div_ceil(64);
-    step(&mut store, &path, "claim 64", claims, |s, _| {
-        let claim = dispatch::claim(s, &config, "bench", now(), 64)?;
-        claimed.extend(claim.rows);
+        let claimant = Some(("bench", at));
+        let (_, _, claim) =
+            ingest::dispatch_and_claim(s, &config, &principal, &ids[n], attempt, at, claimant)?
+                .expect("dispatched");
+        claimed.extend(claim.expect("claimed").rows);
         Ok(())
     });
-    report("claim 64");
+    report("dispatch");
     assert_eq!(claimed.len(), orders, "every dispatch claimed");
     step(&mut store, &path, "record", orders, |s, n| {
         let reply = Call::Replied(Reply {

@@ -249,6 +249,58 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    fn a_planned_send_is_claimed_in_its_own_write_as_the_dispatcher_would(store) {
+        let id = dispatched(&mut store, 1);
+        let other = dispatched(&mut store, 2);
+        let intent = store.intent(&id).expect("intent");
+        let claim = store
+            .claim_planned(&intent, "w1", T0 + 10, 1_000, &erp)
+            .expect("claim");
+        assert_eq!(claim.rows.len(), 1, "the planned send, and only its intent's");
+        let row = &claim.rows[0];
+        assert_eq!((row.intent_id.clone(), row.fence, row.reclaimed), (id.clone(), 1, false));
+        assert_eq!(row.lease_expires_at_ms, T0 + 1_010);
+        assert_eq!(row.resource.as_deref(), Some("purchase-orders"));
+        assert!(store.intent(&id).expect("intent").first_dispatch_at_ms.is_some());
+
+        // Claimed once: the dispatcher's next round finds only the other intent's send,
+        // and a second claim of the same plan finds nothing.
+        let next = store
+            .claim_outbox("w2", T0 + 20, 1_000, 10, &erp)
+            .expect("claim")
+            .rows;
+        assert_eq!(next.iter().map(|r| r.intent_id.clone()).collect::<Vec<_>>(), vec![other]);
+        let again = store
+            .claim_planned(&intent, "w1", T0 + 30, 1_000, &erp)
+            .expect("claim again");
+        assert!(again.rows.is_empty() && again.held.is_empty());
+    }
+}
+
+on_both_backends! {
+    fn a_planned_send_the_gate_stops_is_held_back_in_its_own_write(store) {
+        let id = dispatched(&mut store, 1);
+        let gone = |_: &str, _: &str| Err::<SendTerms, String>("connector `erp` is not configured".into());
+        let intent = store.intent(&id).expect("intent");
+        let claim = store
+            .claim_planned(&intent, "w1", T0 + 10, 1_000, &gone)
+            .expect("claim");
+        assert!(claim.rows.is_empty());
+        assert_eq!(claim.held.len(), 1);
+        let intent = store.intent(&id).expect("intent");
+        assert_eq!(intent.state, IntentState::Rejected, "refused, never sent");
+        assert!(intent.first_dispatch_at_ms.is_none());
+        assert!(
+            store
+                .claim_outbox("w2", T0 + 20, 1_000, 10, &erp)
+                .expect("claim")
+                .rows
+                .is_empty()
+        );
+    }
+}
+
+on_both_backends! {
     fn a_claim_keeps_the_resource_and_retention_the_send_crossed_under(store) {
         let id = dispatched(&mut store, 1);
         let terms = |retention_ms: u64| {

@@ -4,34 +4,89 @@
 //! token. A row claimed by a dispatcher that died is never resent: its outcome is
 //! reconciled by lookup.
 //!
-//! It claims only as many rows as it has free send slots, so a claim never waits out its
-//! lease in a queue; the claim's transaction puts each send to the send gate
+//! A dispatch request claims the send it plans in its own write when a send slot is free
+//! (one write and one hand-off fewer per order; the same gate and lease), and the loop here
+//! claims the rest: retries, rows due later, rows whose lease ran out. Either claims only
+//! as many rows as there are free send slots, so a claim never waits out its lease in a
+//! queue; the claim's transaction puts each send to the send gate
 //! (`crate::domain::send`); a cancellation requested after the claim is looked for again
 //! right before the send (in the store only when one may have been requested since: on
 //! SQLite this process makes them all, and counts them); and a send begins only if it can
 //! end inside its lease.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 use super::AppState;
 use super::core::dispatch::{self, Follow, SendResult};
 use crate::store::ops::*;
-use crate::store::{ClaimedRow, Location, StoreError};
+use crate::store::{Claim, ClaimedRow, HeldSend, Location, StoreError};
 
 /// Rows claimed per round trip to the store, at most.
 const CLAIM_BATCH: u32 = 64;
 /// The longest the dispatcher sleeps without looking at the outbox.
 const IDLE_POLL: Duration = Duration::from_millis(500);
 
+/// The dispatcher's send slots, `dispatch_concurrency` of them. A send holds one from its
+/// claim to its record, whether the dispatcher's loop claimed it or the dispatch request
+/// that planned it ([`SendSlots::take_for_planned`]), so a claimed row never waits for a
+/// slot.
+pub struct SendSlots {
+    slots: Arc<Semaphore>,
+    permits: usize,
+    /// True while the dispatcher runs: only then may a request claim what it planned.
+    running: AtomicBool,
+    /// Where the sends that requests claim go instead of a task of their own, when a caller
+    /// sends them itself (the simulation, which owns every send's timing).
+    handed: Option<Mutex<Vec<ClaimedRow>>>,
+}
+
+impl SendSlots {
+    pub fn new(permits: usize) -> SendSlots {
+        SendSlots {
+            slots: Arc::new(Semaphore::new(permits)),
+            permits,
+            running: AtomicBool::new(false),
+            handed: None,
+        }
+    }
+
+    /// Slots open without a dispatcher, whose requests' claimed sends are only handed over
+    /// ([`SendSlots::take_handed`]): for a caller that makes every send itself.
+    pub fn handing_over(permits: usize) -> SendSlots {
+        SendSlots {
+            running: AtomicBool::new(true),
+            handed: Some(Mutex::default()),
+            ..SendSlots::new(permits)
+        }
+    }
+
+    /// The sends requests claimed since the last call, in the hand-over mode.
+    pub fn take_handed(&self) -> Vec<ClaimedRow> {
+        self.handed.as_ref().map_or_else(Vec::new, |handed| {
+            std::mem::take(&mut *handed.lock().unwrap_or_else(PoisonError::into_inner))
+        })
+    }
+
+    /// A free slot for the send a dispatch request is about to plan, if the dispatcher runs
+    /// and one is free; otherwise the dispatcher claims it in its next round.
+    pub fn take_for_planned(&self) -> Option<OwnedSemaphorePermit> {
+        if !self.running.load(Ordering::Acquire) {
+            return None;
+        }
+        self.slots.clone().try_acquire_owned().ok()
+    }
+}
+
 /// Run until the coordinator stops; in-flight dispatches finish first.
 pub async fn run(state: AppState) {
-    let permits = state.config.dispatch_concurrency;
-    let semaphore = Arc::new(Semaphore::new(permits));
+    let slots = state.send_slots.clone();
+    let semaphore = slots.slots.clone();
+    slots.running.store(true, Ordering::Release);
     let mut stopping = state.stopping.clone();
     loop {
         if *stopping.borrow() {
@@ -60,24 +115,12 @@ pub async fn run(state: AppState) {
             .await;
         match claimed {
             Ok(claim) if !claim.rows.is_empty() || !claim.held.is_empty() => {
-                for held in &claim.held {
-                    tracing::info!(intent = %held.intent_id, why = %held.why, "dispatch not sent");
-                }
-                if claim.held.iter().any(|h| h.indeterminate) {
-                    state.reconcile_wake.notify_one();
-                }
-                if !claim.held.is_empty() {
-                    state.events_wake.notify_waiters();
-                }
+                report_held(&state, &claim.held);
                 for row in claim.rows {
                     let Ok(permit) = semaphore.clone().acquire_owned().await else {
                         break;
                     };
-                    let state = state.clone();
-                    tokio::spawn(async move {
-                        handle(&state, row, cancels).await;
-                        drop(permit);
-                    });
+                    spawn_send(&state, row, cancels, permit);
                 }
                 continue;
             }
@@ -99,7 +142,48 @@ pub async fn run(state: AppState) {
             _ = stopping.changed() => {}
         }
     }
-    let _ = semaphore.acquire_many(permits as u32).await;
+    // No request claims what it plans from here on; the sends claimed so far finish.
+    slots.running.store(false, Ordering::Release);
+    let _ = semaphore.acquire_many(slots.permits as u32).await;
+}
+
+/// Take what a claim made in a dispatch request's own write: send its row in the slot the
+/// request took, or report why the gate held it back. `cancels` is [`AppState::cancels`]
+/// as read before the write was queued.
+pub fn take_planned(state: &AppState, claim: Claim, cancels: u64, slot: OwnedSemaphorePermit) {
+    report_held(state, &claim.held);
+    let Some(row) = claim.rows.into_iter().next() else {
+        return;
+    };
+    match &state.send_slots.handed {
+        Some(handed) => handed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(row),
+        None => spawn_send(state, row, cancels, slot),
+    }
+}
+
+/// Log the sends a claim's gate held back, and wake whoever acts on them.
+fn report_held(state: &AppState, held: &[HeldSend]) {
+    for held in held {
+        tracing::info!(intent = %held.intent_id, why = %held.why, "dispatch not sent");
+    }
+    if held.iter().any(|h| h.indeterminate) {
+        state.reconcile_wake.notify_one();
+    }
+    if !held.is_empty() {
+        state.events_wake.notify_waiters();
+    }
+}
+
+/// Send `row` and record its outcome in a task of its own, holding `slot` until then.
+fn spawn_send(state: &AppState, row: ClaimedRow, cancels: u64, slot: OwnedSemaphorePermit) {
+    let state = state.clone();
+    tokio::spawn(async move {
+        handle(&state, row, cancels).await;
+        drop(slot);
+    });
 }
 
 /// Send one claimed dispatch and record what followed, inside a span naming it. The span

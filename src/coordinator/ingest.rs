@@ -747,12 +747,29 @@ async fn dispatch(
     let now = state.clock.now_ms();
     let attempt_id = AttemptId::generate(now, state.entropy.next_u128());
     let config = state.config.clone();
-    let (fresh, intent) = state
+    // With a send slot free, the send this plans is claimed in the same write and leaves
+    // from here; otherwise the dispatcher claims it. Cancellations requested before the
+    // write is queued are the claim's gate's to see, as in the dispatcher.
+    let slot = state.send_slots.take_for_planned();
+    let cancels = state.cancels.load(std::sync::atomic::Ordering::Acquire);
+    let claimant = slot
+        .as_ref()
+        .map(|_| (state.worker.clone(), state.clock.clone()));
+    let (fresh, intent, claim) = state
         .db
-        .ingest(move |s| core::ingest::dispatch(s, &config, &principal, &id, attempt_id, now))
+        .ingest(move |s| {
+            let claimant = claimant
+                .as_ref()
+                .map(|(worker, clock)| (&**worker, clock.now_ms()));
+            core::ingest::dispatch_and_claim(s, &config, &principal, &id, attempt_id, now, claimant)
+        })
         .await??;
-    if fresh {
-        state.dispatch_wake.notify_one();
+    match (claim, slot) {
+        (Some(claim), Some(slot)) if !claim.rows.is_empty() || !claim.held.is_empty() => {
+            super::dispatcher::take_planned(&state, claim, cancels, slot);
+        }
+        _ if fresh => state.dispatch_wake.notify_one(),
+        _ => {}
     }
     state.events_wake.notify_waiters();
     let body = Dispatched {

@@ -82,6 +82,9 @@ pub struct AppState {
     /// request; a send claimed before is checked again just before it leaves
     /// (`dispatcher`).
     pub cancels: Arc<AtomicU64>,
+    /// The dispatcher's send slots, which a dispatch request also takes for the send it
+    /// claims in its own write.
+    pub send_slots: Arc<dispatcher::SendSlots>,
 }
 
 impl AppState {
@@ -128,6 +131,7 @@ impl AppState {
             feed: Arc::default(),
             sighted: Arc::default(),
             cancels: Arc::default(),
+            send_slots: Arc::new(dispatcher::SendSlots::new(config.dispatch_concurrency)),
             config: Arc::new(config),
         })
     }

@@ -20,6 +20,7 @@ use super::downstream::{self, Faults, Shared};
 use super::history::History;
 use crate::clock::{ManualClock, SeededEntropy, SharedEntropy};
 use crate::coordinator::core::dispatch::SendResult;
+use crate::coordinator::dispatcher::SendSlots;
 use crate::coordinator::{AppState, Config, router, token_sha256};
 use crate::domain::{ConsequenceTier, IntentId};
 use crate::store::{ClaimedRow, Store};
@@ -89,6 +90,9 @@ pub struct Setup {
     pub overload_means_not_applied: bool,
     pub timeout_ms: u64,
     pub lease_ms: u64,
+    /// A dispatch request claims the send it plans in its own write, as a coordinator does
+    /// while a send slot is free; otherwise only the dispatcher's claims send.
+    pub claim_in_request: bool,
 }
 
 impl Setup {
@@ -115,6 +119,7 @@ impl Setup {
             overload_means_not_applied,
             timeout_ms,
             lease_ms: *dice.pick(&[3_000, 5_000, 20_000]).unwrap_or(&5_000),
+            claim_in_request: dice.chance(0.5),
         }
     }
 
@@ -253,7 +258,7 @@ impl World {
             world: Arc::new(Mutex::new(downstream::World::new(setup.faults.clone()))),
             clock: clock.clone(),
         };
-        let (state, router, stop) = start(&rt, &config, &clock, &entropy, &downstream, 0)?;
+        let (state, router, stop) = start(&rt, &setup, &config, &clock, &entropy, &downstream, 0)?;
         let reader = Store::open(&database)?;
         Ok(World {
             seed,
@@ -297,6 +302,7 @@ impl World {
         self.incarnation += 1;
         let (state, router, stop) = start(
             &self.rt,
+            &self.setup,
             &self.config,
             &self.clock,
             &self.entropy,
@@ -424,6 +430,7 @@ fn request(
 /// Start one coordinator process of the world.
 fn start(
     rt: &tokio::runtime::Runtime,
+    setup: &Setup,
     config: &Config,
     clock: &ManualClock,
     entropy: &SharedEntropy,
@@ -440,6 +447,9 @@ fn start(
     )?;
     state.downstream = Arc::new(downstream.clone());
     state.worker = Arc::from(format!("sim-coordinator-{incarnation}"));
+    if setup.claim_in_request {
+        state.send_slots = Arc::new(SendSlots::handing_over(config.dispatch_concurrency));
+    }
     let router = router(state.clone());
     Ok((state, router, stop))
 }

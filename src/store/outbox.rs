@@ -102,6 +102,19 @@ pub trait Outbox {
         contract_of: ContractOf<'_>,
     ) -> Result<Claim, StoreError>;
 
+    /// Claim, in the write that planned it, the send a dispatch of `intent` planned due now,
+    /// exactly as [`Outbox::claim_outbox`] would claim it a moment later: put to the gate
+    /// with `intent` (as this transaction left it, and locked by it), then claimed under a
+    /// lease or held back. Empty when the intent has no such send pending.
+    fn claim_planned(
+        &mut self,
+        intent: &Intent,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        contract_of: ContractOf<'_>,
+    ) -> Result<Claim, StoreError>;
+
     /// Give a claim back unsent: the row is due again at once and its attempt is no longer
     /// taken as possibly sent. `Fenced` when the claim was taken over meanwhile.
     fn release_claim(&mut self, outbox_seq: i64, fence: u32, now_ms: u64)
@@ -172,99 +185,59 @@ impl Outbox for Store {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?
         };
+        let terms = ClaimTerms {
+            worker,
+            now_ms,
+            lease_expires_at_ms,
+            contract_of,
+        };
         let mut claim = Claim::default();
         for (outbox_seq, reclaimed, intent_id) in due {
-            let intent_id: IntentId = intent_id.parse()?;
-            let mut terms_sent: Option<SendTerms> = None;
-            if !reclaimed {
-                let (_, intent) = load_for_update(&tx, &intent_id)?;
-                let facts = facts_of(&intent, now_ms, false);
-                let stop = match contract_of(&intent.connector, &intent.operation) {
-                    Err(why) => Err(Stop::Unsendable(why)),
-                    Ok(terms) => may_send(
-                        &facts,
-                        intent.first_dispatch_at_ms,
-                        &terms.key.retention_at_most(intent.key_retention_secs),
-                    )
-                    .map(|()| terms)
-                    .map_err(Stop::Gate),
-                };
-                match stop {
-                    Err(stop) => {
-                        claim
-                            .held
-                            .push(hold_back(&tx, outbox_seq, &intent, &stop, now_ms)?);
-                        continue;
-                    }
-                    Ok(terms) => terms_sent = Some(terms),
-                }
-            }
-            // The row is this transaction's (the single writer's, or locked by the select
-            // above), so the count read back is the one this claim made. Not `RETURNING`:
-            // SQLite builds a temporary b-tree for it at every run.
-            tx.run(
-                "UPDATE outbox SET status = 'claimed', claimed_by = ?2, claim_expires_at_ms = ?3, \
-                 claims = claims + 1 WHERE seq = ?1",
-                params![outbox_seq, worker, to_i64(lease_expires_at_ms)],
-            )?;
-            let fence: u32 = tx.one(
-                "SELECT claims FROM outbox WHERE seq = ?1",
-                params![outbox_seq],
-                |r| r.get(0),
-            )?;
-            // What the send crosses under is kept with it: the resource and retention with
-            // the attempt, the retention with the intent when its key is first sent.
-            let resource = terms_sent.as_ref().map(|t| t.resource.as_str());
-            let retention_secs = terms_sent
-                .as_ref()
-                .map(|t| to_i64(t.key.retention_ms / 1000));
-            tx.run(
-                "UPDATE attempts SET sent = 1, downstream_resource = coalesce(?2, downstream_resource), \
-                 key_retention_secs = coalesce(?3, key_retention_secs) \
-                 WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
-                params![outbox_seq, resource, retention_secs],
-            )?;
-            tx.run(
-                "UPDATE intents SET crossed = 1, first_dispatch_at_ms = coalesce(first_dispatch_at_ms, ?2), \
-                 key_retention_secs = CASE WHEN first_dispatch_at_ms IS NULL \
-                     THEN coalesce(?3, key_retention_secs) ELSE key_retention_secs END \
-                 WHERE id = ?1",
-                params![intent_id.as_str(), now, retention_secs],
-            )?;
-            let row = tx.one(
-                "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms, \
-                 a.downstream_resource \
-                 FROM outbox o JOIN intents i ON i.seq = o.intent_seq JOIN attempts a ON a.seq = o.attempt_seq \
-                 WHERE o.seq = ?1",
-                params![outbox_seq],
-                |r| {
-                    Ok((
-                        r.get::<String>(0)?,
-                        r.get::<String>(1)?,
-                        r.get::<String>(2)?,
-                        r.get::<String>(3)?,
-                        r.get::<String>(4)?,
-                        r.get::<String>(5)?,
-                        r.get::<i64>(6)?,
-                        r.get::<Option<String>>(7)?,
-                    ))
-                },
-            )?;
-            claim.rows.push(ClaimedRow {
+            let due = Due {
                 outbox_seq,
-                intent_id,
-                tenant: row.0.parse()?,
-                attempt_id: row.1.parse()?,
-                action_key: row.2.parse()?,
-                connector: row.3,
-                operation: row.4,
-                payload_json: row.5,
-                resource: row.7,
+                intent_id: intent_id.parse()?,
                 reclaimed,
-                deadline_at_ms: to_u64(row.6),
-                fence,
-                lease_expires_at_ms,
-            });
+                intent: None,
+            };
+            claim_row(&tx, &mut claim, due, &terms)?;
+        }
+        tx.commit()?;
+        Ok(claim)
+    }
+
+    fn claim_planned(
+        &mut self,
+        intent: &Intent,
+        worker: &str,
+        now_ms: u64,
+        lease_ms: u64,
+        contract_of: ContractOf<'_>,
+    ) -> Result<Claim, StoreError> {
+        let tx = self.conn.savepoint()?;
+        let mut claim = Claim::default();
+        let planned: Option<i64> = tx
+            .one(
+                "SELECT o.seq FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
+                 WHERE i.id = ?1 AND o.status = 'pending' AND o.available_at_ms <= ?2 \
+                 ORDER BY o.seq DESC LIMIT 1",
+                params![intent.id.as_str(), to_i64(now_ms)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(outbox_seq) = planned {
+            let due = Due {
+                outbox_seq,
+                intent_id: intent.id.clone(),
+                reclaimed: false,
+                intent: Some(intent),
+            };
+            let terms = ClaimTerms {
+                worker,
+                now_ms,
+                lease_expires_at_ms: now_ms.saturating_add(lease_ms),
+                contract_of,
+            };
+            claim_row(&tx, &mut claim, due, &terms)?;
         }
         tx.commit()?;
         Ok(claim)
@@ -396,6 +369,148 @@ pub(crate) fn refund_attempt(tx: &dyn Conn, id: &IntentId) -> Result<(), StoreEr
         "UPDATE intents SET attempts = attempts - 1 WHERE id = ?1 AND attempts > 0",
         params![id.as_str()],
     )?;
+    Ok(())
+}
+
+/// Who claims, when, and under what lease and contracts.
+#[derive(Clone, Copy)]
+struct ClaimTerms<'a> {
+    worker: &'a str,
+    now_ms: u64,
+    lease_expires_at_ms: u64,
+    contract_of: ContractOf<'a>,
+}
+
+/// A due row, as a claim found it.
+struct Due<'a> {
+    outbox_seq: i64,
+    intent_id: IntentId,
+    /// Claimed before, and its lease ran out.
+    reclaimed: bool,
+    /// Its intent as this transaction left it and locked it, when the caller has it.
+    intent: Option<&'a Intent>,
+}
+
+/// Claim one due row into `claim`: put a fresh send to the gate with its intent as it stands
+/// in this transaction, then claim it or carry out the gate's stop; a reclaimed row is
+/// claimed as it is, to be reconciled.
+fn claim_row(
+    tx: &dyn Conn,
+    claim: &mut Claim,
+    due: Due<'_>,
+    terms: &ClaimTerms<'_>,
+) -> Result<(), StoreError> {
+    let ClaimTerms {
+        worker,
+        now_ms,
+        lease_expires_at_ms,
+        contract_of,
+    } = *terms;
+    let Due {
+        outbox_seq,
+        intent_id,
+        reclaimed,
+        intent: known,
+    } = due;
+    let now = to_i64(now_ms);
+    let mut terms_sent: Option<SendTerms> = None;
+    if !reclaimed {
+        let loaded;
+        let intent = match known {
+            Some(intent) => intent,
+            None => {
+                loaded = load_for_update(tx, &intent_id)?.1;
+                &loaded
+            }
+        };
+        let facts = facts_of(intent, now_ms, false);
+        let stop = match contract_of(&intent.connector, &intent.operation) {
+            Err(why) => Err(Stop::Unsendable(why)),
+            Ok(terms) => may_send(
+                &facts,
+                intent.first_dispatch_at_ms,
+                &terms.key.retention_at_most(intent.key_retention_secs),
+            )
+            .map(|()| terms)
+            .map_err(Stop::Gate),
+        };
+        match stop {
+            Err(stop) => {
+                claim
+                    .held
+                    .push(hold_back(tx, outbox_seq, intent, &stop, now_ms)?);
+                return Ok(());
+            }
+            Ok(terms) => terms_sent = Some(terms),
+        }
+    }
+    // The row is this transaction's (the single writer's, locked by the select that
+    // found it, or planned in this transaction), so the count read back is the one this
+    // claim made. Not `RETURNING`:
+    // SQLite builds a temporary b-tree for it at every run.
+    tx.run(
+        "UPDATE outbox SET status = 'claimed', claimed_by = ?2, claim_expires_at_ms = ?3, \
+             claims = claims + 1 WHERE seq = ?1",
+        params![outbox_seq, worker, to_i64(lease_expires_at_ms)],
+    )?;
+    let fence: u32 = tx.one(
+        "SELECT claims FROM outbox WHERE seq = ?1",
+        params![outbox_seq],
+        |r| r.get(0),
+    )?;
+    // What the send crosses under is kept with it: the resource and retention with
+    // the attempt, the retention with the intent when its key is first sent.
+    let resource = terms_sent.as_ref().map(|t| t.resource.as_str());
+    let retention_secs = terms_sent
+        .as_ref()
+        .map(|t| to_i64(t.key.retention_ms / 1000));
+    tx.run(
+        "UPDATE attempts SET sent = 1, downstream_resource = coalesce(?2, downstream_resource), \
+             key_retention_secs = coalesce(?3, key_retention_secs) \
+             WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
+        params![outbox_seq, resource, retention_secs],
+    )?;
+    tx.run(
+            "UPDATE intents SET crossed = 1, first_dispatch_at_ms = coalesce(first_dispatch_at_ms, ?2), \
+             key_retention_secs = CASE WHEN first_dispatch_at_ms IS NULL \
+                 THEN coalesce(?3, key_retention_secs) ELSE key_retention_secs END \
+             WHERE id = ?1",
+            params![intent_id.as_str(), now, retention_secs],
+        )?;
+    let row = tx.one(
+            "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms, \
+             a.downstream_resource \
+             FROM outbox o JOIN intents i ON i.seq = o.intent_seq JOIN attempts a ON a.seq = o.attempt_seq \
+             WHERE o.seq = ?1",
+            params![outbox_seq],
+            |r| {
+                Ok((
+                    r.get::<String>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<String>(2)?,
+                    r.get::<String>(3)?,
+                    r.get::<String>(4)?,
+                    r.get::<String>(5)?,
+                    r.get::<i64>(6)?,
+                    r.get::<Option<String>>(7)?,
+                ))
+            },
+        )?;
+    claim.rows.push(ClaimedRow {
+        outbox_seq,
+        intent_id,
+        tenant: row.0.parse()?,
+        attempt_id: row.1.parse()?,
+        action_key: row.2.parse()?,
+        connector: row.3,
+        operation: row.4,
+        payload_json: row.5,
+        resource: row.7,
+        reclaimed,
+        deadline_at_ms: to_u64(row.6),
+        fence,
+        lease_expires_at_ms,
+    });
     Ok(())
 }
 

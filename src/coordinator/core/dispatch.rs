@@ -51,6 +51,20 @@ pub fn claim(
     s.claim_outbox(worker, now, config.dispatch_lease_ms, limit, &contract)
 }
 
+/// Claim for `worker`, in the write that planned it, the send a dispatch of `intent` (as
+/// that write left it) just planned: the same gate and lease as [`claim`], one write and
+/// one hand-off fewer before it leaves.
+pub fn claim_planned(
+    s: &mut Store,
+    config: &Config,
+    worker: &str,
+    now: u64,
+    intent: &Intent,
+) -> Result<Claim, StoreError> {
+    let contract = |c: &str, o: &str| contract_of(config, c, o);
+    s.claim_planned(intent, worker, now, config.dispatch_lease_ms, &contract)
+}
+
 /// Whether a send of `row` begun at `now` ends inside its lease whatever the downstream
 /// does. One that might not is not begun: a claimant that took the row over could act
 /// while the request is still on its way.

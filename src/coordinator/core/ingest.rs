@@ -14,7 +14,7 @@ use crate::coordinator::error::ApiError;
 use crate::domain::policy::Request as PolicyRequest;
 use crate::domain::{AttemptId, Event, IntentId, IntentState};
 use crate::store::ops::*;
-use crate::store::{ApplyContext, Approval, DispatchPlan, Locked, Store, StoreError};
+use crate::store::{ApplyContext, Approval, Claim, DispatchPlan, Locked, Store, StoreError};
 use crate::wire::{Authorize, Intent};
 
 /// What a decision did, or the API's refusal of it; the outer error is the store's.
@@ -185,4 +185,36 @@ pub fn dispatch(
         true,
         s.apply_locked(&locked, &Event::Dispatch, &ctx)?.intent,
     )))
+}
+
+/// [`dispatch`], and with a `claimant` (a worker, and the time as the writer runs this) the
+/// claim of the send it planned, in the same write ([`super::dispatch::claim_planned`]): the
+/// coordinator's way when a send slot is free. A claim that fails rolls back alone and
+/// leaves the send planned, for the dispatcher. When the claim's gate held the send back,
+/// the answer is the intent as that left it.
+pub fn dispatch_and_claim(
+    s: &mut Store,
+    config: &Config,
+    principal: &Principal,
+    id: &IntentId,
+    attempt_id: AttemptId,
+    now: u64,
+    claimant: Option<(&str, u64)>,
+) -> Decided<(bool, Intent, Option<Claim>)> {
+    let (fresh, intent) = match dispatch(s, config, principal, id, attempt_id, now)? {
+        Ok(done) => done,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    let Some((worker, claim_now)) = claimant.filter(|_| fresh) else {
+        return Ok(Ok((fresh, intent, None)));
+    };
+    let Ok(claim) = super::dispatch::claim_planned(s, config, worker, claim_now, &intent) else {
+        return Ok(Ok((fresh, intent, None)));
+    };
+    let intent = if claim.held.is_empty() {
+        intent
+    } else {
+        s.intent(id)?
+    };
+    Ok(Ok((fresh, intent, Some(claim))))
 }

@@ -271,6 +271,14 @@ pub(super) fn agent_dispatch(world: &mut World, dice: &mut Dice) {
     world
         .history
         .note(format!("{} asks to dispatch {id}: {status}", order.agent));
+    // The send the request claimed in its own write, if it did, leaves as the dispatcher's do.
+    let claimed = world.state.send_slots.take_handed();
+    if !claimed.is_empty() {
+        world
+            .history
+            .note(format!("the request claimed the send of {id} itself"));
+        super::coordinator::send_rows(world, claimed);
+    }
 }
 
 pub(super) fn report(world: &mut World, dice: &mut Dice) {
