@@ -36,6 +36,7 @@ on_both_backends_tokio! {
 on_both_backends_tokio! {
     multi_thread:
     clients_that_hang_up_mid_create_leave_no_key_stuck,
+    clients_that_hang_up_mid_dispatch_leave_no_send_unsent,
     concurrent_replays_of_a_finished_key_all_answer_its_first_result,
 }
 
@@ -724,6 +725,69 @@ async fn clients_that_hang_up_mid_create_leave_no_key_stuck(backend: Backend) {
         if !stuck.is_empty() {
             tokio::time::sleep(POLL).await;
         }
+    }
+}
+
+async fn dispatch_and_hang_up(addr: std::net::SocketAddr, id: String) {
+    let Ok(mut socket) = tokio::net::TcpStream::connect(addr).await else {
+        return;
+    };
+    let request = format!(
+        "POST /v1/intents/{id}/dispatch HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {AGENT_ACME}\r\n\
+         Content-Length: 0\r\n\r\n"
+    );
+    let _ = socket.write_all(request.as_bytes()).await;
+    let _ = socket.shutdown().await;
+}
+
+async fn clients_that_hang_up_mid_dispatch_leave_no_send_unsent(backend: Backend) {
+    // A lease far longer than the test and no reconciler: a send claimed by a request whose
+    // client hung up, and then never handed on, would wait here for good.
+    let rig = Rig::start(&backend, "none", false, |s| {
+        s.reconcile = false;
+        s.dispatch_lease_ms = Some(600_000);
+    })
+    .await;
+    let addr: std::net::SocketAddr = rig
+        .base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("addr");
+    let mut orders = Vec::new();
+    for i in 0..40 {
+        orders.push(
+            rig.authorized(
+                AGENT_ACME,
+                &format!("hang-up-dispatch-{i}"),
+                &order("acme", &i.to_string()),
+            )
+            .await,
+        );
+    }
+    let mut clients = JoinSet::new();
+    for (id, _) in &orders {
+        clients.spawn(dispatch_and_hang_up(addr, id.clone()));
+    }
+    while clients.join_next().await.is_some() {}
+    // Asked again: a dispatch that got through answers where it stands and sends nothing
+    // more; one that never did is made now.
+    for (id, _) in &orders {
+        let (status, body) = rig
+            .post(
+                AGENT_ACME,
+                &format!("/v1/intents/{id}/dispatch"),
+                &json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    }
+    for (id, key) in &orders {
+        let detail = rig.wait_for_state(id, "committed").await;
+        assert_eq!(rig.crossings(key), 1, "sent once: {detail:#}");
+        assert!(
+            attempts_of(&detail, "lookup").is_empty(),
+            "sent, not left to a lookup: {detail:#}"
+        );
     }
 }
 

@@ -755,22 +755,40 @@ async fn dispatch(
     let claimant = slot
         .as_ref()
         .map(|_| (state.worker.clone(), state.clock.clone()));
-    let (fresh, intent, claim) = state
-        .db
-        .ingest(move |s| {
-            let claimant = claimant
-                .as_ref()
-                .map(|(worker, clock)| (&**worker, clock.now_ms()));
-            core::ingest::dispatch_and_claim(s, &config, &principal, &id, attempt_id, now, claimant)
-        })
-        .await??;
-    match (claim, slot) {
-        (Some(claim), Some(slot)) if !claim.rows.is_empty() || !claim.held.is_empty() => {
-            super::dispatcher::take_planned(&state, claim, cancels, slot);
+    // The write and the hand-off of the send it claimed run in a task of their own: a
+    // client that hangs up while its write is queued must not leave a claimed send unsent
+    // until its lease runs out, to be looked up then instead of sent.
+    let handing = {
+        let state = state.clone();
+        async move {
+            let (fresh, intent, claim) = match state
+                .db
+                .ingest(move |s| {
+                    let claimant = claimant
+                        .as_ref()
+                        .map(|(worker, clock)| (&**worker, clock.now_ms()));
+                    core::ingest::dispatch_and_claim(
+                        s, &config, &principal, &id, attempt_id, now, claimant,
+                    )
+                })
+                .await?
+            {
+                Ok(done) => done,
+                Err(refused) => return Ok(Err(refused)),
+            };
+            match (claim, slot) {
+                (Some(claim), Some(slot)) if !claim.rows.is_empty() || !claim.held.is_empty() => {
+                    super::dispatcher::take_planned(&state, claim, cancels, slot);
+                }
+                _ if fresh => state.dispatch_wake.notify_one(),
+                _ => {}
+            }
+            Ok::<_, StoreError>(Ok((fresh, intent)))
         }
-        _ if fresh => state.dispatch_wake.notify_one(),
-        _ => {}
-    }
+    };
+    let (fresh, intent) = tokio::spawn(handing)
+        .await
+        .map_err(|_| ApiError::internal())???;
     state.events_wake.notify_waiters();
     let body = Dispatched {
         dispatched: fresh,
