@@ -146,18 +146,44 @@ impl Rig {
     }
 
     /// A create whose body never finishes: a request in progress for as long as the
-    /// returned connection is open.
+    /// returned connection is open. It asks for `100 Continue`, which the server sends only
+    /// once the handler reads the body, past the limits: when this returns, the request
+    /// holds its places. Without that, a probe sent right after could be admitted first and
+    /// the held request refused in its stead.
     async fn hold_request(&self, token: &str) -> TcpStream {
         let mut stream = TcpStream::connect(self.coordinator.addr)
             .await
             .expect("connect");
         let head = format!(
             "POST /v1/intents HTTP/1.1\r\nhost: test\r\nauthorization: Bearer {token}\r\n\
-             content-type: application/json\r\ncontent-length: 200\r\n\r\n{{\"tenant\":"
+             content-type: application/json\r\ncontent-length: 200\r\n\
+             expect: 100-continue\r\n\r\n"
         );
         stream.write_all(head.as_bytes()).await.expect("write");
+        let interim = tokio::time::timeout(PATIENCE, read_head(&mut stream))
+            .await
+            .expect("the server answers the request's head");
+        assert!(
+            interim.starts_with("HTTP/1.1 100"),
+            "the held request was not let in: {interim:?}"
+        );
+        stream.write_all(b"{\"tenant\":").await.expect("write");
         stream
     }
+}
+
+/// One response head from `stream`, up to and with its blank line and not a byte more (or
+/// what came before the server closed it).
+async fn read_head(stream: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read_u8().await {
+            Ok(byte) => head.push(byte),
+            // Closed: what came is the answer.
+            Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
 }
 
 /// What a limit says: its status, its `Retry-After`, its error code.

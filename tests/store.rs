@@ -4,7 +4,6 @@
 //! search, and what a crash in the middle of a write leaves behind.
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use intentdesk::domain::canonical::canonicalize;
 use intentdesk::domain::{
@@ -715,30 +714,43 @@ on_both_backends! {
     }
 }
 
-/// The child half of the crash test: create intents until killed.
+/// The child half of the crash test: create intents from `INTENTDESK_CRASH_FROM` on until
+/// killed, and say on its output each one the store has answered.
 #[test]
 #[ignore = "run only as the child of a_write_interrupted_by_a_crash_leaves_no_half_intent"]
 fn crash_child_writes_until_killed() {
     let Ok(path) = std::env::var("INTENTDESK_CRASH_DB") else {
         return;
     };
+    let from: u64 = std::env::var("INTENTDESK_CRASH_FROM")
+        .expect("where to start")
+        .parse()
+        .expect("a number");
     let mut store = Store::open(std::path::Path::new(&path)).expect("store opens");
-    for n in 0.. {
+    for n in from.. {
         let args = json!({"qty": n, "note": "x".repeat(2_000)});
         store
             .create_or_replay(&new_intent(n, "acme", &format!("k{n}"), args))
             .expect("create");
+        println!("{CRASH_COMMITTED}{n}");
     }
 }
 
+/// What the crash test's child prints after each create the store answered.
+const CRASH_COMMITTED: &str = "committed ";
+
+/// A process killed in the middle of its writes leaves whole intents only, and every create
+/// it was answered for. The child tells the parent what it committed on its output; nothing
+/// else opens the file while it writes.
 #[test]
 fn a_write_interrupted_by_a_crash_leaves_no_half_intent() {
+    use std::io::BufRead;
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("crash.sqlite");
+    let log = dir.path().join("child.log");
     let me = std::env::current_exe().expect("test binary");
-    // Create the database (and switch it to WAL) before anything polls it: a switch of
-    // journal mode under a stream of readers could wait out its busy timeout.
     drop(Store::open(&db).expect("store opens"));
+    let mut answered = 0u64;
     for round in 0..3u64 {
         let mut child = Command::new(&me)
             .args([
@@ -748,25 +760,31 @@ fn a_write_interrupted_by_a_crash_leaves_no_half_intent() {
                 "--nocapture",
             ])
             .env("INTENTDESK_CRASH_DB", &db)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .env("INTENTDESK_CRASH_FROM", (round * 1_000).to_string())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).expect("child log"))
             .spawn()
             .expect("child starts");
-        // Wait until the child has written something, then kill it mid-stream.
-        let started = Instant::now();
-        let before = count_intents(&db);
-        while count_intents(&db) <= before + 20 + round * 7 {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "the child never wrote"
-            );
-            if let Some(status) = child.try_wait().expect("child status") {
-                panic!("the writing child stopped by itself ({status}) before it was killed");
+        // Kill the child mid-stream, once it has been answered for a few creates.
+        let lines = std::io::BufReader::new(child.stdout.take().expect("the child's output"));
+        let mut committed = 0;
+        for line in lines.lines() {
+            let line = line.expect("the child's output");
+            if line.starts_with(CRASH_COMMITTED) {
+                committed += 1;
+                if committed == 20 + round * 7 {
+                    break;
+                }
             }
-            std::thread::yield_now();
         }
         child.kill().expect("SIGKILL");
-        child.wait().expect("reaped");
+        let status = child.wait().expect("reaped");
+        assert!(
+            status.code().is_none(),
+            "the writing child stopped by itself ({status}) after {committed} creates:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        answered += committed;
     }
     let store = Store::open(&db).expect("reopens after crashes");
     let conn = store.conn();
@@ -774,6 +792,13 @@ fn a_write_interrupted_by_a_crash_leaves_no_half_intent() {
         .one("PRAGMA integrity_check", params![], |r| r.get(0))
         .expect("check");
     assert_eq!(check, "ok");
+    let stored: i64 = conn
+        .one("SELECT count(*) FROM intents", params![], |r| r.get(0))
+        .expect("count");
+    assert!(
+        stored as u64 >= answered,
+        "{stored} intents kept of {answered} creates answered before the kills"
+    );
     let orphans: i64 = conn
         .one(
             "SELECT count(*) FROM intents i WHERE NOT EXISTS (SELECT 1 FROM ingest_keys k WHERE k.intent_seq = i.seq) \
@@ -787,15 +812,6 @@ fn a_write_interrupted_by_a_crash_leaves_no_half_intent() {
         orphans, 0,
         "every intent has its key, both transitions and its event"
     );
-}
-
-fn count_intents(db: &std::path::Path) -> u64 {
-    let Ok(conn) = rusqlite::Connection::open(db) else {
-        return 0;
-    };
-    conn.query_row("SELECT count(*) FROM intents", [], |r| r.get::<_, i64>(0))
-        .map(|n| n as u64)
-        .unwrap_or(0)
 }
 
 on_both_backends! {

@@ -49,9 +49,10 @@ pub(super) const PAGE_SIZE: i64 = 2048;
 /// A connection to the file with its pragmas set and its schema brought up to date.
 fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
+    // First, so that no statement below answers busy without waiting.
+    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
     // Only a file with nothing in it yet takes it; one made before keeps its own.
     conn.pragma_update(None, "page_size", PAGE_SIZE)?;
-    conn.busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", durability.synchronous())?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
