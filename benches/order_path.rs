@@ -39,11 +39,28 @@ fn main() {
         .unwrap_or(20_000);
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("orders.sqlite");
-    let (mut store, costs) =
-        intentdesk::store::sqlite::open_writer_profiled(&path, Durability::ProcessCrash)
-            .expect("open");
+    // Statements are counted only when asked for: the count converts and hashes each
+    // statement's text at every run, a tenth of the instructions the writer itself spends.
     let statements = std::env::var_os("STATEMENTS").is_some();
+    let (mut store, costs) = if statements {
+        let (store, costs) =
+            intentdesk::store::sqlite::open_writer_profiled(&path, Durability::ProcessCrash)
+                .expect("open");
+        (store, Some(costs))
+    } else {
+        let store =
+            intentdesk::store::sqlite::open_writer(&path, Durability::ProcessCrash).expect("open");
+        (store, None)
+    };
     pragma(&store, "wal_autocheckpoint = 0");
+    if let Ok(drop) = std::env::var("EXPERIMENT_DROP") {
+        for name in drop.split(',').filter(|n| !n.is_empty()) {
+            store
+                .conn()
+                .batch(&format!("DROP INDEX {name}"))
+                .expect("drop");
+        }
+    }
     let config = Config::parse(
         &format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\n\
@@ -78,11 +95,11 @@ fn main() {
     println!("{orders} orders, group commits of {GROUP}; per write:");
     println!("{:<10} {:>9} {:>12}", "step", "µs", "log KiB");
     let report = |name: &str| {
-        let mut costs = costs.lock().expect("costs");
-        if statements {
+        if let Some(costs) = &costs {
+            let mut costs = costs.lock().expect("costs");
             print_statements(name, &costs);
+            costs.clear();
         }
-        costs.clear();
     };
     step(&mut store, &path, "create", orders, |s, n| {
         s.create_or_replay(&new_intent(&ids[n], n, now())).map(drop)

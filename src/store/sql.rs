@@ -292,6 +292,11 @@ pub trait Conn {
     fn is_broken(&self) -> bool {
         false
     }
+    /// The rowid of the last row this connection inserted, where the connection keeps it
+    /// at hand (SQLite's does: no statement needed to read it).
+    fn last_insert_rowid(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// What every connection can do, built on [`Conn`].
@@ -330,9 +335,9 @@ pub trait ConnExt: Conn {
     }
 
     /// Run an `INSERT` of one row into a table keyed by `seq` and give the row's `seq`.
-    /// SQLite reads back the rowid it just made: a `RETURNING` there builds and drops a
-    /// temporary b-tree at every run, which cost the order path more than the insert's own
-    /// row. PostgreSQL returns it.
+    /// SQLite's connection says the rowid it just made: a `RETURNING` there builds and
+    /// drops a temporary b-tree at every run, which cost the order path more than the
+    /// insert's own row. PostgreSQL returns it.
     fn insert_seq(&self, sql: &str, params: &[&dyn ToValue]) -> Result<i64, StoreError> {
         match self.dialect() {
             Dialect::Sqlite => {
@@ -344,7 +349,10 @@ pub trait ConnExt: Conn {
                         "an insert that should make one row made {inserted}"
                     )));
                 }
-                self.one("SELECT last_insert_rowid()", &[], |r| r.get(0))
+                match self.last_insert_rowid() {
+                    Some(seq) => Ok(seq),
+                    None => self.one("SELECT last_insert_rowid()", &[], |r| r.get(0)),
+                }
             }
             Dialect::Postgres => self.one(&format!("{sql} RETURNING seq"), params, |r| r.get(0)),
         }
@@ -415,6 +423,9 @@ impl Conn for Savepoint<'_> {
     fn as_conn(&self) -> &dyn Conn {
         self
     }
+    fn last_insert_rowid(&self) -> Option<i64> {
+        self.conn.last_insert_rowid()
+    }
 }
 
 impl<C: Conn + ?Sized> Conn for Box<C> {
@@ -437,6 +448,9 @@ impl<C: Conn + ?Sized> Conn for Box<C> {
     }
     fn is_broken(&self) -> bool {
         (**self).is_broken()
+    }
+    fn last_insert_rowid(&self) -> Option<i64> {
+        (**self).last_insert_rowid()
     }
     fn as_conn(&self) -> &dyn Conn {
         (**self).as_conn()

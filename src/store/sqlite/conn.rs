@@ -92,6 +92,10 @@ impl Conn for SqliteConn {
         Dialect::Sqlite
     }
 
+    fn last_insert_rowid(&self) -> Option<i64> {
+        Some(self.0.last_insert_rowid())
+    }
+
     fn as_conn(&self) -> &dyn Conn {
         self
     }
