@@ -1,13 +1,15 @@
 //! What one order costs the store's writer, step by step: the same functions the
-//! coordinator's writer runs for create, approve, dispatch (with its claim), record and the receipt
-//! webhook, each in group commits of [`GROUP`] writes as under load, on one thread, with no
-//! HTTP and no downstream. It prints the writer's time and the log it writes per step.
+//! coordinator's writer runs for create, approve, dispatch (with its claim), record and the
+//! receipt webhook, each in group commits of [`GROUP`] writes as under load, on one thread,
+//! with no HTTP and no downstream. It prints the writer's time and the log it writes per
+//! step.
 //!
 //! Run: `cargo bench --bench order_path [-- ORDERS]` (20,000 orders by default);
 //! `STATEMENTS=1` adds each step's costliest statements, `STATEMENTS=full` all of them
-//! whole. The file is synced at checkpoints only (`process_crash`), as the writer's own
-//! connection commits when a syncer of its own answers the writes (`store::sqlite::sync`):
-//! the sync is not the writer's time.
+//! whole; `EXPERIMENT_DROP=index,index` drops those indexes first, to measure what each
+//! costs the writer (the figures in BENCHMARKS.md). The file is synced at checkpoints only
+//! (`process_crash`), as the writer's own connection commits when a syncer of its own
+//! answers the writes (`store::sqlite::sync`): the sync is not the writer's time.
 
 use std::collections::HashMap;
 use std::path::Path;
