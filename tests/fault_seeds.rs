@@ -414,7 +414,10 @@ async fn a_first_attempt_held_until_after_the_retry_lands_as_a_replay_with_one_e
     let rig = start(
         &backend,
         Setup {
-            faults: "delay_ms=3000",
+            // Held far past the second lookup: the first is woken at once and may still
+            // be held, its successor is due 1-2 s after it (the reconciler's backoff), and
+            // the retry it proves needed must land before the held send does.
+            faults: "delay_ms=8000",
             ..Setup::default()
         },
     )

@@ -870,11 +870,12 @@ async fn replaying_a_key_with_another_operation_tier_connector_or_tenant_is_a_mi
 async fn a_queue_longer_than_the_lease_sends_each_order_once_and_makes_none_indeterminate(
     backend: Backend,
 ) {
-    // One dispatch at a time to a slow downstream, and a lease shorter than the queue's wait:
-    // a claim must never wait out its lease before it is sent.
-    let rig = Rig::start(&backend, "delay_ms=250", false, |s| {
-        s.timeout_ms = 500;
-        s.dispatch_lease_ms = Some(2_000);
+    // One dispatch at a time to a slow downstream, and a lease shorter than the queue's wait
+    // (14 sends of 400 ms against 4 s): a claim must never wait out its lease before it is
+    // sent. The timeout stays well above the delay, so a stalled machine is not a lost send.
+    let rig = Rig::start(&backend, "delay_ms=400", false, |s| {
+        s.timeout_ms = 1_500;
+        s.dispatch_lease_ms = Some(4_000);
         s.dispatch_concurrency = Some(1);
     })
     .await;
