@@ -285,10 +285,11 @@ async fn a_pause_through_one_coordinator_holds_dispatch_at_every_coordinator() {
     let key = held["action_key"].as_str().expect("key").to_string();
     fleet.wait_for_state(&fleet.a, id, "indeterminate").await;
     fleet.sandbox.set_faults(
-        "overload_writes=1,retry_after_secs=2"
+        "overload_writes=1,retry_after_secs=5"
             .parse()
             .expect("spec"),
     );
+    // Five seconds behind Retry-After: time for the pause to land first on a loaded machine.
     fleet
         .wait_for(&fleet.a, id, "a retry planned behind Retry-After", |d| {
             dispatches(d).len() == 3
@@ -424,15 +425,47 @@ async fn every_read_the_console_makes_answers_on_postgres() {
 
 /// Run `sql` on the test server's maintenance database.
 fn admin_sql(sql: &str) {
+    admin(|client| client.batch_execute(sql).expect("the statement runs"));
+}
+
+/// Run `f` with a client of the test server's maintenance database, on a thread of its own
+/// (the synchronous client must not run on the test's runtime).
+fn admin<T: Send>(f: impl FnOnce(&mut postgres::Client) -> T + Send) -> T {
     let admin = std::env::var(common::backends::POSTGRES_ENV).expect("the test server");
     std::thread::scope(|s| {
         s.spawn(|| {
             let mut client =
                 postgres::Client::connect(&admin, postgres::NoTls).expect("the server answers");
-            client.batch_execute(sql).expect("the statement runs");
+            f(&mut client)
         })
         .join()
         .expect("the admin statement ran")
+    })
+}
+
+/// Drop every session on database `name` and wait until the server has none left:
+/// `pg_terminate_backend` only signals a session, which ends a moment later.
+fn drop_sessions(name: &str) {
+    admin(|client| {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left: i64 = client
+                .query_one(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE datname = $1 AND pid <> pg_backend_pid()",
+                    &[&name],
+                )
+                .expect("the sessions are listed")
+                .get(0);
+            if left == 0 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{left} sessions on {name} outlived their termination"
+            );
+            std::thread::sleep(POLL);
+        }
     });
 }
 
@@ -445,10 +478,8 @@ async fn a_database_that_goes_away_is_reported_and_nothing_is_answered_as_stored
     assert_eq!(status, StatusCode::OK);
 
     // The database refuses new connections and drops the ones it has.
-    admin_sql(&format!(
-        "ALTER DATABASE {name} ALLOW_CONNECTIONS false; \
-         SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
-    ));
+    admin_sql(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"));
+    drop_sessions(&name);
     let (status, health) = fleet.get(&fleet.a, "/healthz").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{health}");
     let body = order("acme", "9100");

@@ -684,7 +684,9 @@ async fn authorisation_expiring_while_an_attempt_is_in_flight_allows_no_new_atte
     let rig = start(
         &backend,
         Setup {
-            faults: "overload=1,retry_after_secs=1",
+            // Approvals last three seconds, time for an attempt to begin on a loaded
+            // machine; a send refused for load is retried four seconds on, past the lapse.
+            faults: "overload=1,retry_after_secs=4",
             ..Setup::default()
         },
     )
@@ -697,7 +699,7 @@ async fn authorisation_expiring_while_an_attempt_is_in_flight_allows_no_new_atte
         json!({"quotes": ["a", "b"]}),
         "en-US",
     );
-    let (id, _) = rig.authorized("auth-1", &compare, Some(1)).await;
+    let (id, _) = rig.authorized("auth-1", &compare, Some(3)).await;
     let (status, started) = rig.start_attempt(&id, "openai", None).await;
     assert_eq!(status, StatusCode::CREATED, "{started}");
     wait_until_lapsed(&rig, &id).await;
@@ -714,7 +716,7 @@ async fn authorisation_expiring_while_an_attempt_is_in_flight_allows_no_new_atte
     // Mutating work: a retry planned before the lapse is not sent after it; the intent
     // waits for a fresh approval, which an approver gives, and then it goes.
     let (id, key) = rig
-        .authorized("auth-2", &purchase_order("4500"), Some(1))
+        .authorized("auth-2", &purchase_order("4500"), Some(3))
         .await;
     assert!(rig.dispatch(&id).await);
     let detail = rig

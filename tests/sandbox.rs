@@ -469,12 +469,14 @@ async fn a_retry_overtakes_a_held_request_and_the_held_one_replays() {
 
 #[tokio::test]
 async fn a_held_creation_takes_effect_after_its_caller_gave_up() {
-    let sandbox = start("delay_ms=300").await;
+    // The caller gives up a second in, time enough for its request to reach the sandbox
+    // on a loaded machine; the creation is held three.
+    let sandbox = start("delay_ms=3000").await;
     let key = "po:acme:int_12";
     let impatient = intentdesk::tls::client(None)
         .expect("a TLS client")
         .no_proxy()
-        .timeout(Duration::from_millis(50))
+        .timeout(Duration::from_secs(1))
         .build()
         .expect("client builds");
     let err = impatient

@@ -739,6 +739,9 @@ fn crash_child_writes_until_killed() {
 /// What the crash test's child prints after each create the store answered.
 const CRASH_COMMITTED: &str = "committed ";
 
+/// How long the crash test waits for the child's next line before it calls the child hung.
+const CRASH_SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A process killed in the middle of its writes leaves whole intents only, and every create
 /// it was answered for. The child tells the parent what it committed on its output; nothing
 /// else opens the file while it writes.
@@ -765,15 +768,37 @@ fn a_write_interrupted_by_a_crash_leaves_no_half_intent() {
             .stderr(std::fs::File::create(&log).expect("child log"))
             .spawn()
             .expect("child starts");
-        // Kill the child mid-stream, once it has been answered for a few creates.
-        let lines = std::io::BufReader::new(child.stdout.take().expect("the child's output"));
-        let mut committed = 0;
-        for line in lines.lines() {
-            let line = line.expect("the child's output");
-            if line.starts_with(CRASH_COMMITTED) {
-                committed += 1;
-                if committed == 20 + round * 7 {
+        // Kill the child mid-stream, once it has been answered for a few creates. Its lines
+        // are read on a thread of their own, so a child that hangs without a word fails the
+        // test after a minute instead of holding it for ever.
+        let out = child.stdout.take().expect("the child's output");
+        let (lines, said) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
                     break;
+                }
+            }
+        });
+        let mut committed = 0;
+        loop {
+            match said.recv_timeout(CRASH_SILENCE) {
+                Ok(line) if line.starts_with(CRASH_COMMITTED) => {
+                    committed += 1;
+                    if committed == 20 + round * 7 {
+                        break;
+                    }
+                }
+                Ok(_) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    panic!(
+                        "the writing child said nothing for {CRASH_SILENCE:?} after {committed} creates:\n{}",
+                        std::fs::read_to_string(&log).unwrap_or_default()
+                    );
                 }
             }
         }

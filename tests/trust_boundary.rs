@@ -625,7 +625,8 @@ async fn an_agent_cannot_change_the_coordinators_attempts_nor_anothers(backend: 
 async fn a_cancel_while_a_retry_waits_behind_retry_after_sends_nothing_afterwards(
     backend: Backend,
 ) {
-    let rig = Rig::start(&backend, "overload=1,retry_after_secs=2", false, |_| {}).await;
+    // Five seconds behind Retry-After: time for the close to land first on a loaded machine.
+    let rig = Rig::start(&backend, "overload=1,retry_after_secs=5", false, |_| {}).await;
     let (id, key) = rig
         .dispatched(AGENT_ACME, "cancel-1", &order("acme", "4500"))
         .await;
@@ -914,10 +915,11 @@ async fn a_queue_longer_than_the_lease_sends_each_order_once_and_makes_none_inde
 }
 
 async fn a_resend_that_would_land_after_the_key_may_be_forgotten_is_not_sent(backend: Backend) {
-    // The downstream keeps keys for three seconds and says so in the connector's config.
+    // The downstream keeps keys for six seconds and says so in the connector's config: time
+    // for the reconcile below to come while the key is held, on a loaded machine too.
     let rig = Rig::start(&backend, "refuse=1", false, |s| {
         s.reconcile = false;
-        s.key_retention_secs = 3;
+        s.key_retention_secs = 6;
     })
     .await;
     // The first send is cut off after it may have been written: indeterminate.
@@ -928,7 +930,7 @@ async fn a_resend_that_would_land_after_the_key_may_be_forgotten_is_not_sent(bac
     // A lookup proves it absent while the key is still held, so the same command goes again,
     // and the downstream's write path asks it to wait longer than the key is held.
     rig.sandbox.set_faults(
-        "overload_writes=1,retry_after_secs=4"
+        "overload_writes=1,retry_after_secs=8"
             .parse()
             .expect("spec"),
     );
@@ -983,10 +985,11 @@ async fn a_resend_held_by_a_pause_goes_after_resume_without_spending_budget(back
     let (id, key) = rig.dispatched(AGENT_ACME, "held-1", &body).await;
     rig.wait_for_state(&id, "indeterminate").await;
     rig.sandbox.set_faults(
-        "overload_writes=1,retry_after_secs=2"
+        "overload_writes=1,retry_after_secs=5"
             .parse()
             .expect("spec"),
     );
+    // Five seconds behind Retry-After: time for the pause to land first.
     rig.wait_for(&id, "a retry planned behind Retry-After", |d| {
         attempts_of(d, "dispatch").len() == 3
     })
