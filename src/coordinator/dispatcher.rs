@@ -293,7 +293,7 @@ async fn record(state: &AppState, row: ClaimedRow, result: SendResult) {
     let fenced_row = row.clone();
     let outcome = state
         .db
-        .write(move |s| dispatch::record(s, &row, result, now, &*entropy))
+        .write(move |s| dispatch::record(s, &row, result.clone(), now, &*entropy))
         .await;
     match outcome {
         Ok(Follow::Reconcile) => state.reconcile_wake.notify_one(),

@@ -681,7 +681,7 @@ async fn finish_attempt(
     let result = state
         .db
         .ingest(move |s| {
-            let finish = AttemptFinish::from(req);
+            let finish = AttemptFinish::from(req.clone());
             let attempt =
                 match s.finish_reported_attempt(&id, &attempt_id, &finish, &reporter, now)? {
                     ReportedFinish::Finished(attempt) => attempt,
@@ -768,7 +768,13 @@ async fn dispatch(
                         .as_ref()
                         .map(|(worker, clock)| (&**worker, clock.now_ms()));
                     core::ingest::dispatch_and_claim(
-                        s, &config, &principal, &id, attempt_id, now, claimant,
+                        s,
+                        &config,
+                        &principal,
+                        &id,
+                        attempt_id.clone(),
+                        now,
+                        claimant,
                     )
                 })
                 .await?

@@ -373,7 +373,7 @@ impl World {
     /// Run a store step of the coordinator's, as its writer runs it.
     pub fn write<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Store) -> Result<T, crate::store::StoreError> + Send + 'static,
+        f: impl Fn(&mut Store) -> Result<T, crate::store::StoreError> + Send + 'static,
     ) -> Result<T, crate::store::StoreError> {
         self.rt.block_on(self.state.db.write(f))
     }

@@ -17,8 +17,19 @@ use super::{Store, StoreError};
 
 /// Called after the write's commit with the commit's error, if any.
 pub type Finish = Box<dyn FnOnce(Option<&StoreError>) + Send>;
-/// One write: runs inside a transaction (alone or with others) and says how to finish.
-pub type WriteJob = Box<dyn FnOnce(&mut Store) -> Finish + Send>;
+
+/// One write as a backend runs it: inside a transaction, alone or with others, then
+/// answered once.
+pub trait Write: Send {
+    /// Run the write in the backend's open transaction and keep its outcome. A backend that
+    /// rolled the whole transaction back runs it again, and the last run's outcome counts.
+    fn run(&mut self, store: &mut Store);
+    /// How to answer the write once its transaction committed (or failed).
+    fn finish(self: Box<Self>) -> Finish;
+}
+
+/// One write, queued.
+pub type WriteJob = Box<dyn Write>;
 /// One read.
 pub type ReadJob = Box<dyn FnOnce(&mut Store) + Send>;
 
@@ -107,10 +118,13 @@ impl Db {
     }
 
     /// Run `f` as one write of the coordinator's own, all or nothing, and answer once it
-    /// is committed. It waits ahead of every ingest write and is never shed.
+    /// is committed. It waits ahead of every ingest write and is never shed. `f` may run
+    /// more than once, on state rolled back to what it was before (a backend's group commit
+    /// does that to undo a failed write): it changes nothing but the store, and its last
+    /// run's outcome is the answer.
     pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
-        F: FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+        F: Fn(&mut Store) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
         self.queue(f, Lane::Priority, None).await
@@ -121,7 +135,7 @@ impl Db {
     /// queued, nothing stored) when the ingest lane is full.
     pub async fn ingest<T, F>(&self, f: F) -> Result<T, StoreError>
     where
-        F: FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+        F: Fn(&mut Store) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
         let admission = &self.ingest;
@@ -138,22 +152,15 @@ impl Db {
 
     async fn queue<T, F>(&self, f: F, lane: Lane, place: Option<Admitted>) -> Result<T, StoreError>
     where
-        F: FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+        F: Fn(&mut Store) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
         let (done, result) = oneshot::channel();
-        let job: WriteJob = Box::new(move |store| {
-            let outcome = store.atomically(f);
-            Box::new(move |commit_error: Option<&StoreError>| {
-                drop(place);
-                let outcome = match commit_error {
-                    None => outcome,
-                    Some(e) => Err(StoreError::Unavailable(format!(
-                        "the write was not committed: {e}"
-                    ))),
-                };
-                let _ = done.send(outcome);
-            })
+        let job: WriteJob = Box::new(Job {
+            f,
+            outcome: None,
+            done,
+            place,
         });
         self.backend.write(job, lane)?;
         result
@@ -185,5 +192,44 @@ impl Db {
     /// A connection of its own, for a long read.
     pub fn open_reader(&self) -> Result<Store, StoreError> {
         self.backend.open_reader()
+    }
+}
+
+/// A write of [`Db::write`] or [`Db::ingest`] and whom to answer.
+struct Job<F, T> {
+    f: F,
+    /// The last run's outcome; none until the write has run.
+    outcome: Option<Result<T, StoreError>>,
+    done: oneshot::Sender<Result<T, StoreError>>,
+    place: Option<Admitted>,
+}
+
+impl<F, T> Write for Job<F, T>
+where
+    F: Fn(&mut Store) -> Result<T, StoreError> + Send,
+    T: Send + 'static,
+{
+    fn run(&mut self, store: &mut Store) {
+        self.outcome = Some(store.atomically(&self.f));
+    }
+
+    fn finish(self: Box<Self>) -> Finish {
+        let Job {
+            outcome,
+            done,
+            place,
+            ..
+        } = *self;
+        Box::new(move |commit_error: Option<&StoreError>| {
+            drop(place);
+            let outcome = match (commit_error, outcome) {
+                (None, Some(outcome)) => outcome,
+                (Some(e), _) => Err(StoreError::Unavailable(format!(
+                    "the write was not committed: {e}"
+                ))),
+                (None, None) => Err(StoreError::Unavailable("the write never ran".into())),
+            };
+            let _ = done.send(outcome);
+        })
     }
 }

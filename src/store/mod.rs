@@ -285,16 +285,29 @@ impl Store {
         Ok(out)
     }
 
-    /// Run `f` all or nothing: if it fails, everything it wrote is rolled back.
+    /// Run `f` all or nothing: if it fails, everything it wrote is rolled back. Where the
+    /// connection leaves savepoints out ([`sql::Elision`]), a failure marks the connection
+    /// instead, for its writer to roll back the whole transaction.
     pub fn atomically<T>(
         &mut self,
         f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.conn.batch("SAVEPOINT atomically")?;
+        let elided = self.conn.elision().is_some_and(sql::Elision::is_on);
+        if !elided {
+            self.conn.batch("SAVEPOINT atomically")?;
+        }
         // A panic inside `f` is rolled back like an error, so the writer thread and its
         // transaction (other callers' writes) survive it.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)))
             .unwrap_or_else(|panic| Err(StoreError::Panicked(panic_message(&*panic))));
+        if elided {
+            if outcome.is_err()
+                && let Some(elision) = self.conn.elision()
+            {
+                elision.unrolled();
+            }
+            return outcome;
+        }
         match outcome {
             Ok(out) => {
                 self.conn.batch("RELEASE atomically")?;

@@ -225,11 +225,25 @@ impl Drop for Writer {
 mod tests {
     use super::*;
 
-    fn job(tag: &'static str, out: Arc<Mutex<Vec<&'static str>>>) -> WriteJob {
-        Box::new(move |_| {
-            out.lock().expect("lock").push(tag);
+    /// A write that notes its tag when it runs.
+    struct Tagged(&'static str, Arc<Mutex<Vec<&'static str>>>);
+
+    impl crate::store::db::Write for Tagged {
+        fn run(&mut self, _: &mut crate::store::Store) {
+            self.1.lock().expect("lock").push(self.0);
+        }
+        fn finish(self: Box<Self>) -> crate::store::db::Finish {
             Box::new(|_| {})
-        })
+        }
+    }
+
+    fn job(tag: &'static str, out: Arc<Mutex<Vec<&'static str>>>) -> WriteJob {
+        Box::new(Tagged(tag, out))
+    }
+
+    fn run(mut job: WriteJob, store: &mut crate::store::Store) {
+        job.run(store);
+        job.finish()(None);
     }
 
     #[test]
@@ -252,11 +266,11 @@ mod tests {
             crate::store::sqlite::open(std::path::Path::new(":memory:"), Default::default())
                 .expect("a store");
         for j in queue.take(3) {
-            j(&mut store)(None);
+            run(j, &mut store);
         }
         assert_eq!(*seen.lock().expect("lock"), ["p1", "p2", "i1"]);
         for j in queue.take(3) {
-            j(&mut store)(None);
+            run(j, &mut store);
         }
         assert_eq!(*seen.lock().expect("lock"), ["p1", "p2", "i1", "i2"]);
     }
@@ -276,7 +290,7 @@ mod tests {
         .join();
         assert!(ended.is_err());
         assert!(!held.is_open());
-        let refused = held.push(Box::new(|_| Box::new(|_| {})), Lane::Priority);
+        let refused = held.push(job("refused", Arc::default()), Lane::Priority);
         assert!(matches!(refused, Err(StoreError::Unavailable(_))));
     }
 }

@@ -297,6 +297,46 @@ pub trait Conn {
     fn last_insert_rowid(&self) -> Option<i64> {
         None
     }
+    /// Whether and how this connection leaves its savepoints out ([`Elision`]); None where
+    /// it never does.
+    fn elision(&self) -> Option<&Elision> {
+        None
+    }
+}
+
+/// Savepoints left out, for a writer that can roll back its whole transaction and run its
+/// writes again (SQLite's, between its group commits): a savepoint copies every page a
+/// write touches before it changes it, and opening and releasing one are statements of
+/// their own. While it is on, [`ConnExt::savepoint`] and
+/// [`Store::atomically`](super::Store::atomically) open none; one that would have been
+/// rolled back marks the connection instead, and the writer must then roll back the whole
+/// transaction (savepoints named in SQL text stay real).
+#[derive(Debug, Default)]
+pub struct Elision {
+    on: std::cell::Cell<bool>,
+    unrolled: std::cell::Cell<bool>,
+}
+
+impl Elision {
+    /// Leave savepoints out from now on, or stop.
+    pub fn set(&self, on: bool) {
+        self.on.set(on);
+    }
+
+    /// Whether savepoints are left out now.
+    pub fn is_on(&self) -> bool {
+        self.on.get()
+    }
+
+    /// A savepoint left out would have been rolled back.
+    pub fn unrolled(&self) {
+        self.unrolled.set(true);
+    }
+
+    /// Whether one would have been rolled back since the last call; clears the mark.
+    pub fn take_unrolled(&self) -> bool {
+        self.unrolled.replace(false)
+    }
 }
 
 /// What every connection can do, built on [`Conn`].
@@ -361,10 +401,14 @@ pub trait ConnExt: Conn {
     /// Begin a savepoint: everything until its [`Savepoint::commit`] is undone if it is
     /// dropped first.
     fn savepoint(&self) -> Result<Savepoint<'_>, StoreError> {
-        self.batch("SAVEPOINT sp")?;
+        let real = !self.elision().is_some_and(Elision::is_on);
+        if real {
+            self.batch("SAVEPOINT sp")?;
+        }
         Ok(Savepoint {
             conn: self.as_conn(),
             done: false,
+            real,
         })
     }
 }
@@ -375,13 +419,19 @@ impl<C: Conn + ?Sized> ConnExt for C {}
 pub struct Savepoint<'a> {
     conn: &'a dyn Conn,
     done: bool,
+    /// False where the connection leaves savepoints out ([`Elision`]).
+    real: bool,
 }
 
 impl Savepoint<'_> {
     /// Keep what was done since the savepoint began.
     pub fn commit(mut self) -> Result<(), StoreError> {
         self.done = true;
-        self.conn.batch("RELEASE sp")
+        if self.real {
+            self.conn.batch("RELEASE sp")
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -395,8 +445,12 @@ impl<'a> std::ops::Deref for Savepoint<'a> {
 impl Drop for Savepoint<'_> {
     fn drop(&mut self) {
         if !self.done {
-            // The error, if any, is the one the caller is already returning.
-            let _ = self.conn.batch("ROLLBACK TO sp; RELEASE sp");
+            if self.real {
+                // The error, if any, is the one the caller is already returning.
+                let _ = self.conn.batch("ROLLBACK TO sp; RELEASE sp");
+            } else if let Some(elision) = self.conn.elision() {
+                elision.unrolled();
+            }
         }
     }
 }
@@ -426,6 +480,9 @@ impl Conn for Savepoint<'_> {
     fn last_insert_rowid(&self) -> Option<i64> {
         self.conn.last_insert_rowid()
     }
+    fn elision(&self) -> Option<&Elision> {
+        self.conn.elision()
+    }
 }
 
 impl<C: Conn + ?Sized> Conn for Box<C> {
@@ -451,6 +508,9 @@ impl<C: Conn + ?Sized> Conn for Box<C> {
     }
     fn last_insert_rowid(&self) -> Option<i64> {
         (**self).last_insert_rowid()
+    }
+    fn elision(&self) -> Option<&Elision> {
+        (**self).elision()
     }
     fn as_conn(&self) -> &dyn Conn {
         (**self).as_conn()

@@ -130,7 +130,7 @@ pub fn record(world: &mut World, i: usize) -> anyhow::Result<()> {
         world.entropy.clone(),
     );
     let receipt = result.downstream_id().map(str::to_string);
-    let outcome = world.write(move |s| dispatch::record(s, &row, result, now, &*entropy));
+    let outcome = world.write(move |s| dispatch::record(s, &row, result.clone(), now, &*entropy));
     world.history.note(format!(
         "records the answer for {} (fence {}, process {}): {outcome:?}",
         sent.row.intent_id, sent.row.fence, sent.incarnation

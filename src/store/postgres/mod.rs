@@ -103,15 +103,12 @@ impl PgBackend {
                     open,
                     move |store, url| {
                         let next = || writer.queue().take(1).pop();
-                        serve(store, url, open, next, |store, job: WriteJob| {
-                            let mut finish = None;
-                            let committed = store.batch(|s| finish = Some(job(s)));
+                        serve(store, url, open, next, |store, mut job: WriteJob| {
+                            let committed = store.batch(|s| job.run(s));
                             if committed.is_ok() {
                                 writer.queue().committed(1);
                             }
-                            if let Some(finish) = finish {
-                                finish(committed.err().as_ref());
-                            }
+                            job.finish()(committed.err().as_ref());
                         })
                     },
                 )?;

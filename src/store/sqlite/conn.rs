@@ -5,10 +5,16 @@ use rusqlite::types::{ToSqlOutput, ValueRef as SqlValueRef};
 use rusqlite::{Connection, ToSql};
 
 use crate::store::StoreError;
-use crate::store::sql::{Conn, Dialect, Row, RowSource, ToValue, ValueRef};
+use crate::store::sql::{Conn, Dialect, Elision, Row, RowSource, ToValue, ValueRef};
 
 /// One SQLite connection.
-pub struct SqliteConn(pub(super) Connection);
+pub struct SqliteConn(pub(super) Connection, Elision);
+
+impl SqliteConn {
+    pub(super) fn new(conn: Connection) -> SqliteConn {
+        SqliteConn(conn, Elision::default())
+    }
+}
 
 /// A parameter as rusqlite binds it, borrowed.
 struct Param<'a>(ValueRef<'a>);
@@ -94,6 +100,10 @@ impl Conn for SqliteConn {
 
     fn last_insert_rowid(&self) -> Option<i64> {
         Some(self.0.last_insert_rowid())
+    }
+
+    fn elision(&self) -> Option<&Elision> {
+        Some(&self.1)
     }
 
     fn as_conn(&self) -> &dyn Conn {

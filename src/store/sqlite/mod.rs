@@ -65,7 +65,9 @@ fn connect(path: &Path, durability: Durability) -> Result<Connection, StoreError
 
 /// Open (or create) the database file and bring its schema up to date.
 pub fn open(path: &Path, durability: Durability) -> Result<Store, StoreError> {
-    Ok(Store::on(Box::new(SqliteConn(connect(path, durability)?))))
+    Ok(Store::on(Box::new(SqliteConn::new(connect(
+        path, durability,
+    )?))))
 }
 
 /// [`open`] for the single writer: each statement keeps its plan whatever values are bound
@@ -73,7 +75,7 @@ pub fn open(path: &Path, durability: Durability) -> Result<Store, StoreError> {
 /// which on the writer's point lookups and inserts was a tenth of its time and never a
 /// better plan.
 pub fn open_writer(path: &Path, durability: Durability) -> Result<Store, StoreError> {
-    Ok(Store::on(Box::new(SqliteConn(writer_connection(
+    Ok(Store::on(Box::new(SqliteConn::new(writer_connection(
         path, durability,
     )?))))
 }
@@ -92,7 +94,7 @@ fn open_writer_following(
         log.set(u64::try_from(frames).unwrap_or(0));
         Ok(())
     }))?;
-    Ok(Store::on(Box::new(SqliteConn(conn))))
+    Ok(Store::on(Box::new(SqliteConn::new(conn))))
 }
 
 /// What each statement cost on one connection: by its text, how often it ran and how long
@@ -119,7 +121,7 @@ pub fn open_writer_profiled(
             }
         }),
     )?;
-    Ok((Store::on(Box::new(SqliteConn(conn))), costs))
+    Ok((Store::on(Box::new(SqliteConn::new(conn))), costs))
 }
 
 fn writer_connection(path: &Path, durability: Durability) -> Result<Connection, StoreError> {

@@ -2,11 +2,14 @@
 //! together (group commit), and a few read connections used from the blocking pool.
 //!
 //! Group commit: the writer takes every write waiting in its queue (up to [`MAX_BATCH`]),
-//! runs each in its own savepoint — a failing write is rolled back alone — and commits them
-//! in one transaction. With [`Durability::PowerLoss`] that commit is synced before any of its
-//! writes is answered; the sync is the syncer thread's (`super::sync`), so the writer
-//! commits the next batch while the disk works, and one sync answers every batch committed
-//! before it. The coordinator's own writes are taken ahead of agents' ingest ([`WriteQueue`]).
+//! runs them one after another and commits them in one transaction. It runs them without
+//! savepoints, which would copy every page a write touches: if one fails, the writer rolls
+//! the transaction back and runs the group again with a savepoint each, so a failing write
+//! is still undone alone (`commit_group`). With [`Durability::PowerLoss`] that commit is
+//! synced before any of its writes is answered; the sync is the syncer thread's
+//! (`super::sync`), so the writer commits the next batch while the disk works, and one sync
+//! answers every batch committed before it. The coordinator's own writes are taken ahead of
+//! agents' ingest ([`WriteQueue`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use super::checkpoint::{self, Checkpointer, LogLength};
 use super::sync::Syncer;
-use crate::store::db::{Backend, Db, ReadJob, WriteJob};
+use crate::store::db::{Backend, Db, Finish, ReadJob, WriteJob};
 use crate::store::events::DurableFeed;
 use crate::store::queue::{Lane, WriteQueue, WriteStats, Writer};
 use crate::store::sql::{ConnExt, params};
@@ -212,8 +215,11 @@ fn last_event(store: &Store) -> Result<i64, StoreError> {
 
 fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut log: Option<Log>) {
     let queue = writer.queue();
+    // Groups left to run with savepoints since the last one whose writes had to be undone
+    // without them.
+    let mut careful = 0u32;
     loop {
-        let mut jobs = queue.take(MAX_BATCH);
+        let jobs = queue.take(MAX_BATCH);
         if jobs.is_empty() {
             if let Some(syncer) = &syncer {
                 syncer.close();
@@ -223,28 +229,15 @@ fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut
             }
             return;
         }
-        let mut finishes = Vec::with_capacity(jobs.len());
-        let committed = store.batch(|s| {
-            loop {
-                for job in jobs.drain(..) {
-                    finishes.push(job(s));
-                }
-                let room = MAX_BATCH - finishes.len();
-                if room == 0 {
-                    break;
-                }
-                // Writes that came meanwhile join the transaction; while the syncer is busy,
-                // so do those that come until it is free, as they would wait for its next
-                // sync anyway. The transaction commits when nothing more is to join.
-                jobs = match &syncer {
-                    Some(syncer) => queue.take_while(room, || syncer.busy()),
-                    None => queue.take_while(room, || false),
-                };
-                if jobs.is_empty() {
-                    break;
-                }
-            }
-        });
+        let elide = careful == 0;
+        let (group, committed, undone) =
+            commit_group(&mut store, queue, syncer.as_deref(), jobs, elide);
+        careful = if undone {
+            CAREFUL_GROUPS
+        } else {
+            careful.saturating_sub(1)
+        };
+        let finishes: Vec<Finish> = group.into_iter().map(|job| job.finish()).collect();
         let error = committed.err();
         match &error {
             Some(e) => {
@@ -282,6 +275,89 @@ fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut
             }
         }
     }
+}
+
+/// After a group whose writes had to be undone and run again, how many groups run with
+/// savepoints before the writer leaves them out again: a run of failing writes (refusals
+/// an agent keeps asking for) costs each group once, not each time.
+const CAREFUL_GROUPS: u32 = 16;
+
+/// Run `jobs`, and the writes that join them while there is room, in one transaction and
+/// commit it; answer nothing. With `elide`, the writes run without savepoints: a savepoint
+/// copies every page a write touches before it changes it. If one of them fails (or
+/// panics), what it wrote is undone only by rolling the whole transaction back, and then
+/// every write of the group runs again with savepoints, each failed one undone alone; the
+/// third value says whether that happened. Returns the group, each write with its outcome.
+fn commit_group(
+    store: &mut Store,
+    queue: &WriteQueue,
+    syncer: Option<&Syncer>,
+    mut jobs: Vec<WriteJob>,
+    elide: bool,
+) -> (Vec<WriteJob>, Result<(), StoreError>, bool) {
+    if let Err(e) = store.conn().batch("BEGIN IMMEDIATE") {
+        return (jobs, Err(e), false);
+    }
+    elision(store, elide);
+    let mut group: Vec<WriteJob> = Vec::with_capacity(jobs.len());
+    let mut undone = false;
+    'group: loop {
+        let mut taken = jobs.drain(..);
+        for mut job in taken.by_ref() {
+            job.run(store);
+            group.push(job);
+            if elide && unrolled(store) {
+                undone = true;
+                group.extend(taken);
+                break 'group;
+            }
+        }
+        drop(taken);
+        let room = MAX_BATCH - group.len();
+        if room == 0 {
+            break;
+        }
+        // Writes that came meanwhile join the transaction; while the syncer is busy, so do
+        // those that come until it is free, as they would wait for its next sync anyway.
+        // The transaction commits when nothing more is to join.
+        jobs = match syncer {
+            Some(syncer) => queue.take_while(room, || syncer.busy()),
+            None => queue.take_while(room, || false),
+        };
+        if jobs.is_empty() {
+            break;
+        }
+    }
+    elision(store, false);
+    if undone {
+        let _ = store.conn().batch("ROLLBACK");
+        if let Err(e) = store.conn().batch("BEGIN IMMEDIATE") {
+            return (group, Err(e), true);
+        }
+        for job in &mut group {
+            job.run(store);
+        }
+    }
+    let committed = store.conn().batch("COMMIT");
+    if committed.is_err() {
+        let _ = store.conn().batch("ROLLBACK");
+    }
+    (group, committed, undone)
+}
+
+/// Leave the writer's savepoints out, or not.
+fn elision(store: &Store, on: bool) {
+    if let Some(elision) = store.conn().elision() {
+        elision.set(on);
+    }
+}
+
+/// Whether a write since the last call failed where no savepoint could undo it.
+fn unrolled(store: &Store) -> bool {
+    store
+        .conn()
+        .elision()
+        .is_some_and(crate::store::sql::Elision::take_unrolled)
 }
 
 #[cfg(test)]
@@ -324,6 +400,143 @@ mod tests {
                 .expect("a write");
             assert_eq!(count, 0);
         }
+    }
+
+    /// A write of [`commit_group`]'s tests: what it does, how often it ran, its last
+    /// outcome.
+    struct Step {
+        act: fn(&mut crate::store::Store) -> Result<(), StoreError>,
+        runs: Arc<AtomicU64>,
+        outcome: Arc<std::sync::Mutex<Option<Result<(), StoreError>>>>,
+    }
+
+    impl crate::store::db::Write for Step {
+        fn run(&mut self, store: &mut crate::store::Store) {
+            self.runs.fetch_add(1, Ordering::Relaxed);
+            let outcome = store.atomically(self.act);
+            *self.outcome.lock().expect("lock") = Some(outcome);
+        }
+        fn finish(self: Box<Self>) -> crate::store::db::Finish {
+            Box::new(|_| {})
+        }
+    }
+
+    fn insert(s: &crate::store::Store, n: i64) -> Result<usize, StoreError> {
+        s.conn().run("INSERT INTO kept (n) VALUES (?1)", &[&n])
+    }
+
+    /// Runs `acts` as one group with savepoints left out; returns whether the group was
+    /// undone and run again, the rows kept, and each write's runs and last outcome.
+    fn group_of(
+        acts: &[fn(&mut crate::store::Store) -> Result<(), StoreError>],
+    ) -> (bool, Vec<i64>, Vec<(u64, Result<(), StoreError>)>) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut store = crate::store::sqlite::open_writer(
+            &dir.path().join("group.sqlite"),
+            Durability::ProcessCrash,
+        )
+        .expect("open");
+        store
+            .conn()
+            .batch("CREATE TABLE kept (n INTEGER PRIMARY KEY)")
+            .expect("table");
+        let steps: Vec<(Arc<AtomicU64>, Arc<std::sync::Mutex<_>>)> = acts
+            .iter()
+            .map(|_| (Arc::default(), Arc::default()))
+            .collect();
+        let jobs = acts
+            .iter()
+            .zip(&steps)
+            .map(|(act, (runs, outcome))| {
+                Box::new(Step {
+                    act: *act,
+                    runs: runs.clone(),
+                    outcome: outcome.clone(),
+                }) as crate::store::db::WriteJob
+            })
+            .collect();
+        let queue = crate::store::queue::WriteQueue::new();
+        let (group, committed, undone) = super::commit_group(&mut store, &queue, None, jobs, true);
+        committed.expect("the group commits");
+        assert_eq!(group.len(), acts.len(), "every write is in the group");
+        let kept = store
+            .conn()
+            .rows("SELECT n FROM kept ORDER BY n", params![], |r| r.get(0))
+            .expect("rows");
+        let ran = steps
+            .iter()
+            .map(|(runs, outcome)| {
+                let outcome = outcome.lock().expect("lock").take().expect("it ran");
+                (runs.load(Ordering::Relaxed), outcome)
+            })
+            .collect();
+        (undone, kept, ran)
+    }
+
+    /// Writes that all succeed run once each, without savepoints, and are committed.
+    #[test]
+    fn a_group_of_good_writes_runs_each_once() {
+        let (undone, kept, ran) =
+            group_of(&[|s| insert(s, 1).map(drop), |s| insert(s, 2).map(drop)]);
+        assert!(!undone);
+        assert_eq!(kept, [1, 2]);
+        assert!(
+            ran.iter()
+                .all(|(runs, outcome)| *runs == 1 && outcome.is_ok()),
+            "{ran:?}"
+        );
+    }
+
+    /// With savepoints left out, a write that fails halfway, and an operation that fails
+    /// halfway inside a write that carries on without it, are undone by rolling the group
+    /// back and running it again with savepoints: what each wrote before failing is gone,
+    /// everything else is kept, and each write answers as it would have with savepoints.
+    #[test]
+    fn a_write_that_fails_without_its_savepoint_is_undone_alone_by_running_the_group_again() {
+        let (undone, kept, ran) = group_of(&[
+            |s| insert(s, 1).map(drop),
+            // An operation in its own savepoint fails after a row; the write goes on.
+            |s| {
+                let failed: Result<(), StoreError> = (|| {
+                    let tx = s.conn().savepoint()?;
+                    tx.run("INSERT INTO kept (n) VALUES (20)", params![])?;
+                    Err(StoreError::Conflict(
+                        "the operation changed its mind".into(),
+                    ))
+                })();
+                assert!(failed.is_err());
+                insert(s, 2).map(drop)
+            },
+            // A write after it: on the first run it never ran, as the group stopped there.
+            |s| insert(s, 4).map(drop),
+        ]);
+        assert!(undone, "the group ran again");
+        assert_eq!(kept, [1, 2, 4], "row 20 was undone, the rest kept");
+        let runs: Vec<u64> = ran.iter().map(|(runs, _)| *runs).collect();
+        assert_eq!(runs, [2, 2, 1], "the first two ran twice, the last once");
+        assert!(ran.iter().all(|(_, outcome)| outcome.is_ok()), "{ran:?}");
+
+        // Writes that fail after a row, by an error and by a panic: undone the same way,
+        // each answering its own failure.
+        let (undone, kept, ran) = group_of(&[
+            |s| insert(s, 1).map(drop),
+            |s| {
+                insert(s, 30)?;
+                Err(StoreError::Conflict("the write changed its mind".into()))
+            },
+            |s| {
+                insert(s, 40)?;
+                panic!("a write panics after a row")
+            },
+            |s| insert(s, 5).map(drop),
+        ]);
+        assert!(undone);
+        assert_eq!(kept, [1, 5]);
+        let runs: Vec<u64> = ran.iter().map(|(runs, _)| *runs).collect();
+        assert_eq!(runs, [2, 2, 1, 1]);
+        assert!(matches!(ran[1].1, Err(StoreError::Conflict(_))), "{ran:?}");
+        assert!(matches!(ran[2].1, Err(StoreError::Panicked(_))), "{ran:?}");
+        assert!(ran[0].1.is_ok() && ran[3].1.is_ok(), "{ran:?}");
     }
 
     /// A write that touches thousands of pages and then fails is undone whole, and the
