@@ -293,9 +293,12 @@ impl Store {
         f: impl FnOnce(&mut Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let elided = self.conn.elision().is_some_and(sql::Elision::is_on);
-        if !elided {
+        let changes = if elided {
+            self.conn.total_changes()
+        } else {
             self.conn.batch("SAVEPOINT atomically")?;
-        }
+            None
+        };
         // A panic inside `f` is rolled back like an error, so the writer thread and its
         // transaction (other callers' writes) survive it.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)))
@@ -304,7 +307,7 @@ impl Store {
             if outcome.is_err()
                 && let Some(elision) = self.conn.elision()
             {
-                elision.unrolled();
+                elision.undo_since(changes, self.conn.total_changes());
             }
             return outcome;
         }

@@ -302,6 +302,17 @@ pub trait Conn {
     fn elision(&self) -> Option<&Elision> {
         None
     }
+    /// How many rows this connection has inserted, changed or deleted since it opened,
+    /// where it counts them (SQLite's `total_changes`, triggers' rows included): a savepoint
+    /// left out whose writes changed no row has nothing to undo.
+    fn total_changes(&self) -> Option<u64> {
+        None
+    }
+    /// Whether a transaction is open, where the connection can tell (SQLite rolls one back
+    /// by itself on some errors: a full disk, an I/O error).
+    fn in_transaction(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// Savepoints left out, for a writer that can roll back its whole transaction and run its
@@ -328,9 +339,14 @@ impl Elision {
         self.on.get()
     }
 
-    /// A savepoint left out would have been rolled back.
-    pub fn unrolled(&self) {
-        self.unrolled.set(true);
+    /// A savepoint left out would have been rolled back: what was written since it began
+    /// must be undone by rolling back the whole transaction, unless the connection's count
+    /// of changed rows shows nothing was (a refusal before any write).
+    pub fn undo_since(&self, changes_then: Option<u64>, changes_now: Option<u64>) {
+        let unchanged = changes_then.is_some() && changes_then == changes_now;
+        if !unchanged {
+            self.unrolled.set(true);
+        }
     }
 
     /// Whether one would have been rolled back since the last call; clears the mark.
@@ -409,6 +425,7 @@ pub trait ConnExt: Conn {
             conn: self.as_conn(),
             done: false,
             real,
+            changes: if real { None } else { self.total_changes() },
         })
     }
 }
@@ -421,6 +438,8 @@ pub struct Savepoint<'a> {
     done: bool,
     /// False where the connection leaves savepoints out ([`Elision`]).
     real: bool,
+    /// Left out: the connection's count of changed rows when it began.
+    changes: Option<u64>,
 }
 
 impl Savepoint<'_> {
@@ -449,7 +468,7 @@ impl Drop for Savepoint<'_> {
                 // The error, if any, is the one the caller is already returning.
                 let _ = self.conn.batch("ROLLBACK TO sp; RELEASE sp");
             } else if let Some(elision) = self.conn.elision() {
-                elision.unrolled();
+                elision.undo_since(self.changes, self.conn.total_changes());
             }
         }
     }
@@ -483,6 +502,12 @@ impl Conn for Savepoint<'_> {
     fn elision(&self) -> Option<&Elision> {
         self.conn.elision()
     }
+    fn total_changes(&self) -> Option<u64> {
+        self.conn.total_changes()
+    }
+    fn in_transaction(&self) -> Option<bool> {
+        self.conn.in_transaction()
+    }
 }
 
 impl<C: Conn + ?Sized> Conn for Box<C> {
@@ -511,6 +536,12 @@ impl<C: Conn + ?Sized> Conn for Box<C> {
     }
     fn elision(&self) -> Option<&Elision> {
         (**self).elision()
+    }
+    fn total_changes(&self) -> Option<u64> {
+        (**self).total_changes()
+    }
+    fn in_transaction(&self) -> Option<bool> {
+        (**self).in_transaction()
     }
     fn as_conn(&self) -> &dyn Conn {
         (**self).as_conn()

@@ -106,6 +106,14 @@ impl Conn for SqliteConn {
         Some(&self.1)
     }
 
+    fn total_changes(&self) -> Option<u64> {
+        Some(self.0.total_changes())
+    }
+
+    fn in_transaction(&self) -> Option<bool> {
+        Some(!self.0.is_autocommit())
+    }
+
     fn as_conn(&self) -> &dyn Conn {
         self
     }

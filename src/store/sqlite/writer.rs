@@ -285,9 +285,10 @@ const CAREFUL_GROUPS: u32 = 16;
 /// Run `jobs`, and the writes that join them while there is room, in one transaction and
 /// commit it; answer nothing. With `elide`, the writes run without savepoints: a savepoint
 /// copies every page a write touches before it changes it. If one of them fails (or
-/// panics), what it wrote is undone only by rolling the whole transaction back, and then
-/// every write of the group runs again with savepoints, each failed one undone alone; the
-/// third value says whether that happened. Returns the group, each write with its outcome.
+/// panics) after changing rows, what it wrote is undone only by rolling the whole
+/// transaction back, and then every write of the group runs again with savepoints, each
+/// failed one undone alone; the third value says whether that happened. Returns the group,
+/// each write with its outcome.
 fn commit_group(
     store: &mut Store,
     queue: &WriteQueue,
@@ -295,7 +296,7 @@ fn commit_group(
     mut jobs: Vec<WriteJob>,
     elide: bool,
 ) -> (Vec<WriteJob>, Result<(), StoreError>, bool) {
-    if let Err(e) = store.conn().batch("BEGIN IMMEDIATE") {
+    if let Err(e) = begin(store) {
         return (jobs, Err(e), false);
     }
     elision(store, elide);
@@ -310,6 +311,11 @@ fn commit_group(
                 undone = true;
                 group.extend(taken);
                 break 'group;
+            }
+            if lost(store) {
+                elision(store, false);
+                group.extend(taken);
+                return (group, Err(lost_error()), false);
             }
         }
         drop(taken);
@@ -330,12 +336,14 @@ fn commit_group(
     }
     elision(store, false);
     if undone {
-        let _ = store.conn().batch("ROLLBACK");
-        if let Err(e) = store.conn().batch("BEGIN IMMEDIATE") {
+        if let Err(e) = begin(store) {
             return (group, Err(e), true);
         }
         for job in &mut group {
             job.run(store);
+            if lost(store) {
+                return (group, Err(lost_error()), true);
+            }
         }
     }
     let committed = store.conn().batch("COMMIT");
@@ -343,6 +351,27 @@ fn commit_group(
         let _ = store.conn().batch("ROLLBACK");
     }
     (group, committed, undone)
+}
+
+/// Open a group's transaction; one still open (the group before it undone) is rolled back
+/// first.
+fn begin(store: &Store) -> Result<(), StoreError> {
+    if store.conn().in_transaction() == Some(true) {
+        store.conn().batch("ROLLBACK")?;
+    }
+    store.conn().batch("BEGIN IMMEDIATE")
+}
+
+/// Whether SQLite rolled the group's transaction back by itself, as it does on a full disk
+/// or an I/O error: the writes run so far are gone, and the group fails whole. (A write
+/// that carried on past such an error wrote on without a transaction; it is answered as
+/// failed all the same.)
+fn lost(store: &Store) -> bool {
+    store.conn().in_transaction() == Some(false)
+}
+
+fn lost_error() -> StoreError {
+    StoreError::Unavailable("the database rolled the group's transaction back".into())
 }
 
 /// Leave the writer's savepoints out, or not.
@@ -537,6 +566,87 @@ mod tests {
         assert!(matches!(ran[1].1, Err(StoreError::Conflict(_))), "{ran:?}");
         assert!(matches!(ran[2].1, Err(StoreError::Panicked(_))), "{ran:?}");
         assert!(ran[0].1.is_ok() && ran[3].1.is_ok(), "{ran:?}");
+    }
+
+    /// A write refused before it changed a row, and an operation that gave up before it
+    /// wrote, need no undoing: the group is not run again.
+    #[test]
+    fn a_write_refused_before_it_wrote_does_not_run_the_group_again() {
+        let (undone, kept, ran) = group_of(&[
+            |s| insert(s, 1).map(drop),
+            |s| {
+                let _ = s.conn().savepoint()?;
+                Err(StoreError::Conflict("refused before any write".into()))
+            },
+            |s| {
+                let gave_up: Result<(), StoreError> = (|| {
+                    let _tx = s.conn().savepoint()?;
+                    Err(StoreError::Conflict("nothing to do".into()))
+                })();
+                assert!(gave_up.is_err());
+                insert(s, 3).map(drop)
+            },
+        ]);
+        assert!(!undone, "nothing was written that needed undoing");
+        assert_eq!(kept, [1, 3]);
+        let runs: Vec<u64> = ran.iter().map(|(runs, _)| *runs).collect();
+        assert_eq!(runs, [1, 1, 1]);
+        assert!(matches!(ran[1].1, Err(StoreError::Conflict(_))), "{ran:?}");
+    }
+
+    /// A transaction SQLite rolled back by itself (here: a write that ends it) fails its
+    /// group whole, with nothing kept, and the next group commits as usual.
+    #[test]
+    fn a_group_whose_transaction_was_lost_fails_whole_and_the_next_commits() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut store = crate::store::sqlite::open_writer(
+            &dir.path().join("lost.sqlite"),
+            Durability::ProcessCrash,
+        )
+        .expect("open");
+        store
+            .conn()
+            .batch("CREATE TABLE kept (n INTEGER PRIMARY KEY)")
+            .expect("table");
+        let queue = crate::store::queue::WriteQueue::new();
+        let step = |act: fn(&mut crate::store::Store) -> Result<(), StoreError>| {
+            Box::new(Step {
+                act,
+                runs: Arc::default(),
+                outcome: Arc::default(),
+            }) as crate::store::db::WriteJob
+        };
+        for elide in [true, false] {
+            let jobs = vec![
+                step(|s| insert(s, 1).map(drop)),
+                step(|s| s.conn().batch("ROLLBACK")),
+                step(|s| insert(s, 2).map(drop)),
+            ];
+            let (group, committed, _) = super::commit_group(&mut store, &queue, None, jobs, elide);
+            assert_eq!(group.len(), 3);
+            assert!(
+                matches!(committed, Err(StoreError::Unavailable(_))),
+                "{committed:?}"
+            );
+            let (_, committed, undone) = super::commit_group(
+                &mut store,
+                &queue,
+                None,
+                vec![step(|s| insert(s, 9).map(drop))],
+                elide,
+            );
+            committed.expect("the next group commits");
+            assert!(!undone);
+            let kept: Vec<i64> = store
+                .conn()
+                .rows("SELECT n FROM kept ORDER BY n", params![], |r| r.get(0))
+                .expect("rows");
+            assert_eq!(kept, [9], "nothing of the lost group was kept");
+            store
+                .conn()
+                .run("DELETE FROM kept", params![])
+                .expect("clear");
+        }
     }
 
     /// A write that touches thousands of pages and then fails is undone whole, and the
