@@ -431,10 +431,16 @@ mod tests {
         }
     }
 
+    /// What a write of [`commit_group`]'s tests does.
+    type Act = fn(&mut crate::store::Store) -> Result<(), StoreError>;
+
+    /// A write's runs and its last outcome.
+    type Ran = (u64, Result<(), StoreError>);
+
     /// A write of [`commit_group`]'s tests: what it does, how often it ran, its last
     /// outcome.
     struct Step {
-        act: fn(&mut crate::store::Store) -> Result<(), StoreError>,
+        act: Act,
         runs: Arc<AtomicU64>,
         outcome: Arc<std::sync::Mutex<Option<Result<(), StoreError>>>>,
     }
@@ -456,9 +462,7 @@ mod tests {
 
     /// Runs `acts` as one group with savepoints left out; returns whether the group was
     /// undone and run again, the rows kept, and each write's runs and last outcome.
-    fn group_of(
-        acts: &[fn(&mut crate::store::Store) -> Result<(), StoreError>],
-    ) -> (bool, Vec<i64>, Vec<(u64, Result<(), StoreError>)>) {
+    fn group_of(acts: &[Act]) -> (bool, Vec<i64>, Vec<Ran>) {
         let dir = tempfile::tempdir().expect("temporary directory");
         let mut store = crate::store::sqlite::open_writer(
             &dir.path().join("group.sqlite"),
@@ -609,7 +613,7 @@ mod tests {
             .batch("CREATE TABLE kept (n INTEGER PRIMARY KEY)")
             .expect("table");
         let queue = crate::store::queue::WriteQueue::new();
-        let step = |act: fn(&mut crate::store::Store) -> Result<(), StoreError>| {
+        let step = |act: Act| {
             Box::new(Step {
                 act,
                 runs: Arc::default(),
