@@ -215,9 +215,7 @@ fn last_event(store: &Store) -> Result<i64, StoreError> {
 
 fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut log: Option<Log>) {
     let queue = writer.queue();
-    // Groups left to run with savepoints since the last one whose writes had to be undone
-    // without them.
-    let mut careful = 0u32;
+    let mut careful = Careful::default();
     loop {
         let jobs = queue.take(MAX_BATCH);
         if jobs.is_empty() {
@@ -229,14 +227,9 @@ fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut
             }
             return;
         }
-        let elide = careful == 0;
         let (group, committed, undone) =
-            commit_group(&mut store, queue, syncer.as_deref(), jobs, elide);
-        careful = if undone {
-            CAREFUL_GROUPS
-        } else {
-            careful.saturating_sub(1)
-        };
+            commit_group(&mut store, queue, syncer.as_deref(), jobs, careful.elide());
+        careful.after(undone);
         let finishes: Vec<Finish> = group.into_iter().map(|job| job.finish()).collect();
         let error = committed.err();
         match &error {
@@ -279,8 +272,29 @@ fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut
 
 /// After a group whose writes had to be undone and run again, how many groups run with
 /// savepoints before the writer leaves them out again: a run of failing writes (refusals
-/// an agent keeps asking for) costs each group once, not each time.
+/// an agent keeps asking for) costs one group in 17 an extra run, not each one.
 const CAREFUL_GROUPS: u32 = 16;
+
+/// How many groups are left to run with savepoints since the last one whose writes had to
+/// be undone without them.
+#[derive(Debug, Default)]
+struct Careful(u32);
+
+impl Careful {
+    /// Whether the next group may leave its savepoints out.
+    fn elide(&self) -> bool {
+        self.0 == 0
+    }
+
+    /// Note how a group went.
+    fn after(&mut self, undone: bool) {
+        self.0 = if undone {
+            CAREFUL_GROUPS
+        } else {
+            self.0.saturating_sub(1)
+        };
+    }
+}
 
 /// Run `jobs`, and the writes that join them while there is room, in one transaction and
 /// commit it; answer nothing. With `elide`, the writes run without savepoints: a savepoint
@@ -460,11 +474,9 @@ mod tests {
         s.conn().run("INSERT INTO kept (n) VALUES (?1)", &[&n])
     }
 
-    /// Runs `acts` as one group with savepoints left out; returns whether the group was
-    /// undone and run again, the rows kept, and each write's runs and last outcome.
-    fn group_of(acts: &[Act]) -> (bool, Vec<i64>, Vec<Ran>) {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let mut store = crate::store::sqlite::open_writer(
+    /// The writer's connection to a new file in `dir`, with the table the steps write.
+    fn writer_with_table(dir: &tempfile::TempDir) -> crate::store::Store {
+        let store = crate::store::sqlite::open_writer(
             &dir.path().join("group.sqlite"),
             Durability::ProcessCrash,
         )
@@ -473,6 +485,14 @@ mod tests {
             .conn()
             .batch("CREATE TABLE kept (n INTEGER PRIMARY KEY)")
             .expect("table");
+        store
+    }
+
+    /// Runs `acts` as one group with savepoints left out; returns whether the group was
+    /// undone and run again, the rows kept, and each write's runs and last outcome.
+    fn group_of(acts: &[Act]) -> (bool, Vec<i64>, Vec<Ran>) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut store = writer_with_table(&dir);
         let steps: Vec<(Arc<AtomicU64>, Arc<std::sync::Mutex<_>>)> = acts
             .iter()
             .map(|_| (Arc::default(), Arc::default()))
@@ -572,6 +592,26 @@ mod tests {
         assert!(ran[0].1.is_ok() && ran[3].1.is_ok(), "{ran:?}");
     }
 
+    /// After a group that had to be run again, the next sixteen keep their savepoints and
+    /// the one after leaves them out again; another such group starts the count over.
+    #[test]
+    fn groups_after_one_run_again_keep_their_savepoints_for_a_while() {
+        let mut careful = super::Careful::default();
+        assert!(careful.elide(), "a fresh writer leaves savepoints out");
+        careful.after(true);
+        let kept: Vec<bool> = (0..super::CAREFUL_GROUPS + 1)
+            .map(|_| {
+                let elide = careful.elide();
+                careful.after(false);
+                elide
+            })
+            .collect();
+        assert!(kept[..16].iter().all(|elide| !elide), "{kept:?}");
+        assert!(kept[16], "the seventeenth leaves them out again");
+        careful.after(true);
+        assert!(!careful.elide());
+    }
+
     /// A write refused before it changed a row, and an operation that gave up before it
     /// wrote, need no undoing: the group is not run again.
     #[test]
@@ -603,15 +643,7 @@ mod tests {
     #[test]
     fn a_group_whose_transaction_was_lost_fails_whole_and_the_next_commits() {
         let dir = tempfile::tempdir().expect("temporary directory");
-        let mut store = crate::store::sqlite::open_writer(
-            &dir.path().join("lost.sqlite"),
-            Durability::ProcessCrash,
-        )
-        .expect("open");
-        store
-            .conn()
-            .batch("CREATE TABLE kept (n INTEGER PRIMARY KEY)")
-            .expect("table");
+        let mut store = writer_with_table(&dir);
         let queue = crate::store::queue::WriteQueue::new();
         let step = |act: Act| {
             Box::new(Step {
