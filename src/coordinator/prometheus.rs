@@ -25,7 +25,9 @@
 //!   and how the store commits: `intentdesk_store_commits_total`,
 //!   `intentdesk_store_writes_total` (their ratio is the group commit's size),
 //!   `intentdesk_store_syncs_total` and `intentdesk_store_sync_seconds_total`; and SQLite's
-//!   write-ahead log: `intentdesk_store_log_bytes` and `intentdesk_store_log_restarts_total`.
+//!   write-ahead log: `intentdesk_store_log_bytes` and `intentdesk_store_log_restarts_total`;
+//!   and `intentdesk_store_groups_rerun_total` (group commits SQLite's writer ran again with
+//!   savepoints after a write failed).
 //!
 //! The per-tenant and per-provider families use their own names so that summing a family
 //! never counts an intent twice; an intent that used two providers is under both in the
@@ -403,6 +405,12 @@ fn render_process(out: &mut String, p: &Process) {
             "counter",
             "Times SQLite's write-ahead log was started over from its beginning.",
             p.writes.log_restarts,
+        ),
+        (
+            "intentdesk_store_groups_rerun_total",
+            "counter",
+            "Group commits SQLite's writer ran again with savepoints, after a write that failed without them had changed rows.",
+            p.writes.reruns,
         ),
     ];
     for (name, kind, help, value) in figures {

@@ -56,6 +56,9 @@ pub struct WriteStats {
     pub log_bytes: u64,
     /// Times SQLite's log was started over from its beginning.
     pub log_restarts: u64,
+    /// Groups SQLite's writer ran again with savepoints, after a write that failed without
+    /// them had changed rows.
+    pub reruns: u64,
 }
 
 #[derive(Default)]
@@ -66,6 +69,7 @@ struct Counters {
     sync_micros: AtomicU64,
     log_bytes: AtomicU64,
     log_restarts: AtomicU64,
+    reruns: AtomicU64,
 }
 
 impl WriteQueue {
@@ -144,6 +148,11 @@ impl WriteQueue {
             .fetch_add(writes as u64, Ordering::Relaxed);
     }
 
+    /// Count a group run again with savepoints.
+    pub fn rerun(&self) {
+        self.counters.reruns.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Count a sync that took `micros`.
     pub fn synced(&self, micros: u64) {
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
@@ -173,6 +182,7 @@ impl WriteQueue {
             sync_micros: c.sync_micros.load(Ordering::Relaxed),
             log_bytes: c.log_bytes.load(Ordering::Relaxed),
             log_restarts: c.log_restarts.load(Ordering::Relaxed),
+            reruns: c.reruns.load(Ordering::Relaxed),
         }
     }
 

@@ -230,6 +230,9 @@ fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut
         let (group, committed, undone) =
             commit_group(&mut store, queue, syncer.as_deref(), jobs, careful.elide());
         careful.after(undone);
+        if undone {
+            queue.rerun();
+        }
         let finishes: Vec<Finish> = group.into_iter().map(|job| job.finish()).collect();
         let error = committed.err();
         match &error {
@@ -727,6 +730,11 @@ mod tests {
         let (before, large, after) = tokio::join!(before, large, after);
         assert_eq!((before.expect("before"), after.expect("after")), (1, 1));
         assert!(matches!(large, Err(StoreError::Conflict(_))), "{large:?}");
+        assert_eq!(
+            db.write_stats().reruns,
+            1,
+            "its group was run again with savepoints, once"
+        );
         let bodies: Vec<(String, i64)> = db
             .read(|s| {
                 s.conn().rows(
