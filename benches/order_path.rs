@@ -177,7 +177,7 @@ fn step(
 ) {
     pragma(store, "wal_checkpoint(TRUNCATE)");
     // As the writer runs a group whose writes all succeed: without savepoints (unless
-    // `SAVEPOINTS=1` asks for them, to measure what they cost).
+    // `SAVEPOINTS` is set, to measure what they cost).
     let elision = store.conn().elision().expect("SQLite's connection elides");
     elision.set(std::env::var_os("SAVEPOINTS").is_none());
     let started = Instant::now();

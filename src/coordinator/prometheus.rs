@@ -27,7 +27,7 @@
 //!   `intentdesk_store_syncs_total` and `intentdesk_store_sync_seconds_total`; and SQLite's
 //!   write-ahead log: `intentdesk_store_log_bytes` and `intentdesk_store_log_restarts_total`;
 //!   and `intentdesk_store_groups_rerun_total` (group commits SQLite's writer ran again with
-//!   savepoints after a write failed).
+//!   savepoints after a write failed once it had changed rows).
 //!
 //! The per-tenant and per-provider families use their own names so that summing a family
 //! never counts an intent twice; an intent that used two providers is under both in the

@@ -120,8 +120,8 @@ impl Db {
     /// Run `f` as one write of the coordinator's own, all or nothing, and answer once it
     /// is committed. It waits ahead of every ingest write and is never shed. `f` may run
     /// more than once, on state rolled back to what it was before (a backend's group commit
-    /// does that to undo a failed write): it changes nothing but the store, and its last
-    /// run's outcome is the answer.
+    /// does that to undo a failed write): what it does outside the store must be as good
+    /// done twice (a notice, a counter), and its last run's outcome is the answer.
     pub async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: Fn(&mut Store) -> Result<T, StoreError> + Send + 'static,

@@ -269,8 +269,9 @@ impl Store {
     }
 
     /// Run several operations in one transaction (group commit). Each operation should run
-    /// through [`Store::atomically`], so one that fails is rolled back alone; all that
-    /// succeeded become durable together at the single commit.
+    /// through [`Store::atomically`], so one that fails is rolled back alone (or, where the
+    /// connection leaves savepoints out, marks it for the caller to undo the whole
+    /// transaction); all that succeeded become durable together at the single commit.
     pub fn batch<T>(&mut self, f: impl FnOnce(&mut Store) -> T) -> Result<T, StoreError> {
         let begin = match self.conn.dialect() {
             Dialect::Sqlite => "BEGIN IMMEDIATE",
@@ -286,8 +287,9 @@ impl Store {
     }
 
     /// Run `f` all or nothing: if it fails, everything it wrote is rolled back. Where the
-    /// connection leaves savepoints out ([`sql::Elision`]), a failure marks the connection
-    /// instead, for its writer to roll back the whole transaction.
+    /// connection leaves savepoints out ([`sql::Elision`]), a failure after rows were
+    /// changed marks the connection instead, for its writer to roll back the whole
+    /// transaction.
     pub fn atomically<T>(
         &mut self,
         f: impl FnOnce(&mut Store) -> Result<T, StoreError>,

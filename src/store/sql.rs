@@ -320,8 +320,8 @@ pub trait Conn {
 /// write touches before it changes it, and opening and releasing one are statements of
 /// their own. While it is on, [`ConnExt::savepoint`] and
 /// [`Store::atomically`](super::Store::atomically) open none; one that would have been
-/// rolled back marks the connection instead, and the writer must then roll back the whole
-/// transaction (savepoints named in SQL text stay real).
+/// rolled back after rows were changed marks the connection instead, and the writer must
+/// then roll back the whole transaction (savepoints named in SQL text stay real).
 #[derive(Debug, Default)]
 pub struct Elision {
     on: std::cell::Cell<bool>,

@@ -3,9 +3,9 @@
 //!
 //! Group commit: the writer takes every write waiting in its queue (up to [`MAX_BATCH`]),
 //! runs them one after another and commits them in one transaction. It runs them without
-//! savepoints, which would copy every page a write touches: if one fails, the writer rolls
-//! the transaction back and runs the group again with a savepoint each, so a failing write
-//! is still undone alone (`commit_group`). With [`Durability::PowerLoss`] that commit is
+//! savepoints, which would copy every page a write touches: if one fails after it changed
+//! rows, the writer rolls the transaction back and runs the group again with a savepoint
+//! each, so a failing write is still undone alone (`commit_group`). With [`Durability::PowerLoss`] that commit is
 //! synced before any of its writes is answered; the sync is the syncer thread's
 //! (`super::sync`), so the writer commits the next batch while the disk works, and one sync
 //! answers every batch committed before it. The coordinator's own writes are taken ahead of
@@ -324,15 +324,18 @@ fn commit_group(
         for mut job in taken.by_ref() {
             job.run(store);
             group.push(job);
-            if elide && unrolled(store) {
-                undone = true;
-                group.extend(taken);
-                break 'group;
-            }
+            let unrolled = elide && unrolled(store);
+            // A transaction lost is not run again: what a write did after the loss was
+            // written without one.
             if lost(store) {
                 elision(store, false);
                 group.extend(taken);
                 return (group, Err(lost_error()), false);
+            }
+            if unrolled {
+                undone = true;
+                group.extend(taken);
+                break 'group;
             }
         }
         drop(taken);
@@ -642,49 +645,65 @@ mod tests {
     }
 
     /// A transaction SQLite rolled back by itself (here: a write that ends it) fails its
-    /// group whole, with nothing kept, and the next group commits as usual.
+    /// group whole, with nothing kept and nothing run again, even where the write that lost
+    /// it had changed rows and failed; the next group commits as usual.
     #[test]
     fn a_group_whose_transaction_was_lost_fails_whole_and_the_next_commits() {
         let dir = tempfile::tempdir().expect("temporary directory");
         let mut store = writer_with_table(&dir);
         let queue = crate::store::queue::WriteQueue::new();
-        let step = |act: Act| {
+        let runs: Arc<AtomicU64> = Arc::default();
+        let step = |act: Act, runs: Arc<AtomicU64>| {
             Box::new(Step {
                 act,
-                runs: Arc::default(),
+                runs,
                 outcome: Arc::default(),
             }) as crate::store::db::WriteJob
         };
+        let losses: [Act; 2] = [
+            |s| s.conn().batch("ROLLBACK"),
+            |s| {
+                insert(s, 7)?;
+                s.conn().batch("ROLLBACK")?;
+                Err(StoreError::Conflict("the disk is full".into()))
+            },
+        ];
         for elide in [true, false] {
-            let jobs = vec![
-                step(|s| insert(s, 1).map(drop)),
-                step(|s| s.conn().batch("ROLLBACK")),
-                step(|s| insert(s, 2).map(drop)),
-            ];
-            let (group, committed, _) = super::commit_group(&mut store, &queue, None, jobs, elide);
-            assert_eq!(group.len(), 3);
-            assert!(
-                matches!(committed, Err(StoreError::Unavailable(_))),
-                "{committed:?}"
-            );
-            let (_, committed, undone) = super::commit_group(
-                &mut store,
-                &queue,
-                None,
-                vec![step(|s| insert(s, 9).map(drop))],
-                elide,
-            );
-            committed.expect("the next group commits");
-            assert!(!undone);
-            let kept: Vec<i64> = store
-                .conn()
-                .rows("SELECT n FROM kept ORDER BY n", params![], |r| r.get(0))
-                .expect("rows");
-            assert_eq!(kept, [9], "nothing of the lost group was kept");
-            store
-                .conn()
-                .run("DELETE FROM kept", params![])
-                .expect("clear");
+            for lose in losses {
+                runs.store(0, Ordering::Relaxed);
+                let jobs = vec![
+                    step(|s| insert(s, 1).map(drop), runs.clone()),
+                    step(lose, Arc::default()),
+                    step(|s| insert(s, 2).map(drop), Arc::default()),
+                ];
+                let (group, committed, undone) =
+                    super::commit_group(&mut store, &queue, None, jobs, elide);
+                assert_eq!(group.len(), 3);
+                assert!(
+                    matches!(committed, Err(StoreError::Unavailable(_))),
+                    "{committed:?}"
+                );
+                assert!(!undone, "a lost transaction is not run again");
+                assert_eq!(runs.load(Ordering::Relaxed), 1, "the first write ran once");
+                let (_, committed, undone) = super::commit_group(
+                    &mut store,
+                    &queue,
+                    None,
+                    vec![step(|s| insert(s, 9).map(drop), Arc::default())],
+                    elide,
+                );
+                committed.expect("the next group commits");
+                assert!(!undone);
+                let kept: Vec<i64> = store
+                    .conn()
+                    .rows("SELECT n FROM kept ORDER BY n", params![], |r| r.get(0))
+                    .expect("rows");
+                assert_eq!(kept, [9], "nothing of the lost group was kept");
+                store
+                    .conn()
+                    .run("DELETE FROM kept", params![])
+                    .expect("clear");
+            }
         }
     }
 
