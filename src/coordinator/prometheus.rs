@@ -409,7 +409,7 @@ fn render_process(out: &mut String, p: &Process) {
         (
             "intentdesk_store_groups_rerun_total",
             "counter",
-            "Group commits SQLite's writer ran again with savepoints, after a write that failed without them had changed rows.",
+            "Group commits SQLite's writer ran again with savepoints after a failed write had changed rows.",
             p.writes.reruns,
         ),
     ];

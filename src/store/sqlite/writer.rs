@@ -5,11 +5,11 @@
 //! runs them one after another and commits them in one transaction. It runs them without
 //! savepoints, which would copy every page a write touches: if one fails after it changed
 //! rows, the writer rolls the transaction back and runs the group again with a savepoint
-//! each, so a failing write is still undone alone (`commit_group`). With [`Durability::PowerLoss`] that commit is
-//! synced before any of its writes is answered; the sync is the syncer thread's
-//! (`super::sync`), so the writer commits the next batch while the disk works, and one sync
-//! answers every batch committed before it. The coordinator's own writes are taken ahead of
-//! agents' ingest ([`WriteQueue`]).
+//! each, so a failing write is still undone alone (`commit_group`). With
+//! [`Durability::PowerLoss`] that commit is synced before any of its writes is answered; the
+//! sync is the syncer thread's (`super::sync`), so the writer commits the next batch while
+//! the disk works, and one sync answers every batch committed before it. The coordinator's
+//! own writes are taken ahead of agents' ingest ([`WriteQueue`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -320,7 +320,7 @@ fn commit_group(
     let mut group: Vec<WriteJob> = Vec::with_capacity(jobs.len());
     let mut undone = false;
     'group: loop {
-        let mut taken = jobs.drain(..);
+        let mut taken = std::mem::take(&mut jobs).into_iter();
         for mut job in taken.by_ref() {
             job.run(store);
             group.push(job);
@@ -338,7 +338,6 @@ fn commit_group(
                 break 'group;
             }
         }
-        drop(taken);
         let room = MAX_BATCH - group.len();
         if room == 0 {
             break;
