@@ -6,7 +6,8 @@
 //! snapshot), then kept current by reading the change feed: every write that changes an
 //! intent or an attempt appends an `events` row in the same transaction, so the intents
 //! named by events after the last one seen are reloaded, whole, before each query (an extra
-//! receipt announces its intent too). If the feed was pruned past what was seen, everything
+//! receipt announces its intent too): one statement a table for each stretch of the feed, so
+//! catching up after a burst costs about what reading those intents in a scan would. If the feed was pruned past what was seen, everything
 //! is loaded again. Every coordinator on a shared database follows the same feed, so each
 //! one's dashboard shows what all of them wrote.
 //!
@@ -18,7 +19,27 @@ use std::collections::HashMap;
 pub(crate) use super::records::{AttemptRec, Dict, Dicts, IntentRec, Interval, provider_bit};
 use crate::domain::ReleaseRegistry;
 use crate::store::StoreError;
-use crate::store::metric_source::{EventMark, IndexAttempt, IndexIntent, MetricSource};
+use crate::store::metric_source::{
+    Changed, EventMark, IndexAttempt, IndexIntent, IndexSpan, MetricSource,
+};
+
+/// How many events of the change feed the index reads at a time when it catches up.
+const RELOAD_STRETCH: i64 = 20_000;
+
+/// The leading rows of `rows` that belong to intent `seq` (rows sorted by intent), passing
+/// over any of an earlier one.
+fn rows_of<T>(
+    rows: &mut std::iter::Peekable<std::vec::IntoIter<T>>,
+    seq: i64,
+    intent_of: impl Fn(&T) -> i64,
+) -> Vec<T> {
+    while rows.next_if(|r| intent_of(r) < seq).is_some() {}
+    let mut out = Vec::new();
+    while let Some(r) = rows.next_if(|r| intent_of(r) == seq) {
+        out.push(r);
+    }
+    out
+}
 
 /// The whole index.
 #[derive(Debug, Default)]
@@ -70,10 +91,24 @@ impl MetricIndex {
     /// Bring the index up to the source's present state: load it whole the first time,
     /// then apply what the change feed says changed since, all from one snapshot.
     pub fn refresh(&mut self, source: &mut dyn MetricSource) -> Result<(), StoreError> {
-        source.snapshot(&mut |s| self.refresh_in(s))
+        source.snapshot(&mut |s| self.refresh_in(s, RELOAD_STRETCH))
     }
 
-    fn refresh_in(&mut self, source: &mut dyn MetricSource) -> Result<(), StoreError> {
+    /// [`MetricIndex::refresh`], reading the feed `stretch` events at a time.
+    #[cfg(test)]
+    pub(crate) fn refresh_by(
+        &mut self,
+        source: &mut dyn MetricSource,
+        stretch: i64,
+    ) -> Result<(), StoreError> {
+        source.snapshot(&mut |s| self.refresh_in(s, stretch))
+    }
+
+    fn refresh_in(
+        &mut self,
+        source: &mut dyn MetricSource,
+        stretch: i64,
+    ) -> Result<(), StoreError> {
         let last_event = source.last_event()?;
         // The last event seen must still be there as it was; if the feed was pruned past it,
         // or emptied and numbered again, what changed meanwhile is unknown: read everything.
@@ -81,8 +116,13 @@ impl MetricIndex {
             return self.load_all(source, last_event);
         }
         if last_event > self.last_event {
-            for seq in source.changed_intents(self.last_event, last_event)? {
-                self.reload(source, seq)?;
+            // A stretch of the feed at a time, so that what is held at once stays small
+            // however far behind the index is; an intent named in two stretches is read twice.
+            let mut after = self.last_event;
+            while after < last_event {
+                let upto = last_event.min(after.saturating_add(stretch.max(1)));
+                self.reload(source.changed(after, upto)?);
+                after = upto;
             }
             self.last_event = last_event;
             self.last_mark = source.event_mark(last_event)?;
@@ -199,10 +239,25 @@ impl MetricIndex {
     }
 
     /// Replace one intent with its present rows.
-    fn reload(&mut self, source: &mut dyn MetricSource, seq: i64) -> Result<(), StoreError> {
-        let loaded = self.read_one(source, seq)?;
-        let old = self.position(seq);
-        if let Some(pos) = old {
+    /// Put what `changed` read of its intents in place of what the index held of them.
+    fn reload(&mut self, changed: Changed) {
+        let mut attempts = changed.attempts.into_iter().peekable();
+        let mut spans = changed.spans.into_iter().peekable();
+        let mut duplicates = changed.duplicates.into_iter().peekable();
+        for row in changed.intents {
+            let seq = row.seq;
+            let loaded = self.read_one(
+                row,
+                rows_of(&mut attempts, seq, |a| a.intent_seq),
+                rows_of(&mut spans, seq, |s| s.intent_seq),
+                rows_of(&mut duplicates, seq, |d| d.0),
+            );
+            self.replace(loaded);
+        }
+    }
+
+    fn replace(&mut self, loaded: Loaded) {
+        if let Some(pos) = self.position(loaded.rec.seq) {
             let rec = &mut self.intents[pos as usize];
             rec.live = false;
             self.dead_attempts += rec.n_attempts as usize;
@@ -210,15 +265,6 @@ impl MetricIndex {
             self.indeterminate.remove(&pos);
             self.duplicates.remove(&pos);
         }
-        let Some(loaded) = loaded else {
-            if let Some(slot) = usize::try_from(seq)
-                .ok()
-                .and_then(|s| self.by_seq.get_mut(s))
-            {
-                *slot = u32::MAX;
-            }
-            return Ok(());
-        };
         let mut rec = loaded.rec;
         rec.first_attempt = self.attempts.len() as u32;
         rec.n_attempts = loaded.attempts.len() as u32;
@@ -230,28 +276,27 @@ impl MetricIndex {
         if !loaded.duplicates.is_empty() {
             self.duplicates.insert(pos, loaded.duplicates);
         }
-        Ok(())
     }
 
+    /// One intent as the index keeps it, from its row and its attempts, transitions and
+    /// duplicate effects.
     fn read_one(
         &mut self,
-        source: &mut dyn MetricSource,
-        seq: i64,
-    ) -> Result<Option<Loaded>, StoreError> {
-        let Some(row) = source.intent_at(seq)? else {
-            return Ok(None);
-        };
-        let operation = row.operation.clone();
+        row: IndexIntent,
+        attempt_rows: Vec<IndexAttempt>,
+        spans: Vec<IndexSpan>,
+        duplicates: Vec<(i64, u64)>,
+    ) -> Loaded {
         let since = row.indeterminate_since_ms;
         let mut rec = self.intent_rec(&row);
-        let mut attempts = Vec::new();
+        let mut attempts = Vec::with_capacity(attempt_rows.len());
         let mut hashes: Vec<String> = Vec::new();
-        for row in source.attempts_at(seq)? {
-            let a = self.attempt_rec(&row, rec.tenant);
+        for attempt in attempt_rows {
+            let a = self.attempt_rec(&attempt, rec.tenant);
             rec.providers |= provider_bit(a.provider);
             rec.late += u32::from(a.late());
-            if let Some(h) = row.proposal_hash
-                && self.releases.eligible(&operation, &row.release_id)
+            if let Some(h) = attempt.proposal_hash
+                && self.releases.eligible(&row.operation, &attempt.release_id)
             {
                 hashes.push(h);
             }
@@ -260,7 +305,7 @@ impl MetricIndex {
         rec.proposals = hashes.len() as u32;
         rec.diverged = hashes.len() >= 2 && hashes.iter().any(|h| h != &hashes[0]);
         let mut intervals = Vec::new();
-        for span in source.spans_at(seq)? {
+        for span in spans {
             push_span(&mut intervals, span.from.as_deref(), &span.to, span.at_ms);
         }
         if self.dicts.state.name(rec.state) == "indeterminate"
@@ -273,13 +318,12 @@ impl MetricIndex {
                 left_ms: u64::MAX,
             });
         }
-        let duplicates = source.duplicates_at(seq)?;
-        Ok(Some(Loaded {
+        Loaded {
             rec,
             attempts,
             intervals,
-            duplicates,
-        }))
+            duplicates: duplicates.into_iter().map(|(_, at)| at).collect(),
+        }
     }
 
     fn intent_rec(&mut self, row: &IndexIntent) -> IntentRec {
@@ -373,6 +417,11 @@ impl MetricIndex {
     }
 
     /// Roughly the bytes the index holds, for `/metrics`.
+    /// The newest change-feed event the index has read.
+    pub fn followed_to(&self) -> i64 {
+        self.last_event
+    }
+
     pub fn memory_bytes(&self) -> usize {
         use std::mem::size_of;
         let spans: usize = self

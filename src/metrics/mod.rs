@@ -242,4 +242,4 @@ pub fn overview(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

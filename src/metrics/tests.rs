@@ -222,7 +222,8 @@ fn indeterminate_is_a_level_over_time() {
     assert!(points.iter().all(|p| p[0] as u64 <= END));
 }
 
-fn new_intent(n: u64) -> NewIntent {
+/// A new intent of tenant `acme`, numbered `n`.
+pub(crate) fn new_intent(n: u64) -> NewIntent {
     let args = json!({"qty": n});
     let canonical = canonicalize(&args).expect("args");
     NewIntent {
@@ -491,4 +492,95 @@ fn a_chart_past_the_cost_bound_is_refused() {
     assert!(message.contains("larger buckets"), "{message}");
     q.bucket_ms = 60_000;
     assert!(super::chart(&mut store, &index, &q, &filter).is_ok());
+}
+
+#[test]
+fn catching_up_a_stretch_at_a_time_reads_what_a_whole_load_reads() {
+    let (_dir, mut store) = bulk(200);
+    // One index per stretch of the feed read at a time: one event, a few, all of them.
+    let mut followed: Vec<(i64, MetricIndex)> = [1, 7, 100_000]
+        .into_iter()
+        .map(|stretch| (stretch, MetricIndex::default()))
+        .collect();
+    for (_, index) in &mut followed {
+        refresh(index, &mut store).expect("refresh");
+    }
+
+    // Forty intents come after the load. Every fifth is only created (one event); the others
+    // are authorized and dispatched, every other one is left indeterminate, and every fourth
+    // one of those is receipted twice half an hour later (a duplicate effect, and a closed
+    // span of being indeterminate).
+    for n in 1..=40u64 {
+        let CreateOutcome::Created(intent) =
+            store.create_or_replay(&new_intent(n)).expect("create")
+        else {
+            panic!("not created");
+        };
+        if n % 5 == 0 {
+            continue;
+        }
+        let at = |ms: u64| ApplyContext {
+            now_ms: END + n * 10 + ms,
+            authorization: Some(Approval::by("ann", "v1")),
+            dispatch: Some(DispatchPlan {
+                attempt_id: AttemptId::generate(END + ms, u128::from(n) * 7),
+                available_at_ms: END + ms,
+            }),
+            ..ApplyContext::default()
+        };
+        store
+            .apply(&intent.id, &Event::Authorized, &at(1))
+            .expect("authorize");
+        store
+            .apply(&intent.id, &Event::Dispatch, &at(2))
+            .expect("dispatch");
+        if n % 2 == 0 {
+            store
+                .apply(&intent.id, &Event::OutcomeUnknown, &at(1_000))
+                .expect("unknown");
+        }
+        if n % 4 == 0 {
+            for (downstream, k) in [("po-a", 1), ("po-b", 2)] {
+                let source = ReceiptSource {
+                    receipt_id: ReceiptId::generate(END + HOUR / 2, u128::from(n) * 3 + k),
+                    downstream_id: downstream.into(),
+                    source: "lookup",
+                    event_id: None,
+                };
+                store
+                    .observe_receipt(&intent.id, &source, END + HOUR / 2 + n)
+                    .expect("receipt");
+            }
+        }
+    }
+    let mut loaded = MetricIndex::default();
+    refresh(&mut loaded, &mut store).expect("load");
+
+    let all = IntentFilter::default();
+    let now = END + 2 * HOUR;
+    let o = overview(&mut store, &loaded, &all, now).expect("o");
+    assert!(o.duplicate_effects >= 5 && o.indeterminate >= 10, "{o:?}");
+    for (stretch, index) in &mut followed {
+        index.refresh_by(&mut store, *stretch).expect("catch up");
+        assert_eq!(
+            overview(&mut store, index, &all, now).expect("followed"),
+            o,
+            "{stretch} events a stretch"
+        );
+        for &metric in ChartMetric::ALL {
+            for &group_by in GroupBy::ALL {
+                let q = ChartQuery {
+                    from_ms: END - HOUR,
+                    to_ms: now,
+                    now_ms: now,
+                    ..query(metric, group_by)
+                };
+                assert_eq!(
+                    super::chart(&mut store, index, &q, &all).expect("followed"),
+                    super::chart(&mut store, &loaded, &q, &all).expect("loaded"),
+                    "{metric:?} by {group_by:?}, {stretch} events a stretch"
+                );
+            }
+        }
+    }
 }

@@ -48,6 +48,17 @@ pub struct IndexSpan {
     pub at_ms: u64,
 }
 
+/// The rows of the intents a stretch of the change feed names, each kind sorted by intent
+/// and then in table order: one statement a kind, however many intents changed.
+#[derive(Debug, Default)]
+pub struct Changed {
+    pub intents: Vec<IndexIntent>,
+    pub attempts: Vec<IndexAttempt>,
+    pub spans: Vec<IndexSpan>,
+    /// Each duplicate effect: the intent and when it was first seen.
+    pub duplicates: Vec<(i64, u64)>,
+}
+
 /// A marker of one event: when it was written and for which intent (how a rewritten feed
 /// is told from the one read).
 pub type EventMark = Option<(i64, Option<String>)>;
@@ -62,8 +73,8 @@ pub trait MetricSource {
     /// The newest event's sequence number (0 for none).
     fn last_event(&mut self) -> Result<i64, StoreError>;
     fn event_mark(&mut self, seq: i64) -> Result<EventMark, StoreError>;
-    /// The intents named by events in `(after, upto]`.
-    fn changed_intents(&mut self, after: i64, upto: i64) -> Result<Vec<i64>, StoreError>;
+    /// The rows the index keeps of every intent named by events in `(after, upto]`.
+    fn changed(&mut self, after: i64, upto: i64) -> Result<Changed, StoreError>;
     /// Every intent, in sequence order.
     fn each_intent(
         &mut self,
@@ -78,11 +89,6 @@ pub trait MetricSource {
     fn indeterminate_spans(&mut self) -> Result<Vec<IndexSpan>, StoreError>;
     /// Every duplicate effect: the intent and when it was first seen.
     fn duplicate_effects(&mut self) -> Result<Vec<(i64, u64)>, StoreError>;
-    /// One intent's columns, attempts, transitions and duplicate effects.
-    fn intent_at(&mut self, seq: i64) -> Result<Option<IndexIntent>, StoreError>;
-    fn attempts_at(&mut self, seq: i64) -> Result<Vec<IndexAttempt>, StoreError>;
-    fn spans_at(&mut self, seq: i64) -> Result<Vec<IndexSpan>, StoreError>;
-    fn duplicates_at(&mut self, seq: i64) -> Result<Vec<u64>, StoreError>;
     /// The intents a search text or pause filter selects (`None`: the filter has neither,
     /// and the index filters on its own).
     fn selection(&mut self, filter: &IntentFilter) -> Result<Option<HashSet<i64>>, StoreError>;
@@ -92,6 +98,9 @@ const INTENT_SQL: &str = "SELECT i.seq, i.created_at_ms, i.committed_at_ms, i.at
      i.operation, i.tool, i.release_id, i.locale, i.tier, i.state, i.indeterminate_since_ms, i.lookups FROM intents i";
 const ATTEMPT_SQL: &str = "SELECT a.intent_seq, a.started_at_ms, a.ended_at_ms, a.provider, \
      coalesce(a.release_id, i.release_id), a.late, a.proposal_hash FROM attempts a JOIN intents i ON i.seq = a.intent_seq";
+/// The intents named by events in `(?1, ?2]`.
+const CHANGED_SQL: &str = "SELECT c.seq FROM events e JOIN intents c ON c.id = e.intent_id \
+     WHERE e.seq > ?1 AND e.seq <= ?2";
 const SPAN_SQL: &str = "SELECT t.intent_seq, t.from_state, t.to_state, t.at_ms FROM transitions t";
 const DUPLICATE_SQL: &str = "SELECT r.intent_seq, min(r.received_at_ms) FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
      WHERE r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref";
@@ -165,13 +174,36 @@ impl MetricSource for Store {
             .optional()
     }
 
-    fn changed_intents(&mut self, after: i64, upto: i64) -> Result<Vec<i64>, StoreError> {
-        self.conn.rows(
-            "SELECT DISTINCT i.seq FROM events e JOIN intents i ON i.id = e.intent_id \
-             WHERE e.seq > ?1 AND e.seq <= ?2",
-            params![after, upto],
-            |r| r.get(0),
-        )
+    fn changed(&mut self, after: i64, upto: i64) -> Result<Changed, StoreError> {
+        Ok(Changed {
+            intents: self.conn.rows(
+                &format!("{INTENT_SQL} WHERE i.seq IN ({CHANGED_SQL}) ORDER BY i.seq"),
+                params![after, upto],
+                intent_of,
+            )?,
+            attempts: self.conn.rows(
+                &format!(
+                    "{ATTEMPT_SQL} WHERE a.intent_seq IN ({CHANGED_SQL}) ORDER BY a.intent_seq, a.seq"
+                ),
+                params![after, upto],
+                attempt_of,
+            )?,
+            spans: self.conn.rows(
+                &format!(
+                    "{SPAN_SQL} WHERE t.intent_seq IN ({CHANGED_SQL}) ORDER BY t.intent_seq, t.seq"
+                ),
+                params![after, upto],
+                span_of,
+            )?,
+            duplicates: self.conn.rows(
+                &format!(
+                    "{DUPLICATE_SQL} AND r.intent_seq IN ({CHANGED_SQL}) \
+                     GROUP BY r.intent_seq, r.downstream_id ORDER BY r.intent_seq, r.downstream_id"
+                ),
+                params![after, upto],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?,
+        })
     }
 
     fn each_intent(
@@ -211,42 +243,6 @@ impl MetricSource for Store {
             &format!("{DUPLICATE_SQL} GROUP BY r.intent_seq, r.downstream_id"),
             params![],
             |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-    }
-
-    fn intent_at(&mut self, seq: i64) -> Result<Option<IndexIntent>, StoreError> {
-        self.conn
-            .one(
-                &format!("{INTENT_SQL} WHERE i.seq = ?1"),
-                params![seq],
-                intent_of,
-            )
-            .optional()
-    }
-
-    fn attempts_at(&mut self, seq: i64) -> Result<Vec<IndexAttempt>, StoreError> {
-        self.conn.rows(
-            &format!("{ATTEMPT_SQL} WHERE a.intent_seq = ?1 ORDER BY a.seq"),
-            params![seq],
-            attempt_of,
-        )
-    }
-
-    fn spans_at(&mut self, seq: i64) -> Result<Vec<IndexSpan>, StoreError> {
-        self.conn.rows(
-            &format!("{SPAN_SQL} WHERE t.intent_seq = ?1 ORDER BY t.seq"),
-            params![seq],
-            span_of,
-        )
-    }
-
-    fn duplicates_at(&mut self, seq: i64) -> Result<Vec<u64>, StoreError> {
-        self.conn.rows(
-            &format!(
-                "{DUPLICATE_SQL} AND r.intent_seq = ?1 GROUP BY r.intent_seq, r.downstream_id"
-            ),
-            params![seq],
-            |r| r.get(1),
         )
     }
 
