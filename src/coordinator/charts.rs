@@ -11,7 +11,8 @@
 //!   now): the amplification, the indeterminate count and ages the top bar's badge watches.
 //!
 //! All three read one in-memory index shared by this router, brought up to date from the
-//! change feed before each answer.
+//! change feed before each answer, and followed in the background about once a second
+//! ([`follow`]) so that the answer after a burst of writes does not wait to read the burst.
 
 use std::sync::{Arc, Mutex};
 
@@ -79,6 +80,55 @@ pub fn warm_up(state: &AppState) {
             Err(e) => tracing::warn!(error = %e, "the metric index was not loaded ahead"),
         }
     });
+}
+
+/// How often the metric index reads the change feed between requests.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long it waits after a read that failed before it tries again: a failed read may have
+/// been a whole load, seconds at millions of attempts.
+const FOLLOW_BACKOFF: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Keep the metric index within about a second of the change feed, once the warm-up is over,
+/// until the coordinator stops. A request still brings it up to date before it answers; this
+/// only leaves it little to read. Without it, the first scrape of `/metrics` after a minute of
+/// three thousand orders a second read all of them, one intent at a time, while the
+/// dashboard's charts waited for the index (about two seconds here).
+pub fn follow(state: &AppState) -> tokio::task::JoinHandle<()> {
+    let state = state.clone();
+    tokio::spawn(async move {
+        let mut stopping = state.stopping.clone();
+        let mut ready = state.metrics_ready.subscribe();
+        let mut tick = tokio::time::interval(FOLLOW_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut failing = false;
+        loop {
+            tokio::select! {
+                _ = async {
+                    let _ = ready.wait_for(|ready| *ready).await;
+                    tick.tick().await;
+                } => {}
+                _ = stopping.wait_for(|stop| *stop) => return,
+            }
+            let index = state.metrics.clone();
+            let read = state
+                .db
+                .read(move |store| metrics::refresh(&mut lock(&index), store))
+                .await;
+            match read {
+                Ok(()) => failing = false,
+                Err(e) => {
+                    if !failing {
+                        tracing::warn!(error = %e, "the metric index could not follow the change feed; requests bring it up to date themselves");
+                    }
+                    failing = true;
+                    tokio::select! {
+                        _ = tokio::time::sleep(FOLLOW_BACKOFF) => {}
+                        _ = stopping.wait_for(|stop| *stop) => return,
+                    }
+                }
+            }
+        }
+    })
 }
 
 /// The smallest round bucket that splits `span_ms` into at most `buckets`.
@@ -282,7 +332,52 @@ async fn overview(
 
 #[cfg(test)]
 mod tests {
-    use super::bucket_for;
+    use std::time::{Duration, Instant};
+
+    use super::{bucket_for, follow, lock, warm_up};
+    use crate::coordinator::{AppState, Config};
+    use crate::metrics::tests::new_intent;
+    use crate::store::metric_source::MetricSource;
+    use crate::store::ops::Intents;
+
+    /// No request reads the index here: only the follower can bring it up to the feed, and
+    /// it stops with the coordinator.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_index_follows_the_feed_between_requests() {
+        let dir = tempfile::tempdir().expect("dir");
+        let text = format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = '{}'\n",
+            dir.path().join("f.sqlite").display()
+        );
+        let config = Config::parse(&text, "test").expect("config");
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        let state = AppState::new(config, stopping).expect("state");
+        warm_up(&state);
+        let follower = follow(&state);
+        for n in 1..=3 {
+            let intent = new_intent(n);
+            state
+                .db
+                .write(move |s| s.create_or_replay(&intent).map(|_| ()))
+                .await
+                .expect("create");
+        }
+        let last = state.db.read(|s| s.last_event()).await.expect("feed");
+        assert!(last >= 3, "{last}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while lock(&state.metrics).followed_to() != last {
+            assert!(
+                Instant::now() < deadline,
+                "the index never followed the feed"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop.send(true).expect("stop");
+        tokio::time::timeout(Duration::from_secs(30), follower)
+            .await
+            .expect("the follower stops with the coordinator")
+            .expect("the follower ended without a panic");
+    }
 
     #[test]
     fn buckets_are_round_and_never_too_many() {

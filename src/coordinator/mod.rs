@@ -214,6 +214,7 @@ pub async fn run_with(
         ))
     };
     charts::warm_up(&state);
+    let follower = charts::follow(&state);
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(addr = %listener.local_addr()?, scheme, "coordinator listening");
     let app = router(state.clone());
@@ -242,6 +243,7 @@ pub async fn run_with(
     }
     dispatcher.await?;
     reconciler.await?;
+    follower.await?;
     Ok(())
 }
 
