@@ -100,6 +100,7 @@ pub fn follow(state: &AppState) -> tokio::task::JoinHandle<()> {
         let mut ready = state.metrics_ready.subscribe();
         let mut tick = tokio::time::interval(FOLLOW_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut reader: Option<Store> = None;
         let mut failing = false;
         loop {
             tokio::select! {
@@ -109,26 +110,65 @@ pub fn follow(state: &AppState) -> tokio::task::JoinHandle<()> {
                 } => {}
                 _ = stopping.wait_for(|stop| *stop) => return,
             }
-            let index = state.metrics.clone();
-            let read = state
-                .db
-                .read(move |store| metrics::refresh(&mut lock(&index), store))
-                .await;
-            match read {
-                Ok(()) => failing = false,
-                Err(e) => {
-                    if !failing {
-                        tracing::warn!(error = %e, "the metric index could not follow the change feed; requests bring it up to date themselves");
-                    }
-                    failing = true;
-                    tokio::select! {
-                        _ = tokio::time::sleep(FOLLOW_BACKOFF) => {}
-                        _ = stopping.wait_for(|stop| *stop) => return,
-                    }
+            let (db, index) = (state.db.clone(), state.metrics.clone());
+            let held = reader.take();
+            let read = tokio::task::spawn_blocking(move || follow_once(&db, &index, held)).await;
+            let failed = match read {
+                Ok((kept, Ok(()))) => {
+                    reader = kept;
+                    None
                 }
+                Ok((_, Err(e))) => Some(e.to_string()),
+                Err(panicked) => Some(panicked.to_string()),
+            };
+            let Some(error) = failed else {
+                failing = false;
+                continue;
+            };
+            if !failing {
+                tracing::warn!(%error, "the metric index could not follow the change feed; requests bring it up to date themselves");
+            }
+            failing = true;
+            tokio::select! {
+                _ = tokio::time::sleep(FOLLOW_BACKOFF) => {}
+                _ = stopping.wait_for(|stop| *stop) => return,
             }
         }
     })
+}
+
+/// The pages the follower's connection keeps: it reads what the last second changed, most
+/// of it just written, so a small cache does; a reader of the shared pool would fill its 64
+/// MiB with those pages, and every one of the pool's readers in turn.
+const FOLLOWER_CACHE_KIB: i64 = 4_096;
+
+/// Bring the index up to the feed on the follower's own connection, opened if it has none;
+/// the connection is kept for the next time unless the read failed.
+fn follow_once(
+    db: &crate::store::Db,
+    index: &Shared,
+    reader: Option<Store>,
+) -> (Option<Store>, Result<(), StoreError>) {
+    let opened = reader.map_or_else(
+        || {
+            let store = db.open_reader()?;
+            if store.conn().dialect() == crate::store::sql::Dialect::Sqlite {
+                store
+                    .conn()
+                    .batch(&format!("PRAGMA cache_size = -{FOLLOWER_CACHE_KIB}"))?;
+            }
+            Ok(store)
+        },
+        Ok,
+    );
+    let mut store = match opened {
+        Ok(store) => store,
+        Err(e) => return (None, Err(e)),
+    };
+    match metrics::refresh(&mut lock(index), &mut store) {
+        Ok(()) => (Some(store), Ok(())),
+        Err(e) => (None, Err(e)),
+    }
 }
 
 /// The smallest round bucket that splits `span_ms` into at most `buckets`.
