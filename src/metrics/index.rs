@@ -7,9 +7,10 @@
 //! intent or an attempt appends an `events` row in the same transaction, so the intents
 //! named by events after the last one seen are reloaded, whole, before each query (an extra
 //! receipt announces its intent too): one statement a table for each stretch of the feed, so
-//! catching up after a burst costs about what reading those intents in a scan would. If the feed was pruned past what was seen, everything
-//! is loaded again. Every coordinator on a shared database follows the same feed, so each
-//! one's dashboard shows what all of them wrote.
+//! catching up after a burst costs about what reading those intents in a scan would. If the
+//! feed was pruned past what was seen, everything is loaded again. Every coordinator on a
+//! shared database follows the same feed, so each one's dashboard shows what all of them
+//! wrote.
 //!
 //! About 72 bytes per intent and 16 per attempt: a million intents with five million
 //! attempts take roughly 160 MB, and a scan of all of them takes tens of milliseconds.
@@ -116,21 +117,31 @@ impl MetricIndex {
             return self.load_all(source, last_event);
         }
         if last_event > self.last_event {
-            // A stretch of the feed at a time, so that what is held at once stays small
-            // however far behind the index is; an intent named in two stretches is read twice.
+            // A stretch of the feed at a time, so that the rows read at once stay few however
+            // far behind the index is, and the copies they replace are dropped as it goes; an
+            // intent named in two stretches is read twice.
             let mut after = self.last_event;
             while after < last_event {
                 let upto = last_event.min(after.saturating_add(stretch.max(1)));
                 self.reload(source.changed(after, upto)?);
+                self.compact_if_worth_it();
                 after = upto;
             }
             self.last_event = last_event;
             self.last_mark = source.event_mark(last_event)?;
         }
-        if self.dead_attempts > self.attempts.len() / 4 + 1024 || self.dead_intents > 1024 {
+        Ok(())
+    }
+
+    /// Drop the replaced copies once they are a quarter of what is held: a compaction copies
+    /// every live intent and attempt, so it runs about once for each quarter of the index
+    /// changed, not at every refresh of a large index that follows a steady stream.
+    fn compact_if_worth_it(&mut self) {
+        if self.dead_attempts > self.attempts.len() / 4 + 1024
+            || self.dead_intents > self.intents.len() / 4 + 1024
+        {
             self.compact();
         }
-        Ok(())
     }
 
     /// Load everything, as of `last_event`.
@@ -238,7 +249,6 @@ impl MetricIndex {
         Ok(())
     }
 
-    /// Replace one intent with its present rows.
     /// Put what `changed` read of its intents in place of what the index held of them.
     fn reload(&mut self, changed: Changed) {
         let mut attempts = changed.attempts.into_iter().peekable();
@@ -416,12 +426,12 @@ impl MetricIndex {
             .map(|(i, r)| (i as u32, r))
     }
 
-    /// Roughly the bytes the index holds, for `/metrics`.
     /// The newest change-feed event the index has read.
     pub fn followed_to(&self) -> i64 {
         self.last_event
     }
 
+    /// Roughly the bytes the index holds, for `/metrics`.
     pub fn memory_bytes(&self) -> usize {
         use std::mem::size_of;
         let spans: usize = self
@@ -448,8 +458,6 @@ impl MetricIndex {
     }
 }
 
-/// What identifies event `seq`: when it was written and which intent it names (`None`
-/// when there is no such event).
 /// Follow one transition: entering indeterminate opens a span, leaving it closes the last.
 fn push_span(spans: &mut Vec<Interval>, from: Option<&str>, to: &str, at_ms: u64) {
     if to == "indeterminate" && from != Some("indeterminate") {

@@ -49,7 +49,8 @@ pub struct IndexSpan {
 }
 
 /// The rows of the intents a stretch of the change feed names, each kind sorted by intent
-/// and then in table order: one statement a kind, however many intents changed.
+/// (attempts and transitions then in table order, duplicate effects by downstream id): one
+/// statement a kind, however many intents changed.
 #[derive(Debug, Default)]
 pub struct Changed {
     pub intents: Vec<IndexIntent>,
