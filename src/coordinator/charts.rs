@@ -108,7 +108,13 @@ pub fn follow(state: &AppState) -> tokio::task::JoinHandle<()> {
                     let _ = ready.wait_for(|ready| *ready).await;
                     tick.tick().await;
                 } => {}
-                _ = stopping.wait_for(|stop| *stop) => return,
+                _ = stopping.wait_for(|stop| *stop) => {
+                    // Closing a PostgreSQL connection blocks: not on a tokio worker.
+                    if let Some(reader) = reader.take() {
+                        tokio::task::spawn_blocking(move || drop(reader));
+                    }
+                    return;
+                }
             }
             let (db, index) = (state.db.clone(), state.metrics.clone());
             let held = reader.take();
