@@ -880,7 +880,13 @@ async fn health_metrics_and_the_api_description_answer(backend: Backend) {
     let health = c.send(c.http.get(format!("{}/healthz", c.base))).await;
     assert_eq!(health.status, StatusCode::OK);
     assert_eq!(health.body["status"], "ok", "{}", health.body);
-    for part in ["store", "writer", "dispatcher", "reconciler"] {
+    for part in [
+        "store",
+        "writer",
+        "dispatcher",
+        "reconciler",
+        "metric_follower",
+    ] {
         assert_eq!(
             health.body["parts"][part]["status"], "running",
             "{}",

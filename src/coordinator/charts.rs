@@ -93,60 +93,57 @@ const FOLLOW_BACKOFF: std::time::Duration = std::time::Duration::from_secs(30);
 /// only leaves it little to read. Without it, the first scrape of `/metrics` after twenty
 /// seconds of three thousand orders a second read all of them while the dashboard's charts
 /// waited for the index (0.6 s here, after 1.8 s when each intent took four statements).
-pub fn follow(state: &AppState) -> tokio::task::JoinHandle<()> {
-    let state = state.clone();
-    tokio::spawn(async move {
-        let mut stopping = state.stopping.clone();
-        let mut ready = state.metrics_ready.subscribe();
-        let mut tick = tokio::time::interval(FOLLOW_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut reader: Option<Store> = None;
-        let mut failing = false;
-        loop {
-            tokio::select! {
-                _ = async {
-                    let _ = ready.wait_for(|ready| *ready).await;
-                    tick.tick().await;
-                } => {}
-                _ = stopping.wait_for(|stop| *stop) => {
-                    // Closing a PostgreSQL connection blocks: not on a tokio worker.
-                    if let Some(reader) = reader.take() {
-                        tokio::task::spawn_blocking(move || drop(reader));
-                    }
-                    return;
+pub async fn follow(state: AppState) {
+    let mut stopping = state.stopping.clone();
+    let mut ready = state.metrics_ready.subscribe();
+    let mut tick = tokio::time::interval(FOLLOW_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut reader: Option<Store> = None;
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = async {
+                let _ = ready.wait_for(|ready| *ready).await;
+                tick.tick().await;
+            } => {}
+            _ = stopping.wait_for(|stop| *stop) => {
+                // Closing a PostgreSQL connection blocks: not on a tokio worker.
+                if let Some(reader) = reader.take() {
+                    tokio::task::spawn_blocking(move || drop(reader));
                 }
-            }
-            let (db, index) = (state.db.clone(), state.metrics.clone());
-            let held = reader.take();
-            let read = tokio::task::spawn_blocking(move || follow_once(&db, &index, held));
-            // A read in flight when the coordinator stops is left to end by itself: on a
-            // database that stopped answering it could hold the stop up for long.
-            let read = tokio::select! {
-                read = read => read,
-                _ = stopping.wait_for(|stop| *stop) => return,
-            };
-            let failed = match read {
-                Ok((kept, Ok(()))) => {
-                    reader = kept;
-                    None
-                }
-                Ok((_, Err(e))) => Some(e.to_string()),
-                Err(panicked) => Some(panicked.to_string()),
-            };
-            let Some(error) = failed else {
-                failing = false;
-                continue;
-            };
-            if !failing {
-                tracing::warn!(%error, "the metric index could not follow the change feed; requests bring it up to date themselves");
-            }
-            failing = true;
-            tokio::select! {
-                _ = tokio::time::sleep(FOLLOW_BACKOFF) => {}
-                _ = stopping.wait_for(|stop| *stop) => return,
+                return;
             }
         }
-    })
+        let (db, index) = (state.db.clone(), state.metrics.clone());
+        let held = reader.take();
+        let read = tokio::task::spawn_blocking(move || follow_once(&db, &index, held));
+        // A read in flight when the coordinator stops is left to end by itself: on a
+        // database that stopped answering it could hold the stop up for long.
+        let read = tokio::select! {
+            read = read => read,
+            _ = stopping.wait_for(|stop| *stop) => return,
+        };
+        let failed = match read {
+            Ok((kept, Ok(()))) => {
+                reader = kept;
+                None
+            }
+            Ok((_, Err(e))) => Some(e.to_string()),
+            Err(panicked) => Some(panicked.to_string()),
+        };
+        let Some(error) = failed else {
+            failing = false;
+            continue;
+        };
+        if !failing {
+            tracing::warn!(%error, "the metric index could not follow the change feed; requests bring it up to date themselves");
+        }
+        failing = true;
+        tokio::select! {
+            _ = tokio::time::sleep(FOLLOW_BACKOFF) => {}
+            _ = stopping.wait_for(|stop| *stop) => return,
+        }
+    }
 }
 
 /// The pages the follower's connection keeps: it reads what the last second changed, most
@@ -405,7 +402,7 @@ mod tests {
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState::new(config, stopping).expect("state");
         warm_up(&state);
-        let follower = follow(&state);
+        let follower = tokio::spawn(follow(state.clone()));
         // Once the warm-up has read the store, the writes can reach the index only through
         // the follower.
         let mut ready = state.metrics_ready.subscribe();

@@ -214,7 +214,15 @@ pub async fn run_with(
         ))
     };
     charts::warm_up(&state);
-    let follower = charts::follow(&state);
+    let follower = {
+        let (s, health, stopping) = (state.clone(), state.health.clone(), state.stopping.clone());
+        tokio::spawn(health::supervised(
+            health,
+            "metric_follower",
+            stopping,
+            move || charts::follow(s.clone()),
+        ))
+    };
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(addr = %listener.local_addr()?, scheme, "coordinator listening");
     let app = router(state.clone());

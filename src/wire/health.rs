@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub struct Health {
     pub status: HealthStatus,
     /// By part: `store` (a read answers), `writer` (a write is taken and committed),
-    /// `dispatcher`, `reconciler`, `metric_index` (the dashboard's index, loaded at start).
+    /// `dispatcher`, `reconciler`, `metric_index` (the dashboard's index, loaded at start),
+    /// `metric_follower` (which keeps that index within about a second of the change feed).
     #[serde(default)]
     pub parts: BTreeMap<String, HealthPart>,
 }
