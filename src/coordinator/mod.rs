@@ -195,34 +195,10 @@ pub async fn run_with(
     revisit::at_start(&state).await?;
     policies::at_start(&state).await?;
     // Each runs supervised: restarted when it panics, reported by `/healthz`.
-    let dispatcher = {
-        let (s, health, stopping) = (state.clone(), state.health.clone(), state.stopping.clone());
-        tokio::spawn(health::supervised(
-            health,
-            "dispatcher",
-            stopping,
-            move || dispatcher::run(s.clone()),
-        ))
-    };
-    let reconciler = {
-        let (s, health, stopping) = (state.clone(), state.health.clone(), state.stopping.clone());
-        tokio::spawn(health::supervised(
-            health,
-            "reconciler",
-            stopping,
-            move || reconciler::run(s.clone()),
-        ))
-    };
+    let dispatcher = spawn_part(&state, "dispatcher", dispatcher::run);
+    let reconciler = spawn_part(&state, "reconciler", reconciler::run);
     charts::warm_up(&state);
-    let follower = {
-        let (s, health, stopping) = (state.clone(), state.health.clone(), state.stopping.clone());
-        tokio::spawn(health::supervised(
-            health,
-            "metric_follower",
-            stopping,
-            move || charts::follow(s.clone()),
-        ))
-    };
+    let follower = spawn_part(&state, "metric_follower", charts::follow);
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(addr = %listener.local_addr()?, scheme, "coordinator listening");
     let app = router(state.clone());
@@ -253,6 +229,22 @@ pub async fn run_with(
     reconciler.await?;
     follower.await?;
     Ok(())
+}
+
+/// Run a background part supervised under `name`: a fresh run of `part` on the state,
+/// restarted when it panics, its status in `/healthz`.
+fn spawn_part<Fut>(
+    state: &AppState,
+    name: &'static str,
+    part: impl Fn(AppState) -> Fut + Send + 'static,
+) -> tokio::task::JoinHandle<()>
+where
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (s, health, stopping) = (state.clone(), state.health.clone(), state.stopping.clone());
+    tokio::spawn(health::supervised(health, name, stopping, move || {
+        part(s.clone())
+    }))
 }
 
 /// Serve `app` on `addr` too, from a thread with a runtime of its own: however many agents'
