@@ -584,3 +584,63 @@ fn catching_up_a_stretch_at_a_time_reads_what_a_whole_load_reads() {
         }
     }
 }
+
+#[test]
+fn copies_replaced_while_catching_up_are_dropped_on_the_way() {
+    let (_dir, mut store) = bulk(50);
+    let mut followed = MetricIndex::default();
+    refresh(&mut followed, &mut store).expect("refresh");
+    // Six hundred intents of four events each, caught up one event at a time: each intent is
+    // read four times, leaving three replaced copies, past the point where they are dropped.
+    let intents = 600u64;
+    for n in 1..=intents {
+        let CreateOutcome::Created(intent) =
+            store.create_or_replay(&new_intent(n)).expect("create")
+        else {
+            panic!("not created");
+        };
+        let at = |ms: u64| ApplyContext {
+            now_ms: END + n + ms,
+            authorization: Some(Approval::by("ann", "v1")),
+            dispatch: Some(DispatchPlan {
+                attempt_id: AttemptId::generate(END + ms, u128::from(n)),
+                available_at_ms: END + ms,
+            }),
+            ..ApplyContext::default()
+        };
+        for (event, ms) in [
+            (Event::Authorized, 1),
+            (Event::Dispatch, 2),
+            (Event::OutcomeUnknown, 1_000),
+        ] {
+            store.apply(&intent.id, &event, &at(ms)).expect("event");
+        }
+    }
+    followed.refresh_by(&mut store, 1).expect("catch up");
+    assert!(
+        followed.intents.len() < 2 * (50 + intents as usize),
+        "{} records held for {} intents",
+        followed.intents.len(),
+        50 + intents
+    );
+    let mut loaded = MetricIndex::default();
+    refresh(&mut loaded, &mut store).expect("load");
+    let all = IntentFilter::default();
+    let now = END + HOUR;
+    let o = overview(&mut store, &loaded, &all, now).expect("loaded");
+    assert_eq!(o.indeterminate, intents, "{o:?}");
+    assert_eq!(
+        overview(&mut store, &followed, &all, now).expect("followed"),
+        o
+    );
+    let q = ChartQuery {
+        from_ms: END - HOUR,
+        to_ms: now,
+        now_ms: now,
+        ..query(ChartMetric::Indeterminate, GroupBy::Tenant)
+    };
+    assert_eq!(
+        super::chart(&mut store, &followed, &q, &all).expect("followed"),
+        super::chart(&mut store, &loaded, &q, &all).expect("loaded")
+    );
+}
