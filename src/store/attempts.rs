@@ -92,7 +92,6 @@ pub(crate) fn attempt_from_row(row: &Row<'_>) -> Result<Attempt, StoreError> {
     })
 }
 
-/// Read an attempt back as stored and announce it on the change feed.
 /// Announce a change of the attempt on the change feed, and read it back as stored.
 pub(crate) fn announce(
     tx: &dyn Conn,
