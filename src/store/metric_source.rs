@@ -102,7 +102,9 @@ const ATTEMPT_SQL: &str = "SELECT a.intent_seq, a.started_at_ms, a.ended_at_ms, 
 /// The intents named by events in `(?1, ?2]`.
 const CHANGED_SQL: &str = "SELECT c.seq FROM events e JOIN intents c ON c.id = e.intent_id \
      WHERE e.seq > ?1 AND e.seq <= ?2";
-const SPAN_SQL: &str = "SELECT t.intent_seq, t.from_state, t.to_state, t.at_ms FROM transitions t";
+/// The transitions into or out of `indeterminate`: the only ones the index keeps.
+const SPAN_SQL: &str = "SELECT t.intent_seq, t.from_state, t.to_state, t.at_ms FROM transitions t \
+     WHERE (t.to_state = 'indeterminate' OR t.from_state = 'indeterminate')";
 const DUPLICATE_SQL: &str = "SELECT r.intent_seq, min(r.received_at_ms) FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
      WHERE r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref";
 
@@ -191,7 +193,7 @@ impl MetricSource for Store {
             )?,
             spans: self.conn.rows(
                 &format!(
-                    "{SPAN_SQL} WHERE t.intent_seq IN ({CHANGED_SQL}) ORDER BY t.intent_seq, t.seq"
+                    "{SPAN_SQL} AND t.intent_seq IN ({CHANGED_SQL}) ORDER BY t.intent_seq, t.seq"
                 ),
                 params![after, upto],
                 span_of,
@@ -230,13 +232,8 @@ impl MetricSource for Store {
     }
 
     fn indeterminate_spans(&mut self) -> Result<Vec<IndexSpan>, StoreError> {
-        self.conn.rows(
-            &format!(
-                "{SPAN_SQL} WHERE t.to_state = 'indeterminate' OR t.from_state = 'indeterminate' ORDER BY t.seq"
-            ),
-            params![],
-            span_of,
-        )
+        self.conn
+            .rows(&format!("{SPAN_SQL} ORDER BY t.seq"), params![], span_of)
     }
 
     fn duplicate_effects(&mut self) -> Result<Vec<(i64, u64)>, StoreError> {
