@@ -678,6 +678,7 @@ async fn finish_attempt(
         .map_err(|_| ApiError::not_found("attempt", &raw_attempt))?;
     let now = state.clock.now_ms();
     let reporter = principal.name.clone();
+    let entropy = state.entropy.clone();
     let result = state
         .db
         .ingest(move |s| {
@@ -694,7 +695,7 @@ async fn finish_attempt(
             let succeeded = attempt.outcome == AttemptOutcome::Succeeded;
             if succeeded && !intent.consequence.is_mutating() && !intent.state.is_terminal() {
                 let receipt = ReceiptSource {
-                    receipt_id: ReceiptId::generate(now, state.entropy.next_u128()),
+                    receipt_id: ReceiptId::generate(now, entropy.next_u128()),
                     downstream_id: attempt
                         .provider_request_id
                         .clone()

@@ -43,9 +43,14 @@ use self::core::call::Downstream;
 use crate::clock::{SharedClock, SharedEntropy, os_entropy, system_clock};
 use crate::store::Db;
 
-/// Shared state of one coordinator.
+/// Shared state of one coordinator, behind one reference: every request clones it (axum
+/// hands each handler and middleware its own), and one count to move is cheaper than one
+/// for each of its parts.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Parts>);
+
+/// What [`AppState`] shares.
+pub struct Parts {
     pub config: Arc<Config>,
     pub db: Db,
     /// Where sends and lookups go.
@@ -108,7 +113,7 @@ impl AppState {
         let downstream = HttpDownstream::new(config.tls.ca_file.as_deref()).map_err(|e| {
             crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
         })?;
-        Ok(AppState {
+        Ok(AppState(Arc::new(Parts {
             db,
             downstream: Arc::new(downstream),
             dispatch_wake: Arc::new(Notify::new()),
@@ -133,7 +138,25 @@ impl AppState {
             cancels: Arc::default(),
             send_slots: Arc::new(dispatcher::SendSlots::new(config.dispatch_concurrency)),
             config: Arc::new(config),
-        })
+        })))
+    }
+
+    /// The parts, to replace one before the state is first shared (the simulation gives
+    /// each coordinator its own downstream and name).
+    ///
+    /// # Panics
+    /// Once the state has been cloned.
+    pub fn parts_mut(&mut self) -> &mut Parts {
+        Arc::get_mut(&mut self.0)
+            .expect("a coordinator's parts are replaced only before it is shared")
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        &self.0
     }
 }
 

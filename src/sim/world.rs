@@ -445,10 +445,11 @@ fn start(
         Arc::new(clock.clone()),
         entropy.clone(),
     )?;
-    state.downstream = Arc::new(downstream.clone());
-    state.worker = Arc::from(format!("sim-coordinator-{incarnation}"));
+    let parts = state.parts_mut();
+    parts.downstream = Arc::new(downstream.clone());
+    parts.worker = Arc::from(format!("sim-coordinator-{incarnation}"));
     if setup.claim_in_request {
-        state.send_slots = Arc::new(SendSlots::handing_over(config.dispatch_concurrency));
+        parts.send_slots = Arc::new(SendSlots::handing_over(config.dispatch_concurrency));
     }
     let router = router(state.clone());
     Ok((state, router, stop))
