@@ -45,7 +45,8 @@ pub trait Lookups {
     ) -> Result<(), StoreError>;
 
     /// Plan the next automatic lookup (`None`: promptly, once the intent is indeterminate
-    /// again), and mark the budget spent at `exhausted_at_ms` if given.
+    /// again), and mark the budget spent at `exhausted_at_ms` if given; the first such mark
+    /// is announced on the change feed.
     fn plan_lookup(
         &mut self,
         id: &IntentId,
@@ -125,14 +126,22 @@ impl Lookups for Store {
         exhausted_at_ms: Option<u64>,
     ) -> Result<(), StoreError> {
         self.conn.run(
-            "UPDATE intents SET next_lookup_at_ms = ?2, \
-             lookups_exhausted_at_ms = coalesce(?3, lookups_exhausted_at_ms) WHERE id = ?1",
-            params![
-                id.as_str(),
-                next_at_ms.map(to_i64),
-                exhausted_at_ms.map(to_i64)
-            ],
+            "UPDATE intents SET next_lookup_at_ms = ?2 WHERE id = ?1",
+            params![id.as_str(), next_at_ms.map(to_i64)],
         )?;
+        let Some(at) = exhausted_at_ms else {
+            return Ok(());
+        };
+        let marked = self.conn.run(
+            "UPDATE intents SET lookups_exhausted_at_ms = ?2 \
+             WHERE id = ?1 AND lookups_exhausted_at_ms IS NULL",
+            params![id.as_str(), to_i64(at)],
+        )?;
+        // The intent now waits for an operator: said on the change feed, for the console and
+        // the metric index, which learn of an intent's changes only there.
+        if marked > 0 {
+            super::events::announce_intent(self.conn.as_conn(), id, at)?;
+        }
         Ok(())
     }
 }
