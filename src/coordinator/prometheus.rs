@@ -1,7 +1,8 @@
-//! `GET /metrics`: Prometheus text within the caller's tenants (`Permission::Read`), all
-//! computed at scrape time from the store and the dashboard's metric index (brought up to
-//! date from the change feed first; a scrape while the coordinator is still loading the
-//! index at start waits for it, as a dashboard does).
+//! `GET /metrics`: Prometheus text within the caller's tenants (`Permission::Read`),
+//! computed at scrape time from the dashboard's metric index (brought up to date from the
+//! change feed first; a scrape while the coordinator is still loading the index at start
+//! waits for it, as a dashboard does), so a scrape reads no more than the feed gained since
+//! the last; only the outbox's depth is counted in the store.
 //!
 //! Metric families:
 //! - `intentdesk_intents{state}` and `intentdesk_intents_by_tenant{tenant,state}`
@@ -84,8 +85,8 @@ pub(super) async fn scrape(
     let writes = state.db.write_stats();
     let scrape = super::charts::with_index(&state, move |s, index| {
         Ok(Scrape {
-            summary: s.summary_with(&filter, now, index.releases())?,
-            tenants: s.tenant_counts(&filter, now)?,
+            summary: crate::metrics::summary(s, index, &filter, now)?,
+            tenants: crate::metrics::tenant_counts(s, index, &filter, now)?,
             providers: crate::metrics::provider_slices(s, index, &filter, now)?,
             process: if unrestricted {
                 Some(Process {

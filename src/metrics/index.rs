@@ -345,6 +345,8 @@ impl MetricIndex {
             committed_ms: row.committed_at_ms.unwrap_or(0),
             attempts: row.attempts,
             lookups: row.lookups,
+            dispatched: row.dispatched,
+            lookups_exhausted: row.lookups_exhausted,
             max_attempts: row.max_attempts,
             tenant,
             operation: d.operation.id_for(Some(tenant), &row.operation),

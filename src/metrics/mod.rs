@@ -32,6 +32,7 @@ mod index;
 mod records;
 mod select;
 mod slices;
+mod summary;
 
 use std::collections::HashMap;
 
@@ -39,6 +40,7 @@ use chart::chart_over;
 pub use index::MetricIndex;
 use select::{Compiled, group_name, intent_groups, rank, rank_of_counts};
 pub use slices::{PROVIDERS_PER_TENANT, ProviderSlice, provider_slices};
+pub use summary::{summary, tenant_counts};
 
 use crate::store::metric_source::MetricSource;
 use crate::store::{IntentFilter, StoreError};

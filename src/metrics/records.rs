@@ -174,6 +174,10 @@ pub(crate) struct IntentRec {
     pub late: u32,
     /// Lookups of its action key, as the intents table keeps the count.
     pub lookups: u32,
+    /// Whether its command was ever handed to the connector.
+    pub dispatched: bool,
+    /// Whether its automatic lookups' budget is spent.
+    pub lookups_exhausted: bool,
     /// False once replaced by a newer copy.
     pub live: bool,
 }

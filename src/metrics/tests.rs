@@ -644,3 +644,129 @@ fn copies_replaced_while_catching_up_are_dropped_on_the_way() {
         super::chart(&mut store, &loaded, &q, &all).expect("loaded")
     );
 }
+
+#[test]
+fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
+    use crate::store::ops::{Lookups, Metrics, OperatorQueries};
+    let (_dir, mut store) = bulk(1_500);
+    let mut index = MetricIndex::default();
+    refresh(&mut index, &mut store).expect("load");
+
+    // After the load, through the change feed: forty orders of two tenants. Every fifth is
+    // only created; the others are dispatched; every other one is left indeterminate, and
+    // of those every third had two automatic lookups and those not receipted below spend
+    // their budget last; every
+    // fourth is receipted twice (a duplicate effect, and committed).
+    let mut waiting = Vec::new();
+    for n in 1..=40u64 {
+        let mut new = new_intent(n);
+        if n % 3 == 0 {
+            new.tenant = "globex".parse().expect("tenant");
+        }
+        let CreateOutcome::Created(intent) = store.create_or_replay(&new).expect("create") else {
+            panic!("not created");
+        };
+        if n % 5 == 0 {
+            continue;
+        }
+        let at = |ms: u64| ApplyContext {
+            now_ms: END + n * 10 + ms,
+            authorization: Some(Approval::by("ann", "v1")),
+            dispatch: Some(DispatchPlan {
+                attempt_id: AttemptId::generate(END + ms, u128::from(n) * 7),
+                available_at_ms: END + ms,
+            }),
+            ..ApplyContext::default()
+        };
+        store
+            .apply(&intent.id, &Event::Authorized, &at(1))
+            .expect("authorize");
+        store
+            .apply(&intent.id, &Event::Dispatch, &at(2))
+            .expect("dispatch");
+        if n % 2 == 0 {
+            store
+                .apply(&intent.id, &Event::OutcomeUnknown, &at(1_000 * n))
+                .expect("unknown");
+            if n % 3 == 0 {
+                for k in 1..=2u64 {
+                    let now = END + HOUR / 4 + n * 100 + k;
+                    store
+                        .count_lookup(&intent.id, true, now, None)
+                        .expect("count");
+                    let lookup = crate::wire::NewAttempt {
+                        kind: Some(crate::domain::AttemptKind::Lookup),
+                        provider: "erp".into(),
+                        ..Default::default()
+                    };
+                    let id = AttemptId::generate(now, u128::from(n) * 11 + u128::from(k));
+                    store
+                        .record_attempt(&intent.id, &id, &lookup, None, now)
+                        .expect("lookup");
+                }
+            }
+            if n % 6 == 0 && n % 4 != 0 {
+                waiting.push(intent.id.clone());
+            }
+        }
+        if n % 4 == 0 {
+            for k in 1..=2u64 {
+                let source = ReceiptSource {
+                    receipt_id: ReceiptId::generate(
+                        END + HOUR / 2,
+                        u128::from(n) * 3 + u128::from(k),
+                    ),
+                    downstream_id: format!("po-{n}-{k}"),
+                    source: "lookup",
+                    event_id: None,
+                };
+                store
+                    .observe_receipt(&intent.id, &source, END + HOUR / 2 + n)
+                    .expect("receipt");
+            }
+        }
+    }
+    let now = END + 2 * HOUR;
+    let filters = [
+        IntentFilter::default(),
+        IntentFilter {
+            allowed_tenants: Some(vec!["acme".into(), "globex".into()]),
+            ..IntentFilter::default()
+        },
+        IntentFilter {
+            providers: vec!["erp".into()],
+            min_attempts: Some(2),
+            ..IntentFilter::default()
+        },
+    ];
+    let agree = |store: &mut Store, index: &MetricIndex, what: &str| {
+        for filter in &filters {
+            let from_index = summary(store, index, filter, now).expect("index");
+            let from_tables = store
+                .summary_with(filter, now, index.releases())
+                .expect("tables");
+            assert_eq!(from_index, from_tables, "{what}: summary under {filter:?}");
+            assert_eq!(
+                tenant_counts(store, index, filter, now).expect("index"),
+                store.tenant_counts(filter, now).expect("tables"),
+                "{what}: tenants under {filter:?}"
+            );
+        }
+    };
+    refresh(&mut index, &mut store).expect("catch up");
+    let s = summary(&mut store, &index, &IntentFilter::default(), now).expect("summary");
+    assert!(
+        s.duplicate_effects >= 5 && s.lookups >= 4 && s.indeterminate.count >= 10,
+        "{s:?}"
+    );
+    agree(&mut store, &index, "caught up");
+
+    // Spending the budget is a change of its own, with nothing else written.
+    for id in &waiting {
+        store.plan_lookup(id, None, Some(now)).expect("spent");
+    }
+    refresh(&mut index, &mut store).expect("catch up");
+    let s = summary(&mut store, &index, &IntentFilter::default(), now).expect("summary");
+    assert_eq!(s.lookups_exhausted, waiting.len() as u64);
+    agree(&mut store, &index, "budgets spent");
+}

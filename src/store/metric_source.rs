@@ -25,6 +25,10 @@ pub struct IndexIntent {
     pub state: String,
     pub indeterminate_since_ms: Option<u64>,
     pub lookups: u32,
+    /// Whether its command was ever handed to the connector.
+    pub dispatched: bool,
+    /// Whether its automatic lookups' budget is spent.
+    pub lookups_exhausted: bool,
 }
 
 /// An attempt's columns as the index keeps them.
@@ -96,7 +100,8 @@ pub trait MetricSource {
 }
 
 const INTENT_SQL: &str = "SELECT i.seq, i.created_at_ms, i.committed_at_ms, i.attempts, i.max_attempts, i.tenant, \
-     i.operation, i.tool, i.release_id, i.locale, i.tier, i.state, i.indeterminate_since_ms, i.lookups FROM intents i";
+     i.operation, i.tool, i.release_id, i.locale, i.tier, i.state, i.indeterminate_since_ms, i.lookups, \
+     i.first_dispatch_at_ms IS NOT NULL, i.lookups_exhausted_at_ms IS NOT NULL FROM intents i";
 const ATTEMPT_SQL: &str = "SELECT a.intent_seq, a.started_at_ms, a.ended_at_ms, a.provider, \
      coalesce(a.release_id, i.release_id), a.late, a.proposal_hash FROM attempts a JOIN intents i ON i.seq = a.intent_seq";
 /// The intents named by events in `(?1, ?2]`.
@@ -124,6 +129,8 @@ fn intent_of(r: &Row<'_>) -> Result<IndexIntent, StoreError> {
         state: r.get(11)?,
         indeterminate_since_ms: r.get(12)?,
         lookups: r.get(13)?,
+        dispatched: r.get(14)?,
+        lookups_exhausted: r.get(15)?,
     })
 }
 
