@@ -88,15 +88,24 @@ const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// been a whole load, seconds at millions of attempts.
 const FOLLOW_BACKOFF: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// The follower's part in `/healthz`.
+pub(super) const FOLLOWER_PART: &str = "metric_follower";
+
 /// Keep the metric index within about a second of the change feed, once the warm-up is over,
-/// until the coordinator stops. A request still brings it up to date before it answers; this
+/// until the coordinator stops. While its reads fail `/healthz` shows it `failed` (requests
+/// then bring the index up to date themselves), and `running` again once one succeeds. A request still brings it up to date before it answers; this
 /// only leaves it little to read. Without it, the first scrape of `/metrics` after twenty
 /// seconds of three thousand orders a second read all of them while the dashboard's charts
 /// waited for the index (0.6 s here, after 1.8 s when each intent took four statements).
 pub async fn follow(state: AppState) {
+    follow_at(state, FOLLOW_EVERY, FOLLOW_BACKOFF).await
+}
+
+/// [`follow`] every `every`, waiting `backoff` after a failed read.
+async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::time::Duration) {
     let mut stopping = state.stopping.clone();
     let mut ready = state.metrics_ready.subscribe();
-    let mut tick = tokio::time::interval(FOLLOW_EVERY);
+    let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reader: Option<Store> = None;
     let mut failing = false;
@@ -132,15 +141,20 @@ pub async fn follow(state: AppState) {
             Err(panicked) => Some(panicked.to_string()),
         };
         let Some(error) = failed else {
+            if failing {
+                tracing::info!("the metric index follows the change feed again");
+                state.health.set(FOLLOWER_PART, PartStatus::Running);
+            }
             failing = false;
             continue;
         };
         if !failing {
             tracing::warn!(%error, "the metric index could not follow the change feed; requests bring it up to date themselves");
+            state.health.set(FOLLOWER_PART, PartStatus::Failed);
         }
         failing = true;
         tokio::select! {
-            _ = tokio::time::sleep(FOLLOW_BACKOFF) => {}
+            _ = tokio::time::sleep(backoff) => {}
             _ = stopping.wait_for(|stop| *stop) => return,
         }
     }
@@ -383,11 +397,12 @@ async fn overview(
 mod tests {
     use std::time::{Duration, Instant};
 
-    use super::{bucket_for, follow, lock, warm_up};
+    use super::{FOLLOWER_PART, bucket_for, follow, follow_at, lock, warm_up};
     use crate::coordinator::{AppState, Config};
     use crate::metrics::tests::new_intent;
     use crate::store::metric_source::MetricSource;
     use crate::store::ops::Intents;
+    use crate::wire::PartStatus;
 
     /// No request reads the index here: only the follower can bring it up to the feed, and
     /// it stops with the coordinator.
@@ -430,6 +445,59 @@ mod tests {
             .await
             .expect("the follower stops with the coordinator")
             .expect("the follower ended without a panic");
+    }
+
+    /// The follower's reads fail while the change feed's table is away (as on a database
+    /// that stopped answering): `/healthz` says so, and once the table is back the follower
+    /// reads again after its back-off (here it reads every 10 ms and backs off 50 ms).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_follower_that_cannot_read_says_so_and_follows_again_once_it_can() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("f.sqlite");
+        let text = format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = '{}'\n",
+            path.display()
+        );
+        let config = Config::parse(&text, "test").expect("config");
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        let state = AppState::new(config, stopping).expect("state");
+        warm_up(&state);
+        let mut ready = state.metrics_ready.subscribe();
+        ready.wait_for(|ready| *ready).await.expect("warm-up");
+        state.health.set(FOLLOWER_PART, PartStatus::Running);
+        let follower = tokio::spawn(follow_at(
+            state.clone(),
+            Duration::from_millis(10),
+            Duration::from_millis(50),
+        ));
+        let status = |state: &AppState| state.health.snapshot()[FOLLOWER_PART].status;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let wait_for = |what: &str| {
+            assert!(Instant::now() < deadline, "{what}");
+        };
+
+        let side = rusqlite::Connection::open(&path).expect("side connection");
+        side.execute_batch("ALTER TABLE events RENAME TO events_away")
+            .expect("away");
+        while status(&state) != PartStatus::Failed {
+            wait_for("the failing follower never showed in the health parts");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        side.execute_batch("ALTER TABLE events_away RENAME TO events")
+            .expect("back");
+        let intent = new_intent(1);
+        state
+            .db
+            .write(move |s| s.create_or_replay(&intent).map(|_| ()))
+            .await
+            .expect("create");
+        let last = state.db.read(|s| s.last_event()).await.expect("feed");
+        while status(&state) != PartStatus::Running || lock(&state.metrics).followed_to() != last {
+            wait_for("the follower never followed the feed again");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop.send(true).expect("stop");
+        follower.await.expect("the follower ended without a panic");
     }
 
     #[test]

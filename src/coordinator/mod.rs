@@ -221,7 +221,7 @@ pub async fn run_with(
     let dispatcher = spawn_part(&state, "dispatcher", dispatcher::run);
     let reconciler = spawn_part(&state, "reconciler", reconciler::run);
     charts::warm_up(&state);
-    let follower = spawn_part(&state, "metric_follower", charts::follow);
+    let follower = spawn_part(&state, charts::FOLLOWER_PART, charts::follow);
     let scheme = if tls.is_some() { "https" } else { "http" };
     tracing::info!(addr = %listener.local_addr()?, scheme, "coordinator listening");
     let app = router(state.clone());

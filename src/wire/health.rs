@@ -49,7 +49,8 @@ pub enum PartStatus {
     Loading,
     /// The metric index is loaded and kept up to date.
     Ready,
-    /// The metric index could not be loaded ahead; each chart loads what it needs itself.
+    /// The metric index could not be loaded ahead, or its follower cannot read the change
+    /// feed: each chart and scrape brings the index up to date itself.
     Failed,
 }
 
