@@ -651,6 +651,16 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
     let (_dir, mut store) = bulk(1_500);
     let mut index = MetricIndex::default();
     refresh(&mut index, &mut store).expect("load");
+    let send_terms = |_: &str, _: &str| -> Result<crate::store::SendTerms, String> {
+        Ok(crate::store::SendTerms {
+            key: crate::domain::KeyContract {
+                supports_idempotency: true,
+                retention_ms: 86_400_000,
+                timeout_ms: 100,
+            },
+            resource: "purchase-orders".into(),
+        })
+    };
 
     // After the load, through the change feed: forty orders of two tenants. Every fifth is
     // only created; the others are dispatched; every other one is left indeterminate, and
@@ -684,6 +694,13 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
         store
             .apply(&intent.id, &Event::Dispatch, &at(2))
             .expect("dispatch");
+        // The follower reads the dispatch before the dispatcher claims the send on its own
+        // (not in the dispatch's write); for the odd orders nothing is written after it.
+        refresh(&mut index, &mut store).expect("catch up");
+        let claimed = store
+            .claim_outbox("w1", END + n * 10 + 3, 10 * HOUR, 64, &send_terms)
+            .expect("claim");
+        assert_eq!(claimed.rows.len(), 1, "order {n}: {claimed:?}");
         if n % 2 == 0 {
             store
                 .apply(&intent.id, &Event::OutcomeUnknown, &at(1_000 * n))
@@ -716,7 +733,13 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
                         END + HOUR / 2,
                         u128::from(n) * 3 + u128::from(k),
                     ),
-                    downstream_id: format!("po-{n}-{k}"),
+                    // The second is a downstream id several orders report: a duplicate
+                    // effect of each of them.
+                    downstream_id: if k == 1 {
+                        format!("po-{n}-{k}")
+                    } else {
+                        "po-twice".into()
+                    },
                     source: "lookup",
                     event_id: None,
                 };
@@ -746,6 +769,17 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
                 .summary_with(filter, now, index.releases())
                 .expect("tables");
             assert_eq!(from_index, from_tables, "{what}: summary under {filter:?}");
+            // The series the API plots counts duplicate effects as the summary does.
+            let plotted: f64 = store
+                .series("duplicate_effects", now + 1, "tenant", filter, 0, now + 1)
+                .expect("series")
+                .iter()
+                .map(|p| p.value)
+                .sum();
+            assert_eq!(
+                plotted, from_tables.duplicate_effects as f64,
+                "{what}: duplicate effects plotted under {filter:?}"
+            );
             assert_eq!(
                 tenant_counts(store, index, filter, now).expect("index"),
                 store.tenant_counts(filter, now).expect("tables"),
@@ -756,7 +790,10 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
     refresh(&mut index, &mut store).expect("catch up");
     let s = summary(&mut store, &index, &IntentFilter::default(), now).expect("summary");
     assert!(
-        s.duplicate_effects >= 5 && s.lookups >= 4 && s.indeterminate.count >= 10,
+        s.duplicate_effects >= 5
+            && s.lookups >= 4
+            && s.indeterminate.count >= 10
+            && s.dispatched >= 32,
         "{s:?}"
     );
     agree(&mut store, &index, "caught up");

@@ -151,8 +151,9 @@ impl Metrics for Store {
         )?;
         let duplicate_effects: i64 = self.conn.one(
             &format!(
-                "SELECT count(DISTINCT r.downstream_id) FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
-                 WHERE {cond} AND r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref"
+                "SELECT count(*) FROM (SELECT DISTINCT r.intent_seq, r.downstream_id \
+                 FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
+                 WHERE {cond} AND r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref) d"
             ),
             values(),
             |r| r.get(0),
@@ -287,7 +288,9 @@ impl Metrics for Store {
             "duplicate_effects" => (
                 "r.received_at_ms",
                 "receipts r JOIN intents i ON i.seq = r.intent_seq",
-                "count(DISTINCT r.downstream_id)",
+                // As the summary counts them: each downstream id once for each intent
+                // that reported it besides the one it accepted.
+                "count(DISTINCT r.intent_seq || ':' || r.downstream_id)",
             ),
             other => {
                 return Err(StoreError::Conflict(format!(
@@ -297,7 +300,7 @@ impl Metrics for Store {
             }
         };
         if metric == "duplicate_effects" {
-            w.push("r.authoritative = 0");
+            w.push("r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref");
         }
         let f = w.bind(to_i64(from_ms));
         let t = w.bind(to_i64(to_ms));

@@ -15,6 +15,8 @@ pub struct Summary {
     pub states: std::collections::BTreeMap<String, u64>,
     pub dispatched: u64,
     pub indeterminate: IndeterminateSummary,
+    /// Downstream results besides the one each intent accepted: every distinct downstream
+    /// id once for each intent that reported it.
     pub duplicate_effects: u64,
     pub late_results: u64,
     pub committed: u64,
