@@ -116,6 +116,14 @@ impl MetricIndex {
         if !self.loaded || source.event_mark(self.last_event)? != self.last_mark {
             return self.load_all(source, last_event);
         }
+        // Loaded from an empty feed, the index has no event to hold its place by: the first
+        // event after it must still be there, or some it never read were pruned.
+        if self.last_mark.is_none()
+            && last_event > self.last_event
+            && source.first_event()? > self.last_event.saturating_add(1)
+        {
+            return self.load_all(source, last_event);
+        }
         if last_event > self.last_event {
             // A stretch of the feed at a time, so that the rows read at once stay few however
             // far behind the index is, and the copies they replace are dropped as it goes; an

@@ -359,6 +359,31 @@ fn a_pruned_change_feed_makes_the_index_read_everything_again() {
     );
 }
 
+#[test]
+fn a_feed_pruned_after_the_index_loaded_it_empty_is_read_again_whole() {
+    let (_dir, mut store) = bulk(100);
+    assert_eq!(
+        store.last_event_seq().expect("newest"),
+        0,
+        "bulk rows are not announced"
+    );
+    let mut index = MetricIndex::default();
+    let filter = IntentFilter::default();
+    refresh(&mut index, &mut store).expect("load");
+    // Two orders while the index does not follow; the first one's event is pruned.
+    store.create_or_replay(&new_intent(1)).expect("create");
+    store.create_or_replay(&new_intent(2)).expect("create");
+    while store.prune_events(u64::MAX, 1, 1_000).expect("prune") > 0 {}
+    assert!(store.oldest_event_seq().expect("oldest") > Some(1));
+    refresh(&mut index, &mut store).expect("refresh");
+    assert_eq!(
+        overview(&mut store, &index, &filter, END)
+            .expect("o")
+            .intents,
+        102
+    );
+}
+
 /// One read intent of `tenant` with one reported attempt on `provider`.
 fn attempt_on(store: &mut Store, n: u64, tenant: &str, provider: &str) {
     let mut new = new_intent(n);

@@ -77,6 +77,8 @@ pub trait MetricSource {
     ) -> Result<(), StoreError>;
     /// The newest event's sequence number (0 for none).
     fn last_event(&mut self) -> Result<i64, StoreError>;
+    /// The oldest event's sequence number (0 for none).
+    fn first_event(&mut self) -> Result<i64, StoreError>;
     fn event_mark(&mut self, seq: i64) -> Result<EventMark, StoreError>;
     /// The rows the index keeps of every intent named by events in `(after, upto]`.
     fn changed(&mut self, after: i64, upto: i64) -> Result<Changed, StoreError>;
@@ -170,6 +172,13 @@ impl MetricSource for Store {
     fn last_event(&mut self) -> Result<i64, StoreError> {
         self.conn
             .one("SELECT coalesce(max(seq), 0) FROM events", params![], |r| {
+                r.get(0)
+            })
+    }
+
+    fn first_event(&mut self) -> Result<i64, StoreError> {
+        self.conn
+            .one("SELECT coalesce(min(seq), 0) FROM events", params![], |r| {
                 r.get(0)
             })
     }
