@@ -726,6 +726,26 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
             .claim_outbox("w1", END + n * 10 + 3, 10 * HOUR, 64, &send_terms)
             .expect("claim");
         assert_eq!(claimed.rows.len(), 1, "order {n}: {claimed:?}");
+        // Every seventh had two providers propose; every fourteenth, different actions.
+        if n % 7 == 0 {
+            for (k, provider) in [(1u64, "openai"), (2, "anthropic")] {
+                let proposal = crate::wire::NewAttempt {
+                    kind: Some(crate::domain::AttemptKind::Proposal),
+                    provider: provider.into(),
+                    proposal_hash: Some(if n % 14 == 0 && k == 2 {
+                        "other".into()
+                    } else {
+                        "same".into()
+                    }),
+                    ..Default::default()
+                };
+                let now = END + n * 10 + 3 + k;
+                let id = AttemptId::generate(now, u128::from(n) * 13 + u128::from(k));
+                store
+                    .record_attempt(&intent.id, &id, &proposal, None, now)
+                    .expect("proposal");
+            }
+        }
         if n % 2 == 0 {
             store
                 .apply(&intent.id, &Event::OutcomeUnknown, &at(1_000 * n))
@@ -818,7 +838,8 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
         s.duplicate_effects >= 5
             && s.lookups >= 4
             && s.indeterminate.count >= 10
-            && s.dispatched >= 32,
+            && s.dispatched >= 32
+            && s.failover_divergence > 0.0,
         "{s:?}"
     );
     agree(&mut store, &index, "caught up");
