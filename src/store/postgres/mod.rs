@@ -35,6 +35,7 @@ pub fn connect(url: &str) -> Result<PgConn, StoreError> {
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(Duration::from_secs(10));
     }
+    notice_a_vanished_server(&mut config);
     config.application_name("intentdesk");
     let client: Client = config.connect(NoTls).map_err(|e| {
         StoreError::Unavailable(format!(
@@ -47,6 +48,32 @@ pub fn connect(url: &str) -> Result<PgConn, StoreError> {
     crate::store::sql::Conn::batch(&conn, "SET client_min_messages = warning")?;
     schema::migrate(&conn)?;
     Ok(conn)
+}
+
+/// The driver's idle time before the first keepalive probe when the URL names none: the
+/// operating system's usual two hours.
+const DRIVER_KEEPALIVE_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
+
+/// Notice within about a minute, not hours, a server that went away without closing the
+/// connection (its machine lost, the network between cut): a store thread or the metric
+/// follower waiting for an answer would otherwise wait on TCP's own timeouts, and hold
+/// what it holds all that time. Probes start after 30 s of silence, 10 s apart, and three
+/// unanswered end the connection; data unacknowledged for a minute ends it too. What the
+/// URL names (`keepalives_idle`, `keepalives_interval`, `keepalives_retries`,
+/// `tcp_user_timeout`) is kept.
+fn notice_a_vanished_server(config: &mut postgres::Config) {
+    if config.get_keepalives_idle() == DRIVER_KEEPALIVE_IDLE {
+        config.keepalives_idle(Duration::from_secs(30));
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(Duration::from_secs(10));
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(3);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(Duration::from_secs(60));
+    }
 }
 
 /// Open a store on the database at `url`.
@@ -235,4 +262,43 @@ impl Backend for PgBackend {
 /// A PostgreSQL database as a [`Db`].
 pub fn db(url: &str) -> Result<Db, StoreError> {
     Ok(Db::new(Arc::new(PgBackend::open(url)?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noticed(url: &str) -> postgres::Config {
+        let mut config: postgres::Config = url.parse().expect("URL");
+        notice_a_vanished_server(&mut config);
+        config
+    }
+
+    #[test]
+    fn a_vanished_server_is_noticed_within_a_minute_unless_the_url_says_otherwise() {
+        let config = noticed("postgresql://intentdesk@127.0.0.1/intentdesk");
+        assert!(config.get_keepalives());
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(30));
+        assert_eq!(
+            config.get_keepalives_interval(),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(config.get_keepalives_retries(), Some(3));
+        assert_eq!(
+            config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(60))
+        );
+
+        let config = noticed(
+            "postgresql://intentdesk@127.0.0.1/intentdesk?keepalives_idle=5\
+             &keepalives_interval=2&keepalives_retries=9&tcp_user_timeout=7",
+        );
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(5));
+        assert_eq!(
+            config.get_keepalives_interval(),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(config.get_keepalives_retries(), Some(9));
+        assert_eq!(config.get_tcp_user_timeout(), Some(&Duration::from_secs(7)));
+    }
 }
