@@ -330,33 +330,34 @@ fn writes_after_the_load_reach_the_index_through_the_change_feed() {
     assert_eq!(values, [1.0, 0.0, 0.0, 0.0]);
 }
 
-#[test]
-fn a_pruned_change_feed_makes_the_index_read_everything_again() {
-    let (_dir, mut store) = bulk(100);
-    let mut index = MetricIndex::default();
-    let filter = IntentFilter::default();
-    store.create_or_replay(&new_intent(1)).expect("create");
-    refresh(&mut index, &mut store).expect("refresh");
-    assert_eq!(
-        overview(&mut store, &index, &filter, END)
-            .expect("o")
-            .intents,
-        101
-    );
-    // The event the index saw last is dropped with all but the newest.
-    store.create_or_replay(&new_intent(2)).expect("create");
+/// How many intents `index` counts.
+fn counted(store: &mut Store, index: &MetricIndex) -> u64 {
+    overview(store, index, &IntentFilter::default(), END)
+        .expect("overview")
+        .intents
+}
+
+/// Drop every event of the feed but the newest.
+fn prune_all_but_newest(store: &mut Store) {
     while store.prune_events(u64::MAX, 1, 1_000).expect("prune") > 0 {}
     assert_eq!(
         store.oldest_event_seq().expect("oldest"),
         Some(store.last_event_seq().expect("newest"))
     );
+}
+
+#[test]
+fn a_pruned_change_feed_makes_the_index_read_everything_again() {
+    let (_dir, mut store) = bulk(100);
+    let mut index = MetricIndex::default();
+    store.create_or_replay(&new_intent(1)).expect("create");
     refresh(&mut index, &mut store).expect("refresh");
-    assert_eq!(
-        overview(&mut store, &index, &filter, END)
-            .expect("o")
-            .intents,
-        102
-    );
+    assert_eq!(counted(&mut store, &index), 101);
+    // The event the index saw last is dropped with all but the newest.
+    store.create_or_replay(&new_intent(2)).expect("create");
+    prune_all_but_newest(&mut store);
+    refresh(&mut index, &mut store).expect("refresh");
+    assert_eq!(counted(&mut store, &index), 102);
 }
 
 #[test]
@@ -368,20 +369,13 @@ fn a_feed_pruned_after_the_index_loaded_it_empty_is_read_again_whole() {
         "bulk rows are not announced"
     );
     let mut index = MetricIndex::default();
-    let filter = IntentFilter::default();
     refresh(&mut index, &mut store).expect("load");
     // Two orders while the index does not follow; the first one's event is pruned.
     store.create_or_replay(&new_intent(1)).expect("create");
     store.create_or_replay(&new_intent(2)).expect("create");
-    while store.prune_events(u64::MAX, 1, 1_000).expect("prune") > 0 {}
-    assert!(store.oldest_event_seq().expect("oldest") > Some(1));
+    prune_all_but_newest(&mut store);
     refresh(&mut index, &mut store).expect("refresh");
-    assert_eq!(
-        overview(&mut store, &index, &filter, END)
-            .expect("o")
-            .intents,
-        102
-    );
+    assert_eq!(counted(&mut store, &index), 102);
 }
 
 /// One read intent of `tenant` with one reported attempt on `provider`.
