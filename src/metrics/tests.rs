@@ -766,24 +766,25 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
             }
         }
         if n % 4 == 0 {
-            for k in 1..=2u64 {
+            // The second and third are one downstream id that several orders report, each
+            // twice a minute apart: one duplicate effect of each of them.
+            for k in 1..=3u64 {
                 let source = ReceiptSource {
                     receipt_id: ReceiptId::generate(
                         END + HOUR / 2,
-                        u128::from(n) * 3 + u128::from(k),
+                        u128::from(n) * 5 + u128::from(k),
                     ),
-                    // The second is a downstream id several orders report: a duplicate
-                    // effect of each of them.
                     downstream_id: if k == 1 {
                         format!("po-{n}-{k}")
                     } else {
                         "po-twice".into()
                     },
                     source: "lookup",
-                    event_id: None,
+                    event_id: Some(format!("evt-{n}-{k}")),
                 };
+                let at = END + HOUR / 2 + n + if k == 3 { 60_000 } else { 0 };
                 store
-                    .observe_receipt(&intent.id, &source, END + HOUR / 2 + n)
+                    .observe_receipt(&intent.id, &source, at)
                     .expect("receipt");
             }
         }
@@ -808,9 +809,10 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
                 .summary_with(filter, now, index.releases())
                 .expect("tables");
             assert_eq!(from_index, from_tables, "{what}: summary under {filter:?}");
-            // The series the API plots counts duplicate effects as the summary does.
+            // The series the API plots counts duplicate effects as the summary does, each
+            // in the second it was first reported.
             let plotted: f64 = store
-                .series("duplicate_effects", now + 1, "tenant", filter, 0, now + 1)
+                .series("duplicate_effects", 1_000, "tenant", filter, 0, now + 1)
                 .expect("series")
                 .iter()
                 .map(|p| p.value)

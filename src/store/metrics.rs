@@ -285,12 +285,15 @@ impl Metrics for Store {
                 w.push("i.state = 'indeterminate'");
                 ("i.indeterminate_since_ms", "intents i", "count(*)")
             }
+            // As the summary counts them: each downstream id once for each intent that
+            // reported it besides the one it accepted, when it was first reported.
             "duplicate_effects" => (
-                "r.received_at_ms",
-                "receipts r JOIN intents i ON i.seq = r.intent_seq",
-                // As the summary counts them: each downstream id once for each intent
-                // that reported it besides the one it accepted.
-                "count(DISTINCT r.intent_seq || ':' || r.downstream_id)",
+                "r.first_ms",
+                "(SELECT r.intent_seq, min(r.received_at_ms) AS first_ms \
+                  FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
+                  WHERE r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref \
+                  GROUP BY r.intent_seq, r.downstream_id) r JOIN intents i ON i.seq = r.intent_seq",
+                "count(*)",
             ),
             other => {
                 return Err(StoreError::Conflict(format!(
@@ -299,9 +302,6 @@ impl Metrics for Store {
                 )));
             }
         };
-        if metric == "duplicate_effects" {
-            w.push("r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref");
-        }
         let f = w.bind(to_i64(from_ms));
         let t = w.bind(to_i64(to_ms));
         w.push(&format!("{time} >= {f} AND {time} < {t}"));

@@ -417,14 +417,16 @@ fn claim_row(
     // The first send of an intent the dispatcher claims on its own changes the intent (it
     // is dispatched from now on), so the change feed must name it; a send claimed in the
     // write that planned it is named by that write's dispatch already.
-    let mut first_send_unannounced = false;
+    let mut first_send_unannounced: Option<Tenant> = None;
     if !reclaimed {
         let loaded;
         let intent = match known {
             Some(intent) => intent,
             None => {
                 loaded = load_for_update(tx, &intent_id)?.1;
-                first_send_unannounced = loaded.first_dispatch_at_ms.is_none();
+                if loaded.first_dispatch_at_ms.is_none() {
+                    first_send_unannounced = Some(loaded.tenant.clone());
+                }
                 &loaded
             }
         };
@@ -482,8 +484,8 @@ fn claim_row(
              WHERE id = ?1",
             params![intent_id.as_str(), now, retention_secs],
         )?;
-    if first_send_unannounced {
-        announce_intent(tx, &intent_id, now_ms)?;
+    if let Some(tenant) = &first_send_unannounced {
+        super::events::append_ref(tx, "intent", tenant, &intent_id, "", now_ms)?;
     }
     let row = tx.one(
             "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms, \

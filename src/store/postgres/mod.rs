@@ -60,7 +60,8 @@ const DRIVER_KEEPALIVE_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
 /// what it holds all that time. Probes start after 30 s of silence, 10 s apart, and three
 /// unanswered end the connection; data unacknowledged for a minute ends it too. What the
 /// URL names (`keepalives_idle`, `keepalives_interval`, `keepalives_retries`,
-/// `tcp_user_timeout`) is kept.
+/// `tcp_user_timeout`) is kept; an idle time of exactly the driver's two hours reads as
+/// unnamed.
 fn notice_a_vanished_server(config: &mut postgres::Config) {
     if config.get_keepalives_idle() == DRIVER_KEEPALIVE_IDLE {
         config.keepalives_idle(Duration::from_secs(30));
