@@ -93,8 +93,8 @@ pub(super) const FOLLOWER_PART: &str = "metric_follower";
 
 /// Keep the metric index within about a second of the change feed, once the warm-up is over,
 /// until the coordinator stops. While its reads fail `/healthz` shows it `failed` (requests
-/// then bring the index up to date themselves), and `running` again once one succeeds. A request still brings it up to date before it answers; this
-/// only leaves it little to read. Without it, the first scrape of `/metrics` after twenty
+/// then bring the index up to date themselves), and `running` again once one succeeds. A
+/// request still brings it up to date before it answers; this only leaves it little to read. Without it, the first scrape of `/metrics` after twenty
 /// seconds of three thousand orders a second read all of them while the dashboard's charts
 /// waited for the index (0.6 s here, after 1.8 s when each intent took four statements).
 pub async fn follow(state: AppState) {
@@ -404,31 +404,40 @@ mod tests {
     use crate::store::ops::Intents;
     use crate::wire::PartStatus;
 
-    /// No request reads the index here: only the follower can bring it up to the feed, and
-    /// it stops with the coordinator.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_index_follows_the_feed_between_requests() {
-        let dir = tempfile::tempdir().expect("dir");
+    /// A coordinator's state on the SQLite file at `path`, its metric index warmed up: from
+    /// then on writes reach the index only through a follower, or a request (none here).
+    async fn warmed_up(path: &std::path::Path) -> (AppState, tokio::sync::watch::Sender<bool>) {
         let text = format!(
             "listen = \"127.0.0.1:0\"\ndatabase = '{}'\n",
-            dir.path().join("f.sqlite").display()
+            path.display()
         );
         let config = Config::parse(&text, "test").expect("config");
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let state = AppState::new(config, stopping).expect("state");
         warm_up(&state);
-        let follower = tokio::spawn(follow(state.clone()));
-        // Once the warm-up has read the store, the writes can reach the index only through
-        // the follower.
         let mut ready = state.metrics_ready.subscribe();
         ready.wait_for(|ready| *ready).await.expect("warm-up");
+        (state, stop)
+    }
+
+    async fn create(state: &AppState, n: u64) {
+        let intent = new_intent(n);
+        state
+            .db
+            .write(move |s| s.create_or_replay(&intent).map(|_| ()))
+            .await
+            .expect("create");
+    }
+
+    /// No request reads the index here: only the follower can bring it up to the feed, and
+    /// it stops with the coordinator.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_index_follows_the_feed_between_requests() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (state, stop) = warmed_up(&dir.path().join("f.sqlite")).await;
+        let follower = tokio::spawn(follow(state.clone()));
         for n in 1..=3 {
-            let intent = new_intent(n);
-            state
-                .db
-                .write(move |s| s.create_or_replay(&intent).map(|_| ()))
-                .await
-                .expect("create");
+            create(&state, n).await;
         }
         let last = state.db.read(|s| s.last_event()).await.expect("feed");
         assert!(last >= 3, "{last}");
@@ -454,16 +463,7 @@ mod tests {
     async fn a_follower_that_cannot_read_says_so_and_follows_again_once_it_can() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("f.sqlite");
-        let text = format!(
-            "listen = \"127.0.0.1:0\"\ndatabase = '{}'\n",
-            path.display()
-        );
-        let config = Config::parse(&text, "test").expect("config");
-        let (stop, stopping) = tokio::sync::watch::channel(false);
-        let state = AppState::new(config, stopping).expect("state");
-        warm_up(&state);
-        let mut ready = state.metrics_ready.subscribe();
-        ready.wait_for(|ready| *ready).await.expect("warm-up");
+        let (state, stop) = warmed_up(&path).await;
         state.health.set(FOLLOWER_PART, PartStatus::Running);
         let follower = tokio::spawn(follow_at(
             state.clone(),
@@ -485,12 +485,7 @@ mod tests {
         }
         side.execute_batch("ALTER TABLE events_away RENAME TO events")
             .expect("back");
-        let intent = new_intent(1);
-        state
-            .db
-            .write(move |s| s.create_or_replay(&intent).map(|_| ()))
-            .await
-            .expect("create");
+        create(&state, 1).await;
         let last = state.db.read(|s| s.last_event()).await.expect("feed");
         while status(&state) != PartStatus::Running || lock(&state.metrics).followed_to() != last {
             wait_for("the follower never followed the feed again");

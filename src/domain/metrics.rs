@@ -109,7 +109,12 @@ pub fn failover_divergence(proposal_hashes_per_intent: &[Vec<String>]) -> f64 {
             diverged += 1;
         }
     }
-    ratio(diverged as f64, intents as f64)
+    divergence_rate(diverged, intents)
+}
+
+/// Of `compared` intents with two or more proposals, the share whose proposals differ.
+pub fn divergence_rate(diverged: u64, compared: u64) -> f64 {
+    ratio(diverged as f64, compared as f64)
 }
 
 /// Committed intents per minute over a window of `window_ms` milliseconds.

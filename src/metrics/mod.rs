@@ -178,11 +178,7 @@ pub fn overview(
         o.attempts += u64::from(r.attempts);
         o.lookups += u64::from(r.lookups);
         o.lookup_amplification_max = o.lookup_amplification_max.max(u64::from(r.lookups));
-        let a = r.attempts as usize;
-        if per_intent.len() <= a {
-            per_intent.resize(a + 1, 0);
-        }
-        per_intent[a] += 1;
+        select::count_value(&mut per_intent, r.attempts);
         o.first_created_ms = o.first_created_ms.min(r.created_ms);
         o.last_created_ms = o.last_created_ms.max(r.created_ms);
         if r.committed_ms != 0 && r.committed_ms <= at_ms {
@@ -235,11 +231,7 @@ pub fn overview(
     } else {
         o.late_results as f64 / o.attempts as f64
     };
-    o.failover_divergence = if with_two == 0 {
-        0.0
-    } else {
-        diverged as f64 / with_two as f64
-    };
+    o.failover_divergence = crate::domain::metrics::divergence_rate(diverged, with_two);
     Ok(o)
 }
 

@@ -17,6 +17,15 @@ pub(super) fn rank<T: Copy + Default>(sorted: &[T], p: usize) -> T {
     sorted[(p * n).div_ceil(100).clamp(1, n) - 1]
 }
 
+/// Count one more `value` in `counts` (`counts[v]` values equal to `v`).
+pub(super) fn count_value(counts: &mut Vec<u64>, value: u32) {
+    let at = value as usize;
+    if counts.len() <= at {
+        counts.resize(at + 1, 0);
+    }
+    counts[at] += 1;
+}
+
 /// The nearest-rank percentile of values given as counts per value (`counts[v]` values
 /// equal to `v`).
 pub(super) fn rank_of_counts(counts: &[u64], p: u64) -> u64 {

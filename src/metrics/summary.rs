@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use super::MetricIndex;
 use super::records::IntentRec;
-use super::select::{Compiled, rank_of_counts};
-use crate::domain::metrics::{Distribution, indeterminate_rate};
+use super::select::{Compiled, count_value, rank_of_counts};
+use crate::domain::metrics::{Distribution, divergence_rate, indeterminate_rate};
 use crate::store::metric_source::MetricSource;
 use crate::store::operator_queries::TenantCounts;
 use crate::store::{IntentFilter, StoreError};
@@ -32,28 +32,7 @@ pub fn summary(
     let mut by_lookups: Vec<u64> = Vec::new();
     let mut by_state: Vec<u64> = Vec::new();
     let mut ages: Vec<u64> = Vec::new();
-    let mut s = Summary {
-        intents: 0,
-        attempts: 0,
-        amplification: Distribution::default(),
-        states: BTreeMap::new(),
-        dispatched: 0,
-        indeterminate: IndeterminateSummary {
-            count: 0,
-            oldest_age_secs: 0,
-            p50_age_secs: 0,
-            p95_age_secs: 0,
-            rate: 0.0,
-        },
-        duplicate_effects: 0,
-        late_results: 0,
-        committed: 0,
-        budget_exceeded: 0,
-        failover_divergence: 0.0,
-        lookups: 0,
-        lookup_amplification: Distribution::default(),
-        lookups_exhausted: 0,
-    };
+    let mut s = Summary::default();
     let (mut with_two, mut diverged) = (0u64, 0u64);
     for (pos, r) in index.live() {
         if !compiled.matches(r) {
@@ -62,9 +41,9 @@ pub fn summary(
         s.intents += 1;
         s.attempts += u64::from(r.attempts);
         s.lookups += u64::from(r.lookups);
-        count(&mut by_attempts, r.attempts);
-        count(&mut by_lookups, r.lookups);
-        count(&mut by_state, u32::from(r.state));
+        count_value(&mut by_attempts, r.attempts);
+        count_value(&mut by_lookups, r.lookups);
+        count_value(&mut by_state, u32::from(r.state));
         s.dispatched += u64::from(r.dispatched);
         s.budget_exceeded += u64::from(r.attempts > r.max_attempts);
         s.late_results += u64::from(r.late);
@@ -95,11 +74,7 @@ pub fn summary(
         p95_age_secs: d.p95,
         rate: indeterminate_rate(d.count, s.dispatched),
     };
-    s.failover_divergence = if with_two == 0 {
-        0.0
-    } else {
-        diverged as f64 / with_two as f64
-    };
+    s.failover_divergence = divergence_rate(diverged, with_two);
     Ok(s)
 }
 
@@ -153,14 +128,6 @@ fn entered(index: &MetricIndex, pos: u32, r: &IntentRec) -> u64 {
         .get(&pos)
         .and_then(|spans| spans.iter().rev().find(|s| s.left_ms == u64::MAX))
         .map_or(r.created_ms, |s| s.entered_ms)
-}
-
-fn count(counts: &mut Vec<u64>, value: u32) {
-    let at = value as usize;
-    if counts.len() <= at {
-        counts.resize(at + 1, 0);
-    }
-    counts[at] += 1;
 }
 
 /// [`crate::domain::metrics::distribution`] of values given as counts per value.

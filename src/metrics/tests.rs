@@ -330,6 +330,30 @@ fn writes_after_the_load_reach_the_index_through_the_change_feed() {
     assert_eq!(values, [1.0, 0.0, 0.0, 0.0]);
 }
 
+/// What order `n` of a test's flow is applied with, `ms` into it: approved, and a
+/// dispatch planned.
+fn order_at(n: u64, ms: u64) -> ApplyContext {
+    ApplyContext {
+        now_ms: END + n * 10 + ms,
+        authorization: Some(Approval::by("ann", "v1")),
+        dispatch: Some(DispatchPlan {
+            attempt_id: AttemptId::generate(END + ms, u128::from(n) * 7),
+            available_at_ms: END + ms,
+        }),
+        ..ApplyContext::default()
+    }
+}
+
+/// Authorize order `n`, then dispatch it.
+fn authorize_and_dispatch(store: &mut Store, id: &IntentId, n: u64) {
+    store
+        .apply(id, &Event::Authorized, &order_at(n, 1))
+        .expect("authorize");
+    store
+        .apply(id, &Event::Dispatch, &order_at(n, 2))
+        .expect("dispatch");
+}
+
 /// How many intents `index` counts.
 fn counted(store: &mut Store, index: &MetricIndex) -> u64 {
     overview(store, index, &IntentFilter::default(), END)
@@ -538,24 +562,10 @@ fn catching_up_a_stretch_at_a_time_reads_what_a_whole_load_reads() {
         if n % 5 == 0 {
             continue;
         }
-        let at = |ms: u64| ApplyContext {
-            now_ms: END + n * 10 + ms,
-            authorization: Some(Approval::by("ann", "v1")),
-            dispatch: Some(DispatchPlan {
-                attempt_id: AttemptId::generate(END + ms, u128::from(n) * 7),
-                available_at_ms: END + ms,
-            }),
-            ..ApplyContext::default()
-        };
-        store
-            .apply(&intent.id, &Event::Authorized, &at(1))
-            .expect("authorize");
-        store
-            .apply(&intent.id, &Event::Dispatch, &at(2))
-            .expect("dispatch");
+        authorize_and_dispatch(&mut store, &intent.id, n);
         if n % 2 == 0 {
             store
-                .apply(&intent.id, &Event::OutcomeUnknown, &at(1_000))
+                .apply(&intent.id, &Event::OutcomeUnknown, &order_at(n, 1_000))
                 .expect("unknown");
         }
         if n % 4 == 0 {
@@ -698,21 +708,7 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
         if n % 5 == 0 {
             continue;
         }
-        let at = |ms: u64| ApplyContext {
-            now_ms: END + n * 10 + ms,
-            authorization: Some(Approval::by("ann", "v1")),
-            dispatch: Some(DispatchPlan {
-                attempt_id: AttemptId::generate(END + ms, u128::from(n) * 7),
-                available_at_ms: END + ms,
-            }),
-            ..ApplyContext::default()
-        };
-        store
-            .apply(&intent.id, &Event::Authorized, &at(1))
-            .expect("authorize");
-        store
-            .apply(&intent.id, &Event::Dispatch, &at(2))
-            .expect("dispatch");
+        authorize_and_dispatch(&mut store, &intent.id, n);
         // The follower reads the dispatch before the dispatcher claims the send on its own
         // (not in the dispatch's write); for the odd orders nothing is written after it.
         refresh(&mut index, &mut store).expect("catch up");
@@ -742,7 +738,7 @@ fn the_scrape_counts_from_the_index_what_the_store_counts_from_its_tables() {
         }
         if n % 2 == 0 {
             store
-                .apply(&intent.id, &Event::OutcomeUnknown, &at(1_000 * n))
+                .apply(&intent.id, &Event::OutcomeUnknown, &order_at(n, 1_000 * n))
                 .expect("unknown");
             if n % 3 == 0 {
                 for k in 1..=2u64 {

@@ -231,11 +231,10 @@ impl Metrics for Store {
             duplicate_effects: to_u64(duplicate_effects),
             late_results: to_u64(late_results),
             budget_exceeded,
-            failover_divergence: if with_two == 0 {
-                0.0
-            } else {
-                diverged as f64 / with_two as f64
-            },
+            failover_divergence: crate::domain::metrics::divergence_rate(
+                to_u64(diverged),
+                to_u64(with_two),
+            ),
             lookups: per_intent_lookups.iter().sum(),
             lookup_amplification: distribution(&per_intent_lookups),
             lookups_exhausted: to_u64(lookups_exhausted),

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::metrics::Distribution;
 
 /// The logical-outcome summary over the intents a filter selects.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub intents: u64,
     pub attempts: u64,
@@ -33,7 +33,7 @@ pub struct Summary {
 }
 
 /// Indeterminate intents and their ages in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IndeterminateSummary {
     pub count: u64,
     pub oldest_age_secs: u64,
