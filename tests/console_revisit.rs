@@ -258,6 +258,17 @@ fn top_bar_picture(name: &str, persian: bool) {
             .state_mut()
             .queue(intentdesk::console::commands::ConsoleCommand::SwitchLocale);
     }
+    // The list's answer (offline: that the coordinator cannot be reached) comes from the
+    // console's worker in its own time: wait for it, not for a number of frames.
+    let started = std::time::Instant::now();
+    while harness.state().table.error.is_none() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the offline list never answered"
+        );
+        harness.step();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
     harness.run_steps(4);
     harness.snapshot(name);
 }
