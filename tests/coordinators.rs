@@ -515,6 +515,119 @@ async fn a_database_that_goes_away_is_reported_and_nothing_is_answered_as_stored
     assert_eq!(list["total"], 1, "{list}");
 }
 
+/// Another session holds the change feed's table (an operator's `VACUUM FULL`, a migration
+/// of a newer coordinator): every read of it waits. The metric follower's read gives up
+/// after the readers' lock timeout and says so in `/healthz`; dashboard reads queued behind
+/// it wait without holding a store reader, so lists go on answering; nothing waits for ever,
+/// and once the lock is gone the follower follows again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() {
+    let Some(url) = fresh_postgres() else { return };
+    let name = url.rsplit('/').next().expect("a database name").to_string();
+    let fleet = fleet(url.clone()).await;
+    let created = fleet
+        .order(&fleet.a, &fleet.a, "locked-1", &order("acme", "4100"))
+        .await;
+    let id = created["id"].as_str().expect("an id").to_string();
+    fleet.wait_for_state(&fleet.a, &id, "committed").await;
+
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (held, holding) = tokio::sync::oneshot::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        let mut tx = client.transaction().expect("a transaction");
+        tx.batch_execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
+            .expect("the feed is locked");
+        held.send(()).expect("the test waits");
+        // Released by the test, or the test ended.
+        let _ = released.recv();
+        tx.commit().expect("the lock is let go");
+    });
+    holding.await.expect("the lock is held");
+
+    // More dashboard reads than the store has readers, each waiting on the feed.
+    let patient = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(300))
+        .build()
+        .expect("client");
+    let overviews: Vec<_> = (0..2 * intentdesk::store::postgres::READERS)
+        .map(|_| {
+            let request = patient
+                .get(format!("{}/v1/metrics/overview?tenant=acme", fleet.a))
+                .bearer_auth(ADMIN);
+            tokio::spawn(async move {
+                let response = request.send().await.expect("the overview is answered");
+                let status = response.status();
+                (
+                    status,
+                    response.json::<Value>().await.unwrap_or(Value::Null),
+                )
+            })
+        })
+        .collect();
+
+    // A list reads no feed: it answers while the lock is held.
+    let (status, list) = fleet.get(&fleet.a, "/v1/intents?tenant=acme").await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(list["total"], 1, "{list}");
+    let follower = |health: &Value| health["parts"]["metric_follower"]["status"].clone();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let (_, health) = fleet.get(&fleet.a, "/healthz").await;
+        if follower(&health) == "failed" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the follower never said it cannot read: {health}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    // However often `/healthz` was asked meanwhile, and however many dashboard reads
+    // queued, few reads wait on the lock: the first coordinator's index refresh and its one
+    // health probe, and the second coordinator's follower.
+    let waiting: i64 = admin(|client| {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = $1 AND wait_event_type = 'Lock'",
+                &[&name],
+            )
+            .expect("the sessions are listed")
+            .get(0)
+    });
+    assert!(waiting <= 3, "{waiting} reads wait on the lock");
+    let (status, list) = fleet.get(&fleet.a, "/v1/intents?tenant=acme").await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+
+    release.send(()).expect("the holder waits");
+    holder.join().expect("the holder let go");
+    for overview in overviews {
+        let (status, body) = overview.await.expect("the request ran");
+        match status {
+            StatusCode::OK => assert_eq!(body["intents"], 1, "{body}"),
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert_eq!(body["error"]["code"], "unavailable", "{body}");
+            }
+            other => panic!("an overview answered {other}: {body}"),
+        }
+    }
+    // The follower reads again after its back-off.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, health) = fleet.get(&fleet.a, "/healthz").await;
+        if follower(&health) == "running" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the follower never followed again: {health}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 #[test]
 fn a_wrong_url_credentials_or_a_newer_schema_refuse_to_start_with_a_clear_message() {
     let Some(url) = fresh_postgres() else { return };

@@ -14,7 +14,9 @@
 //! change feed before each answer, and followed in the background about once a second
 //! ([`follow`]) so that the answer after a burst of writes does not wait to read the burst.
 
-use std::sync::{Arc, Mutex};
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Instant;
 
 use axum::extract::State;
 use axum::routing::get;
@@ -39,7 +41,26 @@ const STEPS_SECS: &[u64] = &[
     86_400, 172_800, 604_800,
 ];
 
-pub type Shared = Arc<Mutex<MetricIndex>>;
+/// The metric index, waited for without a thread: see [`Held`].
+pub type Shared = Arc<tokio::sync::Mutex<Followed>>;
+
+/// The metric index, and the last time bringing it up to date failed on the database.
+pub struct Followed {
+    index: MetricIndex,
+    /// When a refresh last failed because the database did not answer, and why. A refresh
+    /// that waited for the index meanwhile takes that answer instead of asking again: each
+    /// would wait as long, one after another.
+    failed: Option<(Instant, String)>,
+}
+
+impl Followed {
+    pub fn new(index: MetricIndex) -> Followed {
+        Followed {
+            index,
+            failed: None,
+        }
+    }
+}
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -68,7 +89,7 @@ pub fn warm_up(state: &AppState) {
         let started = std::time::Instant::now();
         let loaded = db
             .open_reader()
-            .and_then(|mut store| metrics::refresh(&mut lock(&index), &mut store));
+            .and_then(|mut store| Held::blocking(&index).refresh(&mut store));
         match loaded {
             Ok(()) => {
                 ready.loaded = true;
@@ -123,9 +144,15 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
                 return;
             }
         }
-        let (db, index) = (state.db.clone(), state.metrics.clone());
-        let held = reader.take();
-        let read = tokio::task::spawn_blocking(move || follow_once(&db, &index, held));
+        // The index is waited for here, not on a blocking thread: a request's read that
+        // waits on the database (a lock another session holds) holds no thread of ours.
+        let index = tokio::select! {
+            index = Held::wait(&state.metrics) => index,
+            _ = stopping.wait_for(|stop| *stop) => return,
+        };
+        let db = state.db.clone();
+        let kept = reader.take();
+        let read = tokio::task::spawn_blocking(move || follow_once(&db, index, kept));
         // A read in flight when the coordinator stops is left to end by itself: on a
         // database that stopped answering it could hold the stop up for long.
         let read = tokio::select! {
@@ -169,7 +196,7 @@ const FOLLOWER_CACHE_KIB: i64 = 4_096;
 /// the connection is kept for the next time unless the read failed.
 fn follow_once(
     db: &crate::store::Db,
-    index: &Shared,
+    mut index: Held,
     reader: Option<Store>,
 ) -> (Option<Store>, Result<(), StoreError>) {
     let opened = reader.map_or_else(
@@ -188,7 +215,7 @@ fn follow_once(
         Ok(store) => store,
         Err(e) => return (None, Err(e)),
     };
-    match metrics::refresh(&mut lock(index), &mut store) {
+    match index.refresh(&mut store) {
         Ok(()) => (Some(store), Ok(())),
         Err(e) => (None, Err(e)),
     }
@@ -228,16 +255,73 @@ impl Drop for ReadyWhenDropped {
     }
 }
 
-/// The metric index, also after a panic while it was held: the index it left may be half
-/// brought up to date, so it is dropped and loaded anew from the store.
-fn lock(index: &Shared) -> std::sync::MutexGuard<'_, MetricIndex> {
-    index.lock().unwrap_or_else(|poisoned| {
-        tracing::warn!("the metric index was poisoned by a panic; loading it anew");
-        let mut fresh = poisoned.into_inner();
-        *fresh = MetricIndex::with_releases(fresh.releases().clone());
-        index.clear_poison();
-        fresh
-    })
+/// The metric index held for one refresh and what is read from it after. It is waited for
+/// before a store reader is taken, never by a reader: a refresh that waits on the database
+/// (a lock another session holds, until the readers' lock timeout) then keeps one reader
+/// busy, not every reader with a dashboard request queued behind it, and lists and details
+/// go on answering. After a panic while it was held the index may be half brought up to
+/// date, so it is dropped and loaded anew from the store by the next refresh.
+pub(super) struct Held {
+    followed: tokio::sync::OwnedMutexGuard<Followed>,
+    /// When this holder began to wait for the index.
+    since: Instant,
+}
+
+impl Held {
+    async fn wait(index: &Shared) -> Held {
+        let since = Instant::now();
+        Held {
+            followed: index.clone().lock_owned().await,
+            since,
+        }
+    }
+
+    /// On a thread that may block (never a tokio worker).
+    fn blocking(index: &Shared) -> Held {
+        let since = Instant::now();
+        Held {
+            followed: index.clone().blocking_lock_owned(),
+            since,
+        }
+    }
+
+    /// Bring the index up to the feed on `store`, unless a refresh failed on the database
+    /// while this one waited: its answer is this one's.
+    fn refresh(&mut self, store: &mut Store) -> Result<(), StoreError> {
+        if let Some((at, why)) = &self.followed.failed
+            && *at >= self.since
+        {
+            return Err(StoreError::Unavailable(why.clone()));
+        }
+        match metrics::refresh(&mut self.followed.index, store) {
+            Ok(()) => {
+                self.followed.failed = None;
+                Ok(())
+            }
+            Err(StoreError::Unavailable(why)) => {
+                self.followed.failed = Some((Instant::now(), why.clone()));
+                Err(StoreError::Unavailable(why))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Deref for Held {
+    type Target = MetricIndex;
+    fn deref(&self) -> &MetricIndex {
+        &self.followed.index
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            tracing::warn!("a panic while the metric index was held; loading it anew");
+            let releases = self.followed.index.releases().clone();
+            self.followed.index = MetricIndex::with_releases(releases);
+        }
+    }
 }
 
 /// Run `f` with the index brought up to date on a read connection.
@@ -250,12 +334,11 @@ pub(super) async fn with_index<T: Send + 'static>(
         .subscribe()
         .wait_for(|ready| *ready)
         .await;
-    let index = state.metrics.clone();
+    let mut index = Held::wait(&state.metrics).await;
     Ok(state
         .db
         .read(move |store| {
-            let mut index = lock(&index);
-            metrics::refresh(&mut index, store)?;
+            index.refresh(store)?;
             f(store, &index)
         })
         .await?)
@@ -397,7 +480,7 @@ async fn overview(
 mod tests {
     use std::time::{Duration, Instant};
 
-    use super::{FOLLOWER_PART, bucket_for, follow, follow_at, lock, warm_up};
+    use super::{FOLLOWER_PART, bucket_for, follow, follow_at, warm_up};
     use crate::coordinator::{AppState, Config};
     use crate::metrics::tests::new_intent;
     use crate::store::metric_source::MetricSource;
@@ -442,7 +525,7 @@ mod tests {
         let last = state.db.read(|s| s.last_event()).await.expect("feed");
         assert!(last >= 3, "{last}");
         let deadline = Instant::now() + Duration::from_secs(30);
-        while lock(&state.metrics).followed_to() != last {
+        while state.metrics.lock().await.index.followed_to() != last {
             assert!(
                 Instant::now() < deadline,
                 "the index never followed the feed"
@@ -487,7 +570,9 @@ mod tests {
             .expect("back");
         create(&state, 1).await;
         let last = state.db.read(|s| s.last_event()).await.expect("feed");
-        while status(&state) != PartStatus::Running || lock(&state.metrics).followed_to() != last {
+        while status(&state) != PartStatus::Running
+            || state.metrics.lock().await.index.followed_to() != last
+        {
             wait_for("the follower never followed the feed again");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -27,6 +27,30 @@ pub struct Liveness {
     /// needs no token, so one probe is in flight at a time and those who waited for it share
     /// its answer; a flood of them never becomes a flood of writes.
     pub probed: tokio::sync::Mutex<Option<(std::time::Instant, PartStatus, PartStatus)>>,
+    /// The store's read probe has not come back: a probe waits for it (on a database lock,
+    /// say) beyond the check's own wait, and a new one on every check would take the store's
+    /// readers one by one from the requests.
+    read_probe_out: std::sync::atomic::AtomicBool,
+}
+
+/// The store's read probe, out until it is dropped: when its read ran, or was dropped
+/// without running.
+pub struct ReadProbe(std::sync::Arc<Liveness>);
+
+impl ReadProbe {
+    /// `None` while the last probe is still out.
+    pub fn start(liveness: &std::sync::Arc<Liveness>) -> Option<ReadProbe> {
+        use std::sync::atomic::Ordering;
+        (!liveness.read_probe_out.swap(true, Ordering::AcqRel)).then(|| ReadProbe(liveness.clone()))
+    }
+}
+
+impl Drop for ReadProbe {
+    fn drop(&mut self) {
+        self.0
+            .read_probe_out
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 impl Liveness {

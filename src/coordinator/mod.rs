@@ -127,9 +127,9 @@ impl AppState {
             )),
             clock,
             entropy,
-            metrics: Arc::new(std::sync::Mutex::new(
+            metrics: Arc::new(tokio::sync::Mutex::new(charts::Followed::new(
                 crate::metrics::MetricIndex::with_releases(config.releases.clone()),
-            )),
+            ))),
             metrics_ready: Arc::new(watch::Sender::new(true)),
             streams: limits::StreamSlots::new(&config),
             health: Arc::default(),

@@ -13,6 +13,7 @@ use axum::{Json, Router};
 
 use super::AppState;
 use super::auth::Principal;
+use super::health::ReadProbe;
 use crate::store::StoreError;
 use crate::store::ops::*;
 use crate::wire::{Health, HealthPart, HealthStatus, PartStatus};
@@ -48,15 +49,28 @@ async fn healthz(State(state): State<AppState>) -> Response {
         match *probed {
             Some((at, read, write)) if at >= arrived => (read, write),
             _ => {
-                let read = tokio::time::timeout(
-                    PROBE_WAIT,
-                    state.db.read(|s| s.last_event_seq().map(drop)),
-                );
+                let read = async {
+                    // The last probe's read has not come back: the store is as stalled as it
+                    // was, and another read would only wait beside it.
+                    let Some(out) = ReadProbe::start(&state.health) else {
+                        return PartStatus::Stalled;
+                    };
+                    probe(
+                        tokio::time::timeout(
+                            PROBE_WAIT,
+                            state.db.read(move |s| {
+                                let _out = out;
+                                s.last_event_seq().map(drop)
+                            }),
+                        )
+                        .await,
+                    )
+                };
                 // An empty write ahead of every agent's: it proves the writer takes and
                 // commits.
                 let write = tokio::time::timeout(PROBE_WAIT, state.db.write(|_| Ok(())));
                 let (read, write) = tokio::join!(read, write);
-                let (read, write) = (probe(read), probe(write));
+                let write = probe(write);
                 *probed = Some((std::time::Instant::now(), read, write));
                 (read, write)
             }

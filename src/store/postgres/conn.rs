@@ -216,10 +216,11 @@ impl From<postgres::Error> for StoreError {
         }
         match e.as_db_error() {
             // Lost connections (08), a server shutting down or out of resources (57P, 53),
-            // and a transaction chosen to end a deadlock or a serialisation race (40001,
-            // 40P01): nothing was written, and the same request may be sent again.
+            // a transaction chosen to end a deadlock or a serialisation race (40001,
+            // 40P01), and a statement that waited too long for a lock or was cancelled
+            // (55P03, 57014): nothing was written, and the same request may be sent again.
             Some(db)
-                if ["08", "53", "57P", "40001", "40P01"]
+                if ["08", "53", "57P", "57014", "40001", "40P01", "55P03"]
                     .iter()
                     .any(|class| db.code().code().starts_with(class)) =>
             {

@@ -103,7 +103,28 @@ fn open_for_reads(url: &str) -> Result<Store, StoreError> {
     store
         .conn()
         .batch("SET plan_cache_mode = force_custom_plan")?;
+    // A read waiting on a lock another session holds (`VACUUM FULL`, a newer coordinator's
+    // migration) gives up: it would otherwise wait as long as the lock is held, and so would
+    // whatever waits for it (the metric index, the dashboard's reads behind it). Reads take
+    // no lock a coordinator's own writes hold, so only such a session makes one wait.
+    if !names_option(url, "lock_timeout") {
+        store.conn().batch(&format!(
+            "SET lock_timeout = {}",
+            READ_LOCK_TIMEOUT.as_millis()
+        ))?;
+    }
     Ok(store)
+}
+
+/// How long a read waits for a lock before it is answered as unavailable.
+pub const READ_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether the URL's `options` set the server setting `name` (its value then stands).
+fn names_option(url: &str, name: &str) -> bool {
+    url.parse::<postgres::Config>()
+        .ok()
+        .and_then(|config| config.get_options().map(|o| o.contains(name)))
+        .unwrap_or(false)
 }
 
 /// The store threads of one PostgreSQL database.
@@ -301,5 +322,19 @@ mod tests {
         );
         assert_eq!(config.get_keepalives_retries(), Some(9));
         assert_eq!(config.get_tcp_user_timeout(), Some(&Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn a_lock_timeout_the_url_sets_stands() {
+        let base = "postgresql://intentdesk@127.0.0.1/intentdesk";
+        assert!(!names_option(base, "lock_timeout"));
+        assert!(!names_option(
+            &format!("{base}?options=-c%20statement_timeout%3D5000"),
+            "lock_timeout"
+        ));
+        assert!(names_option(
+            &format!("{base}?options=-c%20lock_timeout%3D2000"),
+            "lock_timeout"
+        ));
     }
 }
