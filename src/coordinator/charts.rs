@@ -128,7 +128,7 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
     let mut ready = state.metrics_ready.subscribe();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut reader: Option<Store> = None;
+    let mut reader = Kept(None);
     let mut failing = false;
     loop {
         tokio::select! {
@@ -136,13 +136,7 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
                 let _ = ready.wait_for(|ready| *ready).await;
                 tick.tick().await;
             } => {}
-            _ = stopping.wait_for(|stop| *stop) => {
-                // Closing a PostgreSQL connection blocks: not on a tokio worker.
-                if let Some(reader) = reader.take() {
-                    tokio::task::spawn_blocking(move || drop(reader));
-                }
-                return;
-            }
+            _ = stopping.wait_for(|stop| *stop) => return,
         }
         // The index is waited for here, not on a blocking thread: a request's read that
         // waits on the database (a lock another session holds) holds no thread of ours.
@@ -151,7 +145,7 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
             _ = stopping.wait_for(|stop| *stop) => return,
         };
         let db = state.db.clone();
-        let kept = reader.take();
+        let kept = reader.0.take();
         let read = tokio::task::spawn_blocking(move || follow_once(&db, index, kept));
         // A read in flight when the coordinator stops is left to end by itself: on a
         // database that stopped answering it could hold the stop up for long.
@@ -161,7 +155,7 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
         };
         let failed = match read {
             Ok((kept, Ok(()))) => {
-                reader = kept;
+                reader = Kept(kept);
                 None
             }
             Ok((_, Err(e))) => Some(e.to_string()),
@@ -183,6 +177,21 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
             _ = stopping.wait_for(|stop| *stop) => return,
+        }
+    }
+}
+
+/// The follower's connection between its reads. However the follower ends (stopped, or
+/// dropped with the runtime), the connection is closed off the async threads: closing a
+/// PostgreSQL connection blocks, which a tokio worker may not.
+struct Kept(Option<Store>);
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        if let Some(store) = self.0.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            std::thread::spawn(move || drop(store));
         }
     }
 }
