@@ -515,11 +515,15 @@ async fn a_database_that_goes_away_is_reported_and_nothing_is_answered_as_stored
     assert_eq!(list["total"], 1, "{list}");
 }
 
+/// The advisory lock the coordinators' migrations take (`store::postgres::schema`).
+const MIGRATION_LOCK: i64 = 0x1D_E5C0;
+
 /// Another session holds the change feed's table (an operator's `VACUUM FULL`, a migration
 /// of a newer coordinator): every read of it waits. The metric follower's read gives up
 /// after the readers' lock timeout and says so in `/healthz`; dashboard reads queued behind
-/// it wait without holding a store reader, so lists go on answering; nothing waits for ever,
-/// and once the lock is gone the follower follows again.
+/// it wait without holding a store reader, so lists go on answering; nothing waits for ever.
+/// The follower connects again while the migration still holds its lock, without holding
+/// the index meanwhile, and follows once it is connected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() {
     let Some(url) = fresh_postgres() else { return };
@@ -531,17 +535,22 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
     let id = created["id"].as_str().expect("an id").to_string();
     fleet.wait_for_state(&fleet.a, &id, "committed").await;
 
+    // As a newer coordinator's migration would: the migrations' lock for the session, and
+    // the feed for a transaction. Each is let go when the test says (or ends).
     let (release, released) = std::sync::mpsc::channel::<()>();
     let (held, holding) = tokio::sync::oneshot::channel::<()>();
     let holder = std::thread::spawn(move || {
         let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        client
+            .batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+            .expect("the migrations' lock is held");
         let mut tx = client.transaction().expect("a transaction");
         tx.batch_execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
             .expect("the feed is locked");
         held.send(()).expect("the test waits");
-        // Released by the test, or the test ended.
         let _ = released.recv();
-        tx.commit().expect("the lock is let go");
+        tx.commit().expect("the feed is let go");
+        let _ = released.recv();
     });
     holding.await.expect("the lock is held");
 
@@ -586,12 +595,13 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
     }
     // However often `/healthz` was asked meanwhile, and however many dashboard reads
     // queued, few reads wait on the lock: the first coordinator's index refresh and its one
-    // health probe, and the second coordinator's follower.
+    // health probe, and the second coordinator's follower (a writer pruning the feed may
+    // wait too; it is not a read).
     let waiting: i64 = admin(|client| {
         client
             .query_one(
-                "SELECT count(*) FROM pg_stat_activity \
-                 WHERE datname = $1 AND wait_event_type = 'Lock'",
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 \
+                 AND wait_event_type = 'Lock' AND application_name = 'intentdesk reader'",
                 &[&name],
             )
             .expect("the sessions are listed")
@@ -602,7 +612,6 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
     assert_eq!(status, StatusCode::OK, "{list}");
 
     release.send(()).expect("the holder waits");
-    holder.join().expect("the holder let go");
     for overview in overviews {
         let (status, body) = overview.await.expect("the request ran");
         match status {
@@ -613,7 +622,37 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
             other => panic!("an overview answered {other}: {body}"),
         }
     }
-    // The follower reads again after its back-off.
+
+    // After its back-off the follower connects again, and waits for the migration: without
+    // the index, so the dashboard answers meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while admin(|client| {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database \
+                 WHERE d.datname = $1 AND l.locktype = 'advisory' AND NOT l.granted \
+                 AND l.classid = 0 AND l.objid = $2",
+                &[&name, &(MIGRATION_LOCK as u32)],
+            )
+            .expect("the locks are listed")
+            .get::<_, i64>(0)
+    }) == 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no follower came back to connect"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+    let (status, overview) = fleet
+        .get(&fleet.a, "/v1/metrics/overview?tenant=acme")
+        .await;
+    assert_eq!(status, StatusCode::OK, "{overview}");
+    assert_eq!(overview["intents"], 1, "{overview}");
+    release.send(()).expect("the holder waits");
+    holder.join().expect("the holder let go");
+
+    // The follower reads again once connected.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let (_, health) = fleet.get(&fleet.a, "/healthz").await;

@@ -29,6 +29,7 @@ use super::health::Liveness;
 use super::operator::params::{FILTER_PARAMS, Params, RawQuery};
 use crate::domain::Permission;
 use crate::metrics::{self, ChartQuery, MetricIndex};
+use crate::store::metric_source::MetricSource;
 use crate::store::{Store, StoreError};
 use crate::wire::{AttemptsHistogram, Chart, ChartMetric, GroupBy, Overview, PartStatus};
 
@@ -47,9 +48,10 @@ pub type Shared = Arc<tokio::sync::Mutex<Followed>>;
 /// The metric index, and the last time bringing it up to date failed on the database.
 pub struct Followed {
     index: MetricIndex,
-    /// When a refresh last failed because the database did not answer, and why. A refresh
-    /// that waited for the index meanwhile takes that answer instead of asking again: each
-    /// would wait as long, one after another.
+    /// When a refresh last failed because the database did not answer in time, and why. A
+    /// refresh that waited for the index meanwhile takes that answer instead of asking
+    /// again: each would wait as long, one after another. A failure that came at once (a
+    /// connection found lost) is not shared: the next refresh runs on another connection.
     failed: Option<(Instant, String)>,
 }
 
@@ -138,27 +140,46 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
             } => {}
             _ = stopping.wait_for(|stop| *stop) => return,
         }
-        // The index is waited for here, not on a blocking thread: a request's read that
-        // waits on the database (a lock another session holds) holds no thread of ours.
-        let index = tokio::select! {
-            index = Held::wait(&state.metrics) => index,
-            _ = stopping.wait_for(|stop| *stop) => return,
-        };
+        // Connected before the index is taken: a connection waits for the server, and for
+        // a newer coordinator's migration, with nobody's charts waiting behind it.
         let db = state.db.clone();
-        let kept = reader.0.take();
-        let read = tokio::task::spawn_blocking(move || follow_once(&db, index, kept));
-        // A read in flight when the coordinator stops is left to end by itself: on a
-        // database that stopped answering it could hold the stop up for long.
-        let read = tokio::select! {
-            read = read => read,
-            _ = stopping.wait_for(|stop| *stop) => return,
-        };
-        let failed = match read {
-            Ok((kept, Ok(()))) => {
-                reader = Kept(kept);
-                None
+        let opened = match reader.0.take() {
+            Some(store) => Ok(Ok(store)),
+            None => {
+                let open = tokio::task::spawn_blocking(move || open_follower(&db));
+                tokio::select! {
+                    opened = open => opened,
+                    _ = stopping.wait_for(|stop| *stop) => return,
+                }
             }
-            Ok((_, Err(e))) => Some(e.to_string()),
+        };
+        let failed = match opened {
+            Ok(Ok(store)) => {
+                let mut store = Kept(Some(store));
+                // The index is waited for here, not on a blocking thread: a request's read
+                // that waits on the database (a lock another session holds) holds no
+                // thread of ours.
+                let index = tokio::select! {
+                    index = Held::wait(&state.metrics) => index,
+                    _ = stopping.wait_for(|stop| *stop) => return,
+                };
+                let read = tokio::task::spawn_blocking(move || follow_once(index, store.take()));
+                // A read in flight when the coordinator stops is left to end by itself: on
+                // a database that stopped answering it could hold the stop up for long.
+                let read = tokio::select! {
+                    read = read => read,
+                    _ = stopping.wait_for(|stop| *stop) => return,
+                };
+                match read {
+                    Ok((kept, Ok(()))) => {
+                        reader = Kept(kept);
+                        None
+                    }
+                    Ok((_, Err(e))) => Some(e.to_string()),
+                    Err(panicked) => Some(panicked.to_string()),
+                }
+            }
+            Ok(Err(e)) => Some(e.to_string()),
             Err(panicked) => Some(panicked.to_string()),
         };
         let Some(error) = failed else {
@@ -186,6 +207,13 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
 /// PostgreSQL connection blocks, which a tokio worker may not.
 struct Kept(Option<Store>);
 
+impl Kept {
+    /// The connection, on a thread that may close it.
+    fn take(&mut self) -> Store {
+        self.0.take().expect("a kept connection is taken once")
+    }
+}
+
 impl Drop for Kept {
     fn drop(&mut self) {
         if let Some(store) = self.0.take()
@@ -201,29 +229,20 @@ impl Drop for Kept {
 /// MiB with those pages, and every one of the pool's readers in turn.
 const FOLLOWER_CACHE_KIB: i64 = 4_096;
 
-/// Bring the index up to the feed on the follower's own connection, opened if it has none;
-/// the connection is kept for the next time unless the read failed.
-fn follow_once(
-    db: &crate::store::Db,
-    mut index: Held,
-    reader: Option<Store>,
-) -> (Option<Store>, Result<(), StoreError>) {
-    let opened = reader.map_or_else(
-        || {
-            let store = db.open_reader()?;
-            if store.conn().dialect() == crate::store::sql::Dialect::Sqlite {
-                store
-                    .conn()
-                    .batch(&format!("PRAGMA cache_size = -{FOLLOWER_CACHE_KIB}"))?;
-            }
-            Ok(store)
-        },
-        Ok,
-    );
-    let mut store = match opened {
-        Ok(store) => store,
-        Err(e) => return (None, Err(e)),
-    };
+/// The follower's own connection.
+fn open_follower(db: &crate::store::Db) -> Result<Store, StoreError> {
+    let store = db.open_reader()?;
+    if store.conn().dialect() == crate::store::sql::Dialect::Sqlite {
+        store
+            .conn()
+            .batch(&format!("PRAGMA cache_size = -{FOLLOWER_CACHE_KIB}"))?;
+    }
+    Ok(store)
+}
+
+/// Bring the index up to the feed on the follower's own connection; the connection is kept
+/// for the next time unless the read failed.
+fn follow_once(mut index: Held, mut store: Store) -> (Option<Store>, Result<(), StoreError>) {
     match index.refresh(&mut store) {
         Ok(()) => (Some(store), Ok(())),
         Err(e) => (None, Err(e)),
@@ -276,6 +295,10 @@ pub(super) struct Held {
     since: Instant,
 }
 
+/// How long a refresh must have waited before it failed for those who waited behind it to
+/// take its answer.
+const SHARED_FAILURE: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Held {
     async fn wait(index: &Shared) -> Held {
         let since = Instant::now();
@@ -296,19 +319,22 @@ impl Held {
 
     /// Bring the index up to the feed on `store`, unless a refresh failed on the database
     /// while this one waited: its answer is this one's.
-    fn refresh(&mut self, store: &mut Store) -> Result<(), StoreError> {
+    fn refresh(&mut self, source: &mut dyn MetricSource) -> Result<(), StoreError> {
         if let Some((at, why)) = &self.followed.failed
             && *at >= self.since
         {
             return Err(StoreError::Unavailable(why.clone()));
         }
-        match metrics::refresh(&mut self.followed.index, store) {
+        let began = Instant::now();
+        match metrics::refresh(&mut self.followed.index, source) {
             Ok(()) => {
                 self.followed.failed = None;
                 Ok(())
             }
             Err(StoreError::Unavailable(why)) => {
-                self.followed.failed = Some((Instant::now(), why.clone()));
+                if began.elapsed() >= SHARED_FAILURE {
+                    self.followed.failed = Some((Instant::now(), why.clone()));
+                }
                 Err(StoreError::Unavailable(why))
             }
             Err(e) => Err(e),
@@ -489,10 +515,17 @@ async fn overview(
 mod tests {
     use std::time::{Duration, Instant};
 
-    use super::{FOLLOWER_PART, bucket_for, follow, follow_at, warm_up};
+    use std::collections::HashSet;
+    use std::sync::Arc;
+
+    use super::{FOLLOWER_PART, Followed, Held, Shared, bucket_for, follow, follow_at, warm_up};
     use crate::coordinator::{AppState, Config};
+    use crate::metrics::MetricIndex;
     use crate::metrics::tests::new_intent;
+    use crate::store::IntentFilter;
+    use crate::store::StoreError;
     use crate::store::metric_source::MetricSource;
+    use crate::store::metric_source::{Changed, EventMark, IndexAttempt, IndexIntent, IndexSpan};
     use crate::store::ops::Intents;
     use crate::wire::PartStatus;
 
@@ -587,6 +620,102 @@ mod tests {
         }
         stop.send(true).expect("stop");
         follower.await.expect("the follower ended without a panic");
+    }
+
+    /// A feed that fails as a database that does not answer would, after `delay`.
+    struct Unanswered {
+        delay: Duration,
+        asked: usize,
+    }
+
+    impl MetricSource for Unanswered {
+        fn snapshot(
+            &mut self,
+            f: &mut dyn FnMut(&mut dyn MetricSource) -> Result<(), StoreError>,
+        ) -> Result<(), StoreError> {
+            f(self)
+        }
+        fn last_event(&mut self) -> Result<i64, StoreError> {
+            self.asked += 1;
+            std::thread::sleep(self.delay);
+            Err(StoreError::Unavailable(
+                "canceling statement due to lock timeout".into(),
+            ))
+        }
+        fn first_event(&mut self) -> Result<i64, StoreError> {
+            unreachable!("read after the failure")
+        }
+        fn event_mark(&mut self, _: i64) -> Result<EventMark, StoreError> {
+            unreachable!("read after the failure")
+        }
+        fn changed(&mut self, _: i64, _: i64) -> Result<Changed, StoreError> {
+            unreachable!("read after the failure")
+        }
+        fn each_intent(
+            &mut self,
+            _: &mut dyn FnMut(IndexIntent) -> Result<(), StoreError>,
+        ) -> Result<(), StoreError> {
+            unreachable!("read after the failure")
+        }
+        fn each_attempt(
+            &mut self,
+            _: &mut dyn FnMut(IndexAttempt) -> Result<(), StoreError>,
+        ) -> Result<(), StoreError> {
+            unreachable!("read after the failure")
+        }
+        fn indeterminate_spans(&mut self) -> Result<Vec<IndexSpan>, StoreError> {
+            unreachable!("read after the failure")
+        }
+        fn duplicate_effects(&mut self) -> Result<Vec<(i64, u64)>, StoreError> {
+            unreachable!("read after the failure")
+        }
+        fn selection(&mut self, _: &IntentFilter) -> Result<Option<HashSet<i64>>, StoreError> {
+            unreachable!("read after the failure")
+        }
+    }
+
+    /// How many times the feed is asked when one refresh fails `delay` into its read while
+    /// a second waits for the index.
+    async fn asked_with_one_waiting(delay: Duration) -> usize {
+        let shared: Shared = Arc::new(tokio::sync::Mutex::new(Followed::new(
+            MetricIndex::default(),
+        )));
+        let source = Arc::new(std::sync::Mutex::new(Unanswered { delay, asked: 0 }));
+        let first = Held::wait(&shared).await;
+        let second = Held::wait(&shared);
+        tokio::pin!(second);
+        // Polled once, the second has begun to wait, behind the first.
+        tokio::select! {
+            biased;
+            _ = &mut second => panic!("the index was free"),
+            () = std::future::ready(()) => {}
+        }
+        let refresh = |mut held: Held| {
+            let source = source.clone();
+            tokio::task::spawn_blocking(move || held.refresh(&mut *source.lock().expect("source")))
+        };
+        let failed = refresh(first).await.expect("the first refresh ran");
+        assert!(
+            matches!(failed, Err(StoreError::Unavailable(_))),
+            "{failed:?}"
+        );
+        let second = refresh(second.await).await.expect("the second refresh ran");
+        assert!(
+            matches!(second, Err(StoreError::Unavailable(_))),
+            "{second:?}"
+        );
+        source.lock().map(|s| s.asked).expect("source")
+    }
+
+    /// A refresh that waited long before it failed answers those who waited behind it; one
+    /// that failed at once (a connection found lost) does not: they ask on their own.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_failure_answers_those_who_waited_and_a_quick_one_does_not() {
+        assert_eq!(
+            asked_with_one_waiting(Duration::from_millis(1_100)).await,
+            1
+        );
+        assert_eq!(asked_with_one_waiting(Duration::ZERO).await, 2);
     }
 
     #[test]

@@ -103,10 +103,17 @@ fn open_for_reads(url: &str) -> Result<Store, StoreError> {
     store
         .conn()
         .batch("SET plan_cache_mode = force_custom_plan")?;
+    // Named apart from the writers in `pg_stat_activity`, for whoever looks at what waits.
+    store
+        .conn()
+        .batch("SET application_name = 'intentdesk reader'")?;
     // A read waiting on a lock another session holds (`VACUUM FULL`, a newer coordinator's
     // migration) gives up: it would otherwise wait as long as the lock is held, and so would
-    // whatever waits for it (the metric index, the dashboard's reads behind it). Reads take
-    // no lock a coordinator's own writes hold, so only such a session makes one wait.
+    // whatever waits for it (the metric index, the dashboard's reads behind it). The one
+    // lock of the coordinators' own a read takes is the one that numbers pending events
+    // before the feed is read (`events::sequence_pending`), held for a moment; after a long
+    // lock on the feed, the first to number the backlog may hold it longer, and feed reads
+    // then answer 503 until it is done.
     if !names_option(url, "lock_timeout") {
         store.conn().batch(&format!(
             "SET lock_timeout = {}",
@@ -119,12 +126,30 @@ fn open_for_reads(url: &str) -> Result<Store, StoreError> {
 /// How long a read waits for a lock before it is answered as unavailable.
 pub const READ_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Whether the URL's `options` set the server setting `name` (its value then stands).
+/// Whether the URL's `options` set the server setting `name` (its value then stands):
+/// `-c name=value`, `-cname=value` or `--name=value`.
 fn names_option(url: &str, name: &str) -> bool {
-    url.parse::<postgres::Config>()
+    let Some(options) = url
+        .parse::<postgres::Config>()
         .ok()
-        .and_then(|config| config.get_options().map(|o| o.contains(name)))
-        .unwrap_or(false)
+        .and_then(|config| config.get_options().map(str::to_string))
+    else {
+        return false;
+    };
+    let mut words = options.split_whitespace();
+    while let Some(word) = words.next() {
+        let setting = match word {
+            "-c" => words.next().unwrap_or_default(),
+            _ => word
+                .strip_prefix("--")
+                .or_else(|| word.strip_prefix("-c"))
+                .unwrap_or_default(),
+        };
+        if setting.split('=').next() == Some(name) {
+            return true;
+        }
+    }
+    false
 }
 
 /// The store threads of one PostgreSQL database.
@@ -332,9 +357,20 @@ mod tests {
             &format!("{base}?options=-c%20statement_timeout%3D5000"),
             "lock_timeout"
         ));
-        assert!(names_option(
-            &format!("{base}?options=-c%20lock_timeout%3D2000"),
+        assert!(!names_option(
+            &format!("{base}?options=-c%20deadlock_timeout%3D2000"),
             "lock_timeout"
         ));
+        for set in [
+            "-c%20lock_timeout%3D2000",
+            "-clock_timeout%3D2000",
+            "--lock_timeout%3D2000",
+            "-c%20work_mem%3D64MB%20-c%20lock_timeout%3D2000",
+        ] {
+            assert!(
+                names_option(&format!("{base}?options={set}"), "lock_timeout"),
+                "{set}"
+            );
+        }
     }
 }
