@@ -190,6 +190,22 @@ impl Fleet {
         }
     }
 
+    /// Poll `/healthz` at `at` until its metric follower shows `status`.
+    async fn wait_for_follower(&self, at: &str, status: &str, patience: Duration) {
+        let deadline = Instant::now() + patience;
+        loop {
+            let (_, health) = self.get(at, "/healthz").await;
+            if health["parts"]["metric_follower"]["status"] == status {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the follower never showed {status}: {health}"
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     async fn wait_for_state(&self, at: &str, id: &str, state: &str) -> Value {
         self.wait_for(at, id, state, |d| d["intent"]["state"] == state)
             .await
@@ -580,19 +596,7 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
     let (status, list) = fleet.get(&fleet.a, "/v1/intents?tenant=acme").await;
     assert_eq!(status, StatusCode::OK, "{list}");
     assert_eq!(list["total"], 1, "{list}");
-    let follower = |health: &Value| health["parts"]["metric_follower"]["status"].clone();
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let (_, health) = fleet.get(&fleet.a, "/healthz").await;
-        if follower(&health) == "failed" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the follower never said it cannot read: {health}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
+    fleet.wait_for_follower(&fleet.a, "failed", PATIENCE).await;
     // However often `/healthz` was asked meanwhile, and however many dashboard reads
     // queued, few reads wait on the lock: the first coordinator's index refresh and its one
     // health probe, and the second coordinator's follower (a writer pruning the feed may
@@ -653,18 +657,9 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
     holder.join().expect("the holder let go");
 
     // The follower reads again once connected.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let (_, health) = fleet.get(&fleet.a, "/healthz").await;
-        if follower(&health) == "running" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the follower never followed again: {health}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
+    fleet
+        .wait_for_follower(&fleet.a, "running", Duration::from_secs(120))
+        .await;
 }
 
 #[test]
