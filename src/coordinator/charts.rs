@@ -117,9 +117,10 @@ pub(super) const FOLLOWER_PART: &str = "metric_follower";
 /// Keep the metric index within about a second of the change feed, once the warm-up is over,
 /// until the coordinator stops. While its reads fail `/healthz` shows it `failed` (requests
 /// then bring the index up to date themselves), and `running` again once one succeeds. A
-/// request still brings it up to date before it answers; this only leaves it little to read. Without it, the first scrape of `/metrics` after twenty
-/// seconds of three thousand orders a second read all of them while the dashboard's charts
-/// waited for the index (0.6 s here, after 1.8 s when each intent took four statements).
+/// request still brings it up to date before it answers; this only leaves it little to
+/// read. Without it, the first scrape of `/metrics` after twenty seconds of three thousand
+/// orders a second read all of them while the dashboard's charts waited for the index
+/// (0.6 s here, after 1.8 s when each intent took four statements).
 pub async fn follow(state: AppState) {
     follow_at(state, FOLLOW_EVERY, FOLLOW_BACKOFF).await
 }
@@ -133,56 +134,17 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
     let mut reader = Kept(None);
     let mut failing = false;
     loop {
-        tokio::select! {
-            _ = async {
-                let _ = ready.wait_for(|ready| *ready).await;
-                tick.tick().await;
-            } => {}
-            _ = stopping.wait_for(|stop| *stop) => return,
+        let due = async {
+            let _ = ready.wait_for(|ready| *ready).await;
+            tick.tick().await;
+        };
+        if until_stopped(&mut stopping, due).await.is_none() {
+            return;
         }
-        // Connected before the index is taken: a connection waits for the server, and for
-        // a newer coordinator's migration, with nobody's charts waiting behind it.
-        let db = state.db.clone();
-        let opened = match reader.0.take() {
-            Some(store) => Ok(Ok(store)),
-            None => {
-                let open = tokio::task::spawn_blocking(move || open_follower(&db));
-                tokio::select! {
-                    opened = open => opened,
-                    _ = stopping.wait_for(|stop| *stop) => return,
-                }
-            }
+        let Some(read) = follow_step(&state, &mut reader, &mut stopping).await else {
+            return;
         };
-        let failed = match opened {
-            Ok(Ok(store)) => {
-                let mut store = Kept(Some(store));
-                // The index is waited for here, not on a blocking thread: a request's read
-                // that waits on the database (a lock another session holds) holds no
-                // thread of ours.
-                let index = tokio::select! {
-                    index = Held::wait(&state.metrics) => index,
-                    _ = stopping.wait_for(|stop| *stop) => return,
-                };
-                let read = tokio::task::spawn_blocking(move || follow_once(index, store.take()));
-                // A read in flight when the coordinator stops is left to end by itself: on
-                // a database that stopped answering it could hold the stop up for long.
-                let read = tokio::select! {
-                    read = read => read,
-                    _ = stopping.wait_for(|stop| *stop) => return,
-                };
-                match read {
-                    Ok((kept, Ok(()))) => {
-                        reader = Kept(kept);
-                        None
-                    }
-                    Ok((_, Err(e))) => Some(e.to_string()),
-                    Err(panicked) => Some(panicked.to_string()),
-                }
-            }
-            Ok(Err(e)) => Some(e.to_string()),
-            Err(panicked) => Some(panicked.to_string()),
-        };
-        let Some(error) = failed else {
+        let Err(error) = read else {
             if failing {
                 tracing::info!("the metric index follows the change feed again");
                 state.health.set(FOLLOWER_PART, PartStatus::Running);
@@ -195,10 +157,62 @@ async fn follow_at(state: AppState, every: std::time::Duration, backoff: std::ti
             state.health.set(FOLLOWER_PART, PartStatus::Failed);
         }
         failing = true;
-        tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = stopping.wait_for(|stop| *stop) => return,
+        if until_stopped(&mut stopping, tokio::time::sleep(backoff))
+            .await
+            .is_none()
+        {
+            return;
         }
+    }
+}
+
+/// What `work` gives, or `None` once the coordinator stops first.
+async fn until_stopped<T>(
+    stopping: &mut tokio::sync::watch::Receiver<bool>,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        done = work => Some(done),
+        _ = stopping.wait_for(|stop| *stop) => None,
+    }
+}
+
+/// One read of the follower on its own connection (`reader`, opened when it has none and
+/// kept while reads succeed); `None` once the coordinator stops. A read in flight when it
+/// stops is left to end by itself: on a database that stopped answering it could hold the
+/// stop up for long.
+async fn follow_step(
+    state: &AppState,
+    reader: &mut Kept,
+    stopping: &mut tokio::sync::watch::Receiver<bool>,
+) -> Option<Result<(), String>> {
+    let failed = |e: &dyn std::fmt::Display| Some(Err(e.to_string()));
+    // Connected before the index is taken: a connection waits for the server, and for a
+    // newer coordinator's migration, with nobody's charts waiting behind it.
+    let store = match reader.0.take() {
+        Some(store) => store,
+        None => {
+            let db = state.db.clone();
+            let open = tokio::task::spawn_blocking(move || open_follower(&db));
+            match until_stopped(stopping, open).await? {
+                Ok(Ok(store)) => store,
+                Ok(Err(e)) => return failed(&e),
+                Err(panicked) => return failed(&panicked),
+            }
+        }
+    };
+    let mut store = Kept(Some(store));
+    // The index is waited for here, not on a blocking thread: a request's read that waits
+    // on the database (a lock another session holds) holds no thread of ours.
+    let index = until_stopped(stopping, Held::wait(&state.metrics)).await?;
+    let read = tokio::task::spawn_blocking(move || follow_once(index, store.take()));
+    match until_stopped(stopping, read).await? {
+        Ok((kept, Ok(()))) => {
+            *reader = Kept(kept);
+            Some(Ok(()))
+        }
+        Ok((_, Err(e))) => failed(&e),
+        Err(panicked) => failed(&panicked),
     }
 }
 
@@ -513,10 +527,9 @@ async fn overview(
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
-
     use std::collections::HashSet;
     use std::sync::Arc;
+    use std::time::{Duration, Instant};
 
     use super::{FOLLOWER_PART, Followed, Held, Shared, bucket_for, follow, follow_at, warm_up};
     use crate::coordinator::{AppState, Config};
@@ -524,8 +537,9 @@ mod tests {
     use crate::metrics::tests::new_intent;
     use crate::store::IntentFilter;
     use crate::store::StoreError;
-    use crate::store::metric_source::MetricSource;
-    use crate::store::metric_source::{Changed, EventMark, IndexAttempt, IndexIntent, IndexSpan};
+    use crate::store::metric_source::{
+        Changed, EventMark, IndexAttempt, IndexIntent, IndexSpan, MetricSource,
+    };
     use crate::store::ops::Intents;
     use crate::wire::PartStatus;
 
