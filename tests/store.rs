@@ -997,6 +997,10 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
              ALTER TABLE attempts DROP COLUMN reported_by; \
              DROP INDEX intents_release; DELETE FROM sqlite_stat1 WHERE idx = 'intents_release'; \
              CREATE INDEX attempts_key ON attempts (presented_key) WHERE presented_key IS NOT NULL; \
+             DROP TABLE webhook_events; \
+             CREATE TABLE webhook_events (connector TEXT NOT NULL, event_id TEXT NOT NULL, \
+                 action_key TEXT NOT NULL, received_at_ms INTEGER NOT NULL, \
+                 deliveries INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (connector, event_id)); \
              PRAGMA user_version = 3;",
         )
         .expect("back to schema 3");
@@ -1006,6 +1010,66 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
         figures(&plain),
         1,
         "the index made by the migration has figures"
+    );
+}
+
+/// Migration 14 keeps webhook deliveries under their intent: one remembered in the old shape
+/// (under the connector and the action key) is still a duplicate after it.
+#[test]
+fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("deliveries.sqlite");
+    let mut store = Store::open(&path).expect("open");
+    let id = dispatched(&mut store, 1);
+    store
+        .claim_outbox("w1", T0 + 2, 1_000, 10, &erp)
+        .expect("claim");
+    let key = store.intent(&id).expect("intent").action_key;
+    let other = dispatched(&mut store, 2);
+    drop(store);
+    let plain = rusqlite::Connection::open(&path).expect("plain connection");
+    plain
+        .execute_batch(&format!(
+            "DROP TABLE webhook_events; \
+             CREATE TABLE webhook_events (connector TEXT NOT NULL, event_id TEXT NOT NULL, \
+                 action_key TEXT NOT NULL, received_at_ms INTEGER NOT NULL, \
+                 deliveries INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (connector, action_key, event_id)); \
+             INSERT INTO webhook_events VALUES ('erp', 'evt-1', '{key}', {T0}, 2); \
+             INSERT INTO webhook_events VALUES ('erp', 'evt-9', 'po:acme:{other}', {T0}, 1); \
+             PRAGMA user_version = 13;"
+        ))
+        .expect("back to schema 13");
+    drop(plain);
+    let mut store = Store::open(&path).expect("migrate to the newest schema");
+    let source = ReceiptSource {
+        receipt_id: ReceiptId::generate(T0, 9),
+        downstream_id: "po-1".into(),
+        source: "webhook",
+        event_id: Some("evt-1".into()),
+    };
+    assert_eq!(
+        store
+            .record_webhook("erp", &key, None, &source, T0 + 6)
+            .expect("again"),
+        WebhookOutcome::Duplicate { deliveries: 3 },
+        "the delivery counted before the migration counts on"
+    );
+    let moved: Vec<(String, String, i64)> = store
+        .conn()
+        .rows(
+            "SELECT i.id, w.event_id, w.deliveries FROM webhook_events w \
+             JOIN intents i ON i.seq = w.intent_seq ORDER BY w.event_id",
+            params![],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("deliveries");
+    assert_eq!(
+        moved,
+        vec![
+            (id.to_string(), "evt-1".to_string(), 3),
+            (other.to_string(), "evt-9".to_string(), 1),
+        ],
+        "every delivery moved under its intent"
     );
 }
 

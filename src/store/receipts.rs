@@ -1,7 +1,7 @@
 //! The `receipts` and `webhook_events` tables. An intent accepts one authoritative receipt;
 //! a receipt for an already committed intent with another downstream id is kept as evidence
-//! of a duplicate effect, never as a second result. Webhooks are deduplicated by connector,
-//! action key and event id.
+//! of a duplicate effect, never as a second result. Webhooks are deduplicated by the intent
+//! they receipt (whose connector and action key they named) and their event id.
 
 use super::apply::apply_loaded;
 use super::intents::load_for_update;
@@ -102,22 +102,22 @@ impl Receipts for Store {
         let tx = self.conn.savepoint()?;
         // Only an intent whose command was handed to this connector (a dispatch claimed at
         // least once) can have an effect there to receipt.
-        let target: Option<(String, String, String)> = tx
+        let target: Option<(i64, String, String, String)> = tx
             .one(
                 &format!(
-                    "SELECT i.id, i.tenant, i.connector FROM intents i WHERE i.action_key = ?1 \
+                    "SELECT i.seq, i.id, i.tenant, i.connector FROM intents i WHERE i.action_key = ?1 \
                      AND i.tier IN ('write', 'financial') AND i.first_dispatch_at_ms IS NOT NULL{}",
                     tx.dialect().for_update("i")
                 ),
                 params![action_key.as_str()],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional()?;
-        let intent_id = match target {
-            Some((id, tenant, owner))
+        let (seq, intent_id) = match target {
+            Some((seq, id, tenant, owner))
                 if owner == connector && tenants.is_none_or(|list| list.contains(&tenant)) =>
             {
-                id.parse::<IntentId>()?
+                (seq, id.parse::<IntentId>()?)
             }
             _ => {
                 return Err(StoreError::NotFound {
@@ -130,16 +130,15 @@ impl Receipts for Store {
         // (not `RETURNING`, which makes SQLite build a temporary b-tree at every run).
         let again = tx.run(
             "UPDATE webhook_events SET deliveries = deliveries + 1 \
-             WHERE connector = ?1 AND action_key = ?2 AND event_id = ?3",
-            params![connector, action_key.as_str(), event_id],
+             WHERE intent_seq = ?1 AND event_id = ?2",
+            params![seq, event_id],
         )?;
         let seen: Option<u32> = if again == 0 {
             None
         } else {
             Some(tx.one(
-                "SELECT deliveries FROM webhook_events \
-                 WHERE connector = ?1 AND action_key = ?2 AND event_id = ?3",
-                params![connector, action_key.as_str(), event_id],
+                "SELECT deliveries FROM webhook_events WHERE intent_seq = ?1 AND event_id = ?2",
+                params![seq, event_id],
                 |r| r.get(0),
             )?)
         };
@@ -149,8 +148,8 @@ impl Receipts for Store {
         }
         let observation = observe_in(&tx, &intent_id, source, now_ms)?;
         tx.run(
-            "INSERT INTO webhook_events (connector, event_id, action_key, received_at_ms) VALUES (?1, ?2, ?3, ?4)",
-            params![connector, event_id, action_key.as_str(), to_i64(now_ms)],
+            "INSERT INTO webhook_events (intent_seq, event_id, received_at_ms) VALUES (?1, ?2, ?3)",
+            params![seq, event_id, to_i64(now_ms)],
         )?;
         tx.commit()?;
         Ok(WebhookOutcome::Recorded {
