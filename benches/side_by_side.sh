@@ -15,9 +15,14 @@
 # committed. With PEER_RUN it first runs the Restate peer at the same concurrency and
 # duration (its `send` drain is the figure to hold ours against).
 #
+# The machine's speed can move by a fifth within minutes, and a ratio from one pair of runs
+# moves with it: ROUNDS=n repeats the whole (Restate, then ours) n times, one after the
+# other, and ends with each round's ratio of our `power_loss` drain to Restate's `send`
+# drain and their median.
+#
 # Knobs: CONCURRENCY (32), DURATION (20), WARMUP (2), DURABILITIES ("power_loss
-# process_crash"), PORT (7410; the sandbox takes PORT+10), BIN (built here if unset),
-# OUT (a fresh temporary folder; results.jsonl and the logs stay there).
+# process_crash"), ROUNDS (1), PORT (7410; the sandbox takes PORT+10), BIN (built here if
+# unset), OUT (a fresh temporary folder; results.jsonl and the logs stay there).
 # Loopback only; every process it starts is stopped when it ends.
 set -euo pipefail
 
@@ -28,6 +33,8 @@ CONCURRENCY="${CONCURRENCY:-32}"
 DURATION="${DURATION:-20}"
 WARMUP="${WARMUP:-2}"
 DURABILITIES="${DURABILITIES:-power_loss process_crash}"
+ROUNDS="${ROUNDS:-1}"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a whole number of rounds, 1 or more" >&2; exit 2; }
 PORT="${PORT:-7410}"
 SANDBOX_PORT=$((PORT + 10))
 OUT="${OUT:-$(mktemp -d -t intentdesk-side-by-side.XXXXXX)}"
@@ -51,23 +58,28 @@ stop_all() {
 }
 trap stop_all EXIT INT TERM
 
-# ---- Restate first, at the same concurrency and duration.
-if [ -n "${PEER_RUN:-}" ]; then
+# The Restate peer, at the same concurrency and duration, for round $1.
+run_peer() {
+  local round="$1"
   log "Restate peer: $PEER_RUN"
+  local before
   before="$(date +%s)"
   CONCURRENCY="$CONCURRENCY" DURATION="$DURATION" WARMUP="$WARMUP" REPLAY=0.5 SEND=1 \
-    bash "$PEER_RUN" > "$OUT/restate.out" 2>&1
+    bash "$PEER_RUN" > "$OUT/restate-$round.out" 2>&1
+  local peer_results
   peer_results="$(find "$(dirname "$PEER_RUN")" "${PEER_DIR:-$LOAD_DIR/..}" -name results.jsonl \
     -newermt "@$before" 2>/dev/null | head -1)"
   [ -n "$peer_results" ] || { echo "the Restate run left no results.jsonl" >&2; exit 1; }
-  sed 's/^{/{"system":"restate",/' "$peer_results" >> "$results"
-fi
+  sed "s/^{/{\"system\":\"restate\",\"round\":$round,/" "$peer_results" >> "$results"
+}
 
 sha() { printf %s "$(cat "$1")" | sha256sum | cut -d' ' -f1; }
 
-# One coordinator and sandbox on a fresh database; runs one load shape against them.
+# One coordinator and sandbox on a fresh database; runs one load shape against them, for
+# round $3.
 run_one() {
-  local durability="$1" shape="$2" dir="$OUT/$1-$2"
+  local durability="$1" shape="$2" round="$3" dir="$OUT/$1-$2"
+  [ "$ROUNDS" = 1 ] || dir="$OUT/$round-$1-$2"
   mkdir -p "$dir"
   printf %s "load-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/admin.token"
   printf %s "hook-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/webhook.token"
@@ -107,13 +119,13 @@ run_one() {
   writes="$(sed -n 's/^intentdesk_store_writes_total //p' <<< "$metrics")"
   commits="$(sed -n 's/^intentdesk_store_commits_total //p' <<< "$metrics")"
   tail -1 "$dir/result.jsonl" | node -e '
-    const [durability, effects, committed, writes, commits] = process.argv.slice(1);
+    const [durability, effects, committed, writes, commits, round] = process.argv.slice(1);
     const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
     const e = JSON.parse(effects);
-    r.system = "intentdesk"; r.durability = durability;
+    r.system = "intentdesk"; r.durability = durability; r.round = Number(round);
     r.sandbox_effects = e; r.committed = Number(committed || 0);
     r.store_writes = Number(writes || 0); r.store_commits = Number(commits || 0);
-    console.log(JSON.stringify(r));' "$durability" "$effects" "$committed" "$writes" "$commits" >> "$results"
+    console.log(JSON.stringify(r));' "$durability" "$effects" "$committed" "$writes" "$commits" "$round" >> "$results"
   stop_all
 
   if [ "$shape" = intentdesk-order ]; then
@@ -129,9 +141,12 @@ run_one() {
   fi
 }
 
-for durability in $DURABILITIES; do
-  run_one "$durability" intentdesk-order
-  run_one "$durability" intentdesk
+for round in $(seq "$ROUNDS"); do
+  [ -z "${PEER_RUN:-}" ] || run_peer "$round"
+  for durability in $DURABILITIES; do
+    run_one "$durability" intentdesk-order "$round"
+    run_one "$durability" intentdesk "$round"
+  done
 done
 
 # ---- The table.
@@ -139,8 +154,9 @@ node -e '
   const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
   const rss = (r, name) => (r.processes.find((p) => p.name === name) || {}).rss_max_mib;
   const cpu = (r, name) => (r.processes.find((p) => p.name === name) || {}).cpu_pct;
-  const out = ["| system | run | per second | p50 / p99 ms | server CPU % | server RSS max MiB | checks |",
-               "|---|---|---|---|---|---|---|"];
+  const rounds = Math.max(...rows.map((r) => r.round));
+  const out = ["| round | system | run | per second | p50 / p99 ms | server CPU % | server RSS max MiB | checks |",
+               "|---|---|---|---|---|---|---|---|"];
   for (const r of rows) {
     const who = r.system === "restate" ? "Restate" : `intentdesk ${r.durability}`;
     const server = r.system === "restate" ? "restate-server" : "coordinator";
@@ -150,7 +166,24 @@ node -e '
         `${r.committed} committed, ${r.sandbox_effects.effects} effects, ${r.sandbox_effects.duplicate_effects} duplicates; ` +
           `${(r.store_writes / r.committed).toFixed(2)} writes an order, ${(r.store_writes / r.store_commits).toFixed(1)} a commit` :
         `${r.errors} errors`;
-    out.push(`| ${who} | ${r.label} | ${rate} | ${r.fresh.p50_ms} / ${r.fresh.p99_ms} | ${cpu(r, server)} | ${rss(r, server)} | ${checks} |`);
+    out.push(`| ${r.round} | ${who} | ${r.label} | ${rate} | ${r.fresh.p50_ms} / ${r.fresh.p99_ms} | ${cpu(r, server)} | ${rss(r, server)} | ${checks} |`);
+  }
+  // Each round: our power_loss drain over Restate send drain, from the same round.
+  const drained = (round, pick) => rows.find((r) => r.round === round && pick(r) && r.drain);
+  const ratios = [];
+  for (let round = 1; round <= rounds; round++) {
+    const peer = drained(round, (r) => r.system === "restate" && r.label.startsWith("send"));
+    const ours = drained(round, (r) => r.system === "intentdesk" && r.durability === "power_loss");
+    if (peer && ours) {
+      const ratio = ours.drain.e2e_completed_per_s / peer.drain.e2e_completed_per_s;
+      ratios.push(ratio);
+      out.push(`round ${round}: ${ours.drain.e2e_completed_per_s} against ${peer.drain.e2e_completed_per_s} drained: ${ratio.toFixed(2)}x`);
+    }
+  }
+  if (ratios.length > 1) {
+    const s = [...ratios].sort((a, b) => a - b), m = s.length >> 1;
+    const median = s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+    out.push(`median of ${s.length} rounds: ${median.toFixed(2)}x (${s[0].toFixed(2)}-${s[s.length - 1].toFixed(2)}x)`);
   }
   console.log(out.join("\n"));' "$results"
 log "results and logs: $OUT"
