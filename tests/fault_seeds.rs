@@ -473,7 +473,7 @@ async fn a_redelivered_queue_message_and_webhook_give_one_effect_and_one_receipt
     rig.wait_for_state(&id, "committed").await;
     let _ = in_flight.await;
 
-    let deliveries = "SELECT coalesce(max(w.deliveries), 0) FROM webhook_events w \
+    let deliveries = "SELECT coalesce(max(w.deliveries), 0) FROM webhook_arrivals w \
          JOIN intents i ON i.seq = w.intent_seq WHERE i.action_key = ?1";
     let deadline = Instant::now() + PATIENCE;
     while rig.query_u64(deliveries, &key) < 3 {

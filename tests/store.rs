@@ -997,7 +997,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
              ALTER TABLE attempts DROP COLUMN reported_by; \
              DROP INDEX intents_release; DELETE FROM sqlite_stat1 WHERE idx = 'intents_release'; \
              CREATE INDEX attempts_key ON attempts (presented_key) WHERE presented_key IS NOT NULL; \
-             DROP TABLE webhook_events; \
+             DROP TABLE webhook_arrivals; DROP TABLE webhook_events; \
              CREATE TABLE webhook_events (connector TEXT NOT NULL, event_id TEXT NOT NULL, \
                  action_key TEXT NOT NULL, received_at_ms INTEGER NOT NULL, \
                  deliveries INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (connector, event_id)); \
@@ -1013,7 +1013,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
     );
 }
 
-/// Migration 14 keeps webhook deliveries under their intent: one remembered in the old shape
+/// Migration 14 keeps webhook deliveries under their intent: one remembered in the old table
 /// (under the connector and the action key) is still a duplicate after it.
 #[test]
 fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one() {
@@ -1030,10 +1030,7 @@ fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one
     let plain = rusqlite::Connection::open(&path).expect("plain connection");
     plain
         .execute_batch(&format!(
-            "DROP TABLE webhook_events; \
-             CREATE TABLE webhook_events (connector TEXT NOT NULL, event_id TEXT NOT NULL, \
-                 action_key TEXT NOT NULL, received_at_ms INTEGER NOT NULL, \
-                 deliveries INTEGER NOT NULL DEFAULT 1, PRIMARY KEY (connector, action_key, event_id)); \
+            "DROP TABLE webhook_arrivals; \
              INSERT INTO webhook_events VALUES ('erp', 'evt-1', '{key}', {T0}, 2); \
              INSERT INTO webhook_events VALUES ('erp', 'evt-9', 'po:acme:{other}', {T0}, 1); \
              PRAGMA user_version = 13;"
@@ -1057,7 +1054,7 @@ fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one
     let moved: Vec<(String, String, i64)> = store
         .conn()
         .rows(
-            "SELECT i.id, w.event_id, w.deliveries FROM webhook_events w \
+            "SELECT i.id, w.event_id, w.deliveries FROM webhook_arrivals w \
              JOIN intents i ON i.seq = w.intent_seq ORDER BY w.event_id",
             params![],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),

@@ -459,7 +459,7 @@ async fn a_forged_receipt_commits_nothing_and_tells_nothing_of_other_tenants(bac
     assert_eq!(detail["intent"]["state"], "indeterminate", "{detail:#}");
     assert_eq!(detail["receipts"], json!([]), "no receipt stored");
     assert_eq!(
-        rig.count("SELECT count(*) FROM webhook_events"),
+        rig.count("SELECT count(*) FROM webhook_arrivals"),
         0,
         "refused deliveries store nothing"
     );

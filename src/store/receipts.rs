@@ -1,4 +1,4 @@
-//! The `receipts` and `webhook_events` tables. An intent accepts one authoritative receipt;
+//! The `receipts` and `webhook_arrivals` tables. An intent accepts one authoritative receipt;
 //! a receipt for an already committed intent with another downstream id is kept as evidence
 //! of a duplicate effect, never as a second result. Webhooks are deduplicated by the intent
 //! they receipt (whose connector and action key they named) and their event id.
@@ -129,7 +129,7 @@ impl Receipts for Store {
         // Most deliveries are the first: the update finds nothing and nothing is read back
         // (not `RETURNING`, which makes SQLite build a temporary b-tree at every run).
         let again = tx.run(
-            "UPDATE webhook_events SET deliveries = deliveries + 1 \
+            "UPDATE webhook_arrivals SET deliveries = deliveries + 1 \
              WHERE intent_seq = ?1 AND event_id = ?2",
             params![seq, event_id],
         )?;
@@ -137,7 +137,7 @@ impl Receipts for Store {
             None
         } else {
             Some(tx.one(
-                "SELECT deliveries FROM webhook_events WHERE intent_seq = ?1 AND event_id = ?2",
+                "SELECT deliveries FROM webhook_arrivals WHERE intent_seq = ?1 AND event_id = ?2",
                 params![seq, event_id],
                 |r| r.get(0),
             )?)
@@ -148,7 +148,7 @@ impl Receipts for Store {
         }
         let observation = observe_in(&tx, &intent_id, source, now_ms)?;
         tx.run(
-            "INSERT INTO webhook_events (intent_seq, event_id, received_at_ms) VALUES (?1, ?2, ?3)",
+            "INSERT INTO webhook_arrivals (intent_seq, event_id, received_at_ms) VALUES (?1, ?2, ?3)",
             params![seq, event_id, to_i64(now_ms)],
         )?;
         tx.commit()?;
