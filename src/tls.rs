@@ -61,11 +61,19 @@ fn certificates(what: &'static str, path: &Path) -> Result<Vec<CertificateDer<'s
 /// when it is not given one itself.
 pub const CA_FILE_ENV: &str = "INTENTDESK_CA_FILE";
 
+/// How long a client of this program keeps a connection it is not using. Servers close idle
+/// connections too (the coordinator after `header_read_timeout_ms`, 10 s unless set; many
+/// others after 5 s), and a request sent on one just as its server closes it fails with a
+/// reset: a console left on an intent for ten seconds had its next command fail so. A
+/// client that lets its idle connections go first never races the server's close.
+pub const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(4);
+
 /// A client builder that trusts the system's roots and, when given (or named by
-/// [`CA_FILE_ENV`]), the certificates of `ca_file` (PEM) as well.
+/// [`CA_FILE_ENV`]), the certificates of `ca_file` (PEM) as well; its idle connections are
+/// let go after [`POOL_IDLE`].
 pub fn client(ca_file: Option<&Path>) -> Result<reqwest::ClientBuilder, TlsError> {
     install_provider();
-    let mut builder = reqwest::Client::builder();
+    let mut builder = reqwest::Client::builder().pool_idle_timeout(POOL_IDLE);
     let from_env = std::env::var_os(CA_FILE_ENV)
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from);
@@ -139,4 +147,61 @@ pub fn describe(e: &reqwest::Error) -> String {
         );
     }
     format!("the connection broke ({text})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server that answers the first request on each connection and closes the connection
+    /// when anything more arrives on it, unanswered: a server that closed an idle connection
+    /// as the client sent on it. Counts the connections it accepted.
+    async fn one_answer_a_connection() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/", listener.local_addr().expect("address"));
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                    if stream.write_all(answer).await.is_err() {
+                        return;
+                    }
+                    // Whatever comes next is read and left unanswered: the connection ends.
+                    let _ = stream.read(&mut buf).await;
+                });
+            }
+        });
+        (url, accepted)
+    }
+
+    #[tokio::test]
+    async fn a_connection_idle_past_the_pool_limit_is_never_sent_on_again() {
+        let (url, accepted) = one_answer_a_connection().await;
+        let http = client(None).expect("builder").build().expect("client");
+        let first = http.get(&url).send().await.expect("the first request");
+        assert_eq!(first.text().await.expect("body"), "ok");
+        // The condition under test is the idle time itself.
+        tokio::time::sleep(POOL_IDLE + std::time::Duration::from_millis(500)).await;
+        let second = http
+            .get(&url)
+            .send()
+            .await
+            .expect("a request after the idle limit goes on a fresh connection");
+        assert_eq!(second.text().await.expect("body"), "ok");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
 }
