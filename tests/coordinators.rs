@@ -662,6 +662,91 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
         .await;
 }
 
+/// Another session holds the intents against writes (a `LOCK TABLE`, a `VACUUM FULL`, a
+/// newer coordinator's migration). An agent's create waits for it only as long as the
+/// writers' lock timeout, and is then answered 503 (retry shortly), with nothing stored:
+/// the same key creates the intent once the lock is let go. Without the timeout the create
+/// waits as long as the lock is held, and the test's own patience ends first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_waiting_on_a_lock_gives_up_and_stores_nothing() {
+    let Some(url) = fresh_postgres() else { return };
+    let name = url.rsplit('/').next().expect("a database name").to_string();
+    let fleet = fleet(url.clone()).await;
+    assert!(
+        intentdesk::store::postgres::LOCK_TIMEOUT < PATIENCE,
+        "the test waits longer than the lock timeout"
+    );
+
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (held, holding) = tokio::sync::oneshot::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        let mut tx = client.transaction().expect("a transaction");
+        // Reads go on (a list, a detail); inserts and updates of intents wait.
+        tx.batch_execute("LOCK TABLE intents IN EXCLUSIVE MODE")
+            .expect("the intents are locked");
+        held.send(()).expect("the test waits");
+        let _ = released.recv();
+        tx.commit().expect("the intents are let go");
+    });
+    holding.await.expect("the lock is held");
+
+    let body = order("acme", "5200");
+    let started = Instant::now();
+    let create = {
+        let request = fleet
+            .http
+            .post(format!("{}/v1/intents", fleet.b))
+            .bearer_auth(AGENT)
+            .header("Idempotency-Key", "locked-write-1")
+            .json(&body);
+        tokio::spawn(async move {
+            let response = request.send().await.expect("the create is answered");
+            let status = response.status();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        })
+    };
+    // The create's write waits on the lock, under the writers' own name.
+    let deadline = Instant::now() + PATIENCE;
+    while admin(|client| {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 \
+                 AND wait_event_type = 'Lock' AND application_name = 'intentdesk writer'",
+                &[&name],
+            )
+            .expect("the sessions are listed")
+            .get::<_, i64>(0)
+    }) == 0
+    {
+        assert!(Instant::now() < deadline, "no writer waited on the lock");
+        tokio::time::sleep(POLL).await;
+    }
+    let (status, answer) = create.await.expect("the request ran");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
+    assert_eq!(answer["error"]["code"], "unavailable", "{answer}");
+    assert!(
+        started.elapsed() >= intentdesk::store::postgres::LOCK_TIMEOUT,
+        "answered before the lock timeout: {answer}"
+    );
+    // Reads were never held up.
+    let (status, list) = fleet.get(&fleet.a, "/v1/intents?tenant=acme").await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(list["total"], 0, "{list}");
+
+    release.send(()).expect("the holder waits");
+    holder.join().expect("the holder let go");
+    let (status, created, replayed) = fleet.create(&fleet.b, "locked-write-1", &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert!(!replayed, "the create refused while locked was stored");
+    let (status, list) = fleet.get(&fleet.a, "/v1/intents?tenant=acme").await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert_eq!(list["total"], 1, "{list}");
+}
+
 #[test]
 fn a_wrong_url_credentials_or_a_newer_schema_refuse_to_start_with_a_clear_message() {
     let Some(url) = fresh_postgres() else { return };

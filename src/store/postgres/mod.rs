@@ -114,17 +114,41 @@ fn open_for_reads(url: &str) -> Result<Store, StoreError> {
     // before the feed is read (`events::sequence_pending`), held for a moment; after a long
     // lock on the feed, the first to number the backlog may hold it longer, and feed reads
     // then answer 503 until it is done.
-    if !names_option(url, "lock_timeout") {
-        store.conn().batch(&format!(
-            "SET lock_timeout = {}",
-            READ_LOCK_TIMEOUT.as_millis()
-        ))?;
-    }
+    give_up_on_locks(&store, url)?;
     Ok(store)
 }
 
-/// How long a read waits for a lock before it is answered as unavailable.
-pub const READ_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+/// [`open`] for the writer threads. A write waiting on a lock another session holds (a
+/// `LOCK TABLE`, a `VACUUM FULL`, a newer coordinator's migration) gives up as a read does,
+/// and is answered 503: nothing was written, and the caller may send the same request
+/// again. Without it every writer would wait as long as the lock is held, agents' requests
+/// would hang until their own timeouts, and operators' commands with them. Writes of the
+/// coordinators' own wait on each other's row locks only for one short transaction.
+/// Background writes that give up (a claim, a recorded reply) are taken up again as after
+/// a crash: the claim's lease runs out, and the reconciler looks the outcome up.
+fn open_for_writes(url: &str) -> Result<Store, StoreError> {
+    let store = open(url)?;
+    store
+        .conn()
+        .batch("SET application_name = 'intentdesk writer'")?;
+    give_up_on_locks(&store, url)?;
+    Ok(store)
+}
+
+/// Let a statement wait [`LOCK_TIMEOUT`] for a lock, unless the URL's `options` set
+/// `lock_timeout`. Set after connecting: the migrations' own lock, taken as a connection
+/// opens, is still waited for.
+fn give_up_on_locks(store: &Store, url: &str) -> Result<(), StoreError> {
+    if !names_option(url, "lock_timeout") {
+        store
+            .conn()
+            .batch(&format!("SET lock_timeout = {}", LOCK_TIMEOUT.as_millis()))?;
+    }
+    Ok(())
+}
+
+/// How long a read or a write waits for a lock before it is answered as unavailable.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether the URL's `options` set the server setting `name` (its value then stands):
 /// `-c name=value`, `-cname=value` or `--name=value`.
@@ -174,16 +198,22 @@ impl PgBackend {
                 start(
                     &format!("store-writer-{n}"),
                     url,
-                    open,
+                    open_for_writes,
                     move |store, url| {
                         let next = || writer.queue().take(1).pop();
-                        serve(store, url, open, next, |store, mut job: WriteJob| {
-                            let committed = store.batch(|s| job.run(s));
-                            if committed.is_ok() {
-                                writer.queue().committed(1);
-                            }
-                            job.finish()(committed.err().as_ref());
-                        })
+                        serve(
+                            store,
+                            url,
+                            open_for_writes,
+                            next,
+                            |store, mut job: WriteJob| {
+                                let committed = store.batch(|s| job.run(s));
+                                if committed.is_ok() {
+                                    writer.queue().committed(1);
+                                }
+                                job.finish()(committed.err().as_ref());
+                            },
+                        )
                     },
                 )?;
             }
