@@ -1215,3 +1215,115 @@ mod shared_postgres {
         assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
     }
 }
+
+/// PostgreSQL's writers run each write first without savepoints (each is two round trips
+/// to the server). A write that fails where a savepoint would have undone part of it is
+/// rolled back and run again with them: here a write that fails after a row, one that
+/// panics after a row, and two that carry on past an operation that failed in its own
+/// savepoint, once by a refusal and once by a statement PostgreSQL refused (which, without
+/// a savepoint, leaves the transaction good for nothing but a rollback). Each answers as it
+/// would have with savepoints, and only what it should have kept is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_would_undo() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use intentdesk::store::db::Db;
+    use intentdesk::store::postgres::PgBackend;
+
+    let Some(url) = common::backends::fresh_postgres() else {
+        return;
+    };
+    let db = Db::new(Arc::new(PgBackend::open(&url).expect("the store opens")));
+    db.write(|s| s.conn().batch("CREATE TABLE kept (n BIGINT PRIMARY KEY)"))
+        .await
+        .expect("the table is made");
+    let insert = |s: &Store, n: i64| s.conn().run("INSERT INTO kept (n) VALUES (?1)", &[&n]);
+
+    // Each write counts its runs; returns the answer and the runs.
+    async fn counted<T: Send + 'static>(
+        db: &Db,
+        f: impl Fn(&mut Store) -> Result<T, StoreError> + Send + Sync + 'static,
+    ) -> (Result<T, StoreError>, u64) {
+        let runs = Arc::new(AtomicU64::new(0));
+        let counter = runs.clone();
+        let answer = db
+            .write(move |s| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                f(s)
+            })
+            .await;
+        (answer, runs.load(Ordering::Relaxed))
+    }
+
+    // A good write runs once.
+    let (answer, runs) = counted(&db, move |s| insert(s, 1).map(drop)).await;
+    assert!(answer.is_ok(), "{answer:?}");
+    let mut all_runs = vec![runs];
+
+    // A write that fails after a row: the row is gone, the failure is the answer.
+    let (answer, runs) = counted(&db, move |s| {
+        insert(s, 30)?;
+        Err::<(), _>(StoreError::Conflict("the write changed its mind".into()))
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
+    all_runs.push(runs);
+
+    // A write that panics after a row.
+    let (answer, runs) = counted(&db, move |s| -> Result<(), StoreError> {
+        insert(s, 40)?;
+        panic!("a write panics after a row")
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Panicked(_))), "{answer:?}");
+    all_runs.push(runs);
+
+    // An operation in its own savepoint fails after a row; the write goes on.
+    let (answer, runs) = counted(&db, move |s| {
+        let failed: Result<(), StoreError> = (|| {
+            let tx = s.conn().savepoint()?;
+            tx.run("INSERT INTO kept (n) VALUES (20)", params![])?;
+            Err(StoreError::Conflict(
+                "the operation changed its mind".into(),
+            ))
+        })();
+        assert!(failed.is_err());
+        insert(s, 2).map(drop)
+    })
+    .await;
+    assert!(answer.is_ok(), "{answer:?}");
+    all_runs.push(runs);
+
+    // An operation whose statement PostgreSQL refuses (row 1 is there); the write goes on.
+    let (answer, runs) = counted(&db, move |s| {
+        let refused: Result<(), StoreError> = (|| {
+            let tx = s.conn().savepoint()?;
+            tx.run("INSERT INTO kept (n) VALUES (1)", params![])?;
+            Ok(())
+        })();
+        assert!(refused.is_err(), "row 1 is there already");
+        insert(s, 3).map(drop)
+    })
+    .await;
+    assert!(answer.is_ok(), "{answer:?}");
+    all_runs.push(runs);
+
+    let kept: Vec<i64> = db
+        .read(|s| {
+            s.conn()
+                .rows("SELECT n FROM kept ORDER BY n", params![], |r| r.get(0))
+        })
+        .await
+        .expect("rows");
+    assert_eq!(
+        kept,
+        [1_i64, 2, 3],
+        "rows 20, 30 and 40 were undone, the rest kept"
+    );
+    assert_eq!(
+        all_runs,
+        [1, 2, 2, 2, 2],
+        "a good write runs once without savepoints, the others again with them"
+    );
+}

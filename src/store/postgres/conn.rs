@@ -14,7 +14,7 @@ use postgres::types::{IsNull, ToSql, Type};
 use postgres::{Client, Statement};
 
 use crate::store::StoreError;
-use crate::store::sql::{Conn, Dialect, Row, RowSource, ToValue, ValueRef};
+use crate::store::sql::{Conn, Dialect, Elision, Row, RowSource, ToValue, ValueRef};
 
 /// One level of an open transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,8 @@ pub struct PgConn {
     savepoints: RefCell<Vec<Level>>,
     /// When the connection was last asked whether it is broken (before each job).
     checked: Cell<Instant>,
+    /// Savepoints left out by a writer (see `postgres::write_one`).
+    elision: Elision,
 }
 
 /// A connection idle longer than this is asked whether it is still there before a job.
@@ -52,6 +54,7 @@ impl PgConn {
             statements: RefCell::new(HashMap::new()),
             savepoints: RefCell::new(Vec::new()),
             checked: Cell::new(Instant::now()),
+            elision: Elision::default(),
         }
     }
 
@@ -94,11 +97,26 @@ impl PgConn {
         Ok(())
     }
 
+    /// A statement failed: PostgreSQL now refuses every statement of the transaction but a
+    /// rollback. Where savepoints are left out, none will undo it, so the transaction is
+    /// marked to be rolled back whole (even if the caller carries on as if nothing failed),
+    /// and its `COMMIT` never answers as stored what was thrown away.
+    fn failed(&self, e: postgres::Error) -> StoreError {
+        if self.elision.is_on() {
+            self.elision.undo_since(None, None);
+        }
+        e.into()
+    }
+
     fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
         if let Some(found) = self.statements.borrow().get(sql) {
             return Ok(found.clone());
         }
-        let prepared = self.client.borrow_mut().prepare(&numbered(sql))?;
+        let prepared = self
+            .client
+            .borrow_mut()
+            .prepare(&numbered(sql))
+            .map_err(|e| self.failed(e))?;
         let mut statements = self.statements.borrow_mut();
         // Dynamic filters make many texts; keep the cache bounded.
         if statements.len() >= MAX_STATEMENTS {
@@ -256,7 +274,8 @@ impl Conn for PgConn {
         let changed = self
             .client
             .borrow_mut()
-            .execute(&statement, &refs(&bound))?;
+            .execute(&statement, &refs(&bound))
+            .map_err(|e| self.failed(e))?;
         Ok(changed as usize)
     }
 
@@ -268,7 +287,11 @@ impl Conn for PgConn {
     ) -> Result<(), StoreError> {
         let statement = self.statement(sql)?;
         let bound = bind(params);
-        let rows = self.client.borrow_mut().query(&statement, &refs(&bound))?;
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(&statement, &refs(&bound))
+            .map_err(|e| self.failed(e))?;
         for row in &rows {
             f(&Row::new(&PgRow(row)))?;
         }
@@ -295,6 +318,13 @@ impl Conn for PgConn {
 
     fn as_conn(&self) -> &dyn Conn {
         self
+    }
+
+    /// No count of changed rows is kept ([`Conn::total_changes`] is `None`): any failure
+    /// where a savepoint was left out is undone by rolling back, as PostgreSQL ends a
+    /// transaction's use at a failed statement anyway.
+    fn elision(&self) -> Option<&Elision> {
+        Some(&self.elision)
     }
 
     fn is_broken(&self) -> bool {
