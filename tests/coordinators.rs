@@ -531,6 +531,35 @@ async fn a_database_that_goes_away_is_reported_and_nothing_is_answered_as_stored
     assert_eq!(list["total"], 1, "{list}");
 }
 
+/// Another session on `url`: it runs `first` (if any) for the session, then holds `lock`
+/// in a transaction; once the lock is held this returns. The first message on the sender
+/// (or its drop) commits the transaction; the next (or the drop) ends the session, and
+/// with it what `first` took.
+async fn hold(
+    url: String,
+    first: String,
+    lock: &'static str,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (held, holding) = tokio::sync::oneshot::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        if !first.is_empty() {
+            client
+                .batch_execute(&first)
+                .expect("the session's lock is held");
+        }
+        let mut tx = client.transaction().expect("a transaction");
+        tx.batch_execute(lock).expect("the table is locked");
+        held.send(()).expect("the test waits");
+        let _ = released.recv();
+        tx.commit().expect("the table is let go");
+        let _ = released.recv();
+    });
+    holding.await.expect("the lock is held");
+    (release, holder)
+}
+
 /// The advisory lock the coordinators' migrations take (`store::postgres::schema`).
 const MIGRATION_LOCK: i64 = 0x1D_E5C0;
 
@@ -553,22 +582,12 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
 
     // As a newer coordinator's migration would: the migrations' lock for the session, and
     // the feed for a transaction. Each is let go when the test says (or ends).
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let (held, holding) = tokio::sync::oneshot::channel::<()>();
-    let holder = std::thread::spawn(move || {
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
-        client
-            .batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
-            .expect("the migrations' lock is held");
-        let mut tx = client.transaction().expect("a transaction");
-        tx.batch_execute("LOCK TABLE events IN ACCESS EXCLUSIVE MODE")
-            .expect("the feed is locked");
-        held.send(()).expect("the test waits");
-        let _ = released.recv();
-        tx.commit().expect("the feed is let go");
-        let _ = released.recv();
-    });
-    holding.await.expect("the lock is held");
+    let (release, holder) = hold(
+        url,
+        format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"),
+        "LOCK TABLE events IN ACCESS EXCLUSIVE MODE",
+    )
+    .await;
 
     // More dashboard reads than the store has readers, each waiting on the feed.
     let patient = reqwest::Client::builder()
@@ -677,19 +696,13 @@ async fn a_write_waiting_on_a_lock_gives_up_and_stores_nothing() {
         "the test waits longer than the lock timeout"
     );
 
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let (held, holding) = tokio::sync::oneshot::channel::<()>();
-    let holder = std::thread::spawn(move || {
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
-        let mut tx = client.transaction().expect("a transaction");
-        // Reads go on (a list, a detail); inserts and updates of intents wait.
-        tx.batch_execute("LOCK TABLE intents IN EXCLUSIVE MODE")
-            .expect("the intents are locked");
-        held.send(()).expect("the test waits");
-        let _ = released.recv();
-        tx.commit().expect("the intents are let go");
-    });
-    holding.await.expect("the lock is held");
+    // Reads go on (a list, a detail); inserts and updates of intents wait.
+    let (release, holder) = hold(
+        url.clone(),
+        String::new(),
+        "LOCK TABLE intents IN EXCLUSIVE MODE",
+    )
+    .await;
 
     let body = order("acme", "5200");
     let started = Instant::now();
@@ -737,7 +750,7 @@ async fn a_write_waiting_on_a_lock_gives_up_and_stores_nothing() {
     assert_eq!(status, StatusCode::OK, "{list}");
     assert_eq!(list["total"], 0, "{list}");
 
-    release.send(()).expect("the holder waits");
+    drop(release);
     holder.join().expect("the holder let go");
     let (status, created, replayed) = fleet.create(&fleet.b, "locked-write-1", &body).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
