@@ -531,6 +531,20 @@ async fn a_database_that_goes_away_is_reported_and_nothing_is_answered_as_stored
     assert_eq!(list["total"], 1, "{list}");
 }
 
+/// How many sessions on database `name` named `application` wait on a lock.
+fn waiting_on_a_lock(name: &str, application: &str) -> i64 {
+    admin(|client| {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 \
+                 AND wait_event_type = 'Lock' AND application_name = $2",
+                &[&name, &application],
+            )
+            .expect("the sessions are listed")
+            .get(0)
+    })
+}
+
 /// Another session on `url`: it runs `first` (if any) for the session, then holds `lock`
 /// in a transaction; once the lock is held this returns. The first message on the sender
 /// (or its drop) commits the transaction; the next (or the drop) ends the session, and
@@ -620,16 +634,7 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
     // queued, few reads wait on the lock: the first coordinator's index refresh and its one
     // health probe, and the second coordinator's follower (a writer pruning the feed may
     // wait too; it is not a read).
-    let waiting: i64 = admin(|client| {
-        client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 \
-                 AND wait_event_type = 'Lock' AND application_name = 'intentdesk reader'",
-                &[&name],
-            )
-            .expect("the sessions are listed")
-            .get(0)
-    });
+    let waiting = waiting_on_a_lock(&name, "intentdesk reader");
     assert!(waiting <= 3, "{waiting} reads wait on the lock");
     let (status, list) = fleet.get(&fleet.a, "/v1/intents?tenant=acme").await;
     assert_eq!(status, StatusCode::OK, "{list}");
@@ -724,17 +729,7 @@ async fn a_write_waiting_on_a_lock_gives_up_and_stores_nothing() {
     };
     // The create's write waits on the lock, under the writers' own name.
     let deadline = Instant::now() + PATIENCE;
-    while admin(|client| {
-        client
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 \
-                 AND wait_event_type = 'Lock' AND application_name = 'intentdesk writer'",
-                &[&name],
-            )
-            .expect("the sessions are listed")
-            .get::<_, i64>(0)
-    }) == 0
-    {
+    while waiting_on_a_lock(&name, "intentdesk writer") == 0 {
         assert!(Instant::now() < deadline, "no writer waited on the lock");
         tokio::time::sleep(POLL).await;
     }
