@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::console::{Rig, until};
+use common::console::{Rig, click_when_still, until};
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
 
@@ -101,7 +101,7 @@ fn clicking_a_row_opens_the_intent() {
     let mut harness = rig.harness(SIZE);
     until(&mut harness, "a row", |app| app.table.rows.len() == 1);
     let id = wanted["id"].as_str().expect("id");
-    harness.get_by_label(&id[..14]).click();
+    click_when_still(&mut harness, &id[..14]);
     until(&mut harness, "the panel shows the action key", |app| {
         app.open
             .as_ref()

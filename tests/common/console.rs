@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
 use intentdesk::console::{ConsoleApp, ConsoleOptions};
 use intentdesk::sandbox::{SandboxState, WebhookTarget};
 use serde_json::{Value, json};
@@ -355,6 +356,27 @@ impl Rig {
         harness.run_steps(2);
         harness
     }
+}
+
+/// Click the widget labelled `label` once it stands still: a click is sent at where the
+/// last frame drew it, so one sent while the layout still moves (a row that arrives with
+/// the live stream, a status that changes width) lands beside it, as a person's would.
+/// Fails after [`PATIENCE`] if it never stops moving.
+pub fn click_when_still(harness: &mut Harness<'static, ConsoleApp>, label: &str) {
+    let started = Instant::now();
+    let mut last = harness.get_by_label(label).rect();
+    loop {
+        harness.step();
+        let now = harness.get_by_label(label).rect();
+        if now == last {
+            break;
+        }
+        if started.elapsed() > PATIENCE {
+            panic!("{label} never stood still; {}", shown(harness.state()));
+        }
+        last = now;
+    }
+    harness.get_by_label(label).click();
 }
 
 /// Step the app until `done` holds, or fail after [`PATIENCE`] saying what the app shows.
