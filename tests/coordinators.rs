@@ -736,9 +736,15 @@ async fn a_write_waiting_on_a_lock_gives_up_and_stores_nothing() {
     let (status, answer) = create.await.expect("the request ran");
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
     assert_eq!(answer["error"]["code"], "unavailable", "{answer}");
+    let waited = started.elapsed();
+    let timeout = intentdesk::store::postgres::LOCK_TIMEOUT;
     assert!(
-        started.elapsed() >= intentdesk::store::postgres::LOCK_TIMEOUT,
+        waited >= timeout,
         "answered before the lock timeout: {answer}"
+    );
+    assert!(
+        waited < 2 * timeout,
+        "waited {waited:?}: the write waited on the lock more than once"
     );
     // Reads were never held up.
     let (status, list) = fleet.get(&fleet.a, "/v1/intents?tenant=acme").await;

@@ -326,6 +326,9 @@ pub trait Conn {
 pub struct Elision {
     on: std::cell::Cell<bool>,
     unrolled: std::cell::Cell<bool>,
+    /// Why the transaction cannot go on in a way a second run would meet again (a lock
+    /// waited for too long, a server out of resources), if it is so.
+    given_up: std::cell::RefCell<Option<String>>,
 }
 
 impl Elision {
@@ -352,6 +355,18 @@ impl Elision {
     /// Whether one would have been rolled back since the last call; clears the mark.
     pub fn take_unrolled(&self) -> bool {
         self.unrolled.replace(false)
+    }
+
+    /// The transaction failed for a reason a second run would meet again at once: it is
+    /// rolled back whole and answered with `why`, not run again.
+    pub fn give_up(&self, why: String) {
+        self.unrolled.set(true);
+        self.given_up.replace(Some(why));
+    }
+
+    /// Why the transaction was given up since the last call, if it was; clears it.
+    pub fn take_given_up(&self) -> Option<String> {
+        self.given_up.take()
     }
 }
 

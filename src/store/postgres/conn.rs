@@ -65,31 +65,41 @@ impl PgConn {
         let mut open = self.savepoints.borrow_mut();
         if statement.starts_with("SAVEPOINT ") {
             if open.is_empty() {
-                client.batch_execute("BEGIN")?;
+                client.batch_execute("BEGIN").map_err(|e| self.failed(e))?;
                 open.push(Level::Began);
             } else {
-                client.batch_execute(statement)?;
+                client
+                    .batch_execute(statement)
+                    .map_err(|e| self.failed(e))?;
                 open.push(Level::Savepoint);
             }
         } else if statement.starts_with("ROLLBACK TO ") {
             match open.last_mut() {
                 Some(top @ Level::Began) => {
-                    client.batch_execute("ROLLBACK")?;
+                    client
+                        .batch_execute("ROLLBACK")
+                        .map_err(|e| self.failed(e))?;
                     *top = Level::Ended;
                 }
                 Some(Level::Ended) => {}
-                _ => client.batch_execute(statement)?,
+                _ => client
+                    .batch_execute(statement)
+                    .map_err(|e| self.failed(e))?,
             }
         } else if statement.starts_with("RELEASE ") {
             match open.pop() {
-                Some(Level::Began) => client.batch_execute("COMMIT")?,
+                Some(Level::Began) => client.batch_execute("COMMIT").map_err(|e| self.failed(e))?,
                 Some(Level::Ended) => {}
-                _ => client.batch_execute(statement)?,
+                _ => client
+                    .batch_execute(statement)
+                    .map_err(|e| self.failed(e))?,
             }
         } else {
             // BEGIN, COMMIT, ROLLBACK: the transaction is the outermost level.
             open.clear();
-            client.batch_execute(statement)?;
+            client
+                .batch_execute(statement)
+                .map_err(|e| self.failed(e))?;
             if statement.starts_with("BEGIN") {
                 open.push(Level::Explicit);
             }
@@ -101,11 +111,18 @@ impl PgConn {
     /// rollback. Where savepoints are left out, none will undo it, so the transaction is
     /// marked to be rolled back whole (even if the caller carries on as if nothing failed),
     /// and its `COMMIT` never answers as stored what was thrown away.
+    /// A failure that says "send it again later" (a lock waited for too long, a cancel, a
+    /// server out of resources or lost: [`StoreError::Unavailable`]) gives the transaction
+    /// up instead: a second run would wait as long again before failing the same way.
     fn failed(&self, e: postgres::Error) -> StoreError {
+        let error = StoreError::from(e);
         if self.elision.is_on() {
-            self.elision.undo_since(None, None);
+            match &error {
+                StoreError::Unavailable(why) => self.elision.give_up(why.clone()),
+                _ => self.elision.undo_since(None, None),
+            }
         }
-        e.into()
+        error
     }
 
     fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
@@ -304,7 +321,11 @@ impl Conn for PgConn {
             .iter()
             .any(|p| head.starts_with(p));
         if !is_control {
-            return Ok(self.client.borrow_mut().batch_execute(sql)?);
+            return self
+                .client
+                .borrow_mut()
+                .batch_execute(sql)
+                .map_err(|e| self.failed(e));
         }
         for statement in head.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             self.control(statement)?;

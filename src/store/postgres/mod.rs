@@ -263,7 +263,9 @@ impl Drop for PgBackend {
 /// made 24 of its 76 statements with them. If it fails where a savepoint would have undone
 /// part of it (a failed statement, an error or a panic inside an operation), the
 /// transaction is rolled back and the job runs again with its savepoints, as SQLite's
-/// writer runs a group again; its last run is its answer.
+/// writer runs a group again; its last run is its answer. One that failed to be sent again
+/// later (a lock waited for [`LOCK_TIMEOUT`], a server out of resources) is rolled back and
+/// answered so at once: a second run would only wait as long again.
 fn write_one(store: &mut Store, job: &mut WriteJob) -> Result<(), StoreError> {
     let elide = |store: &Store, on: bool| {
         if let Some(elision) = store.conn().elision() {
@@ -274,12 +276,15 @@ fn write_one(store: &mut Store, job: &mut WriteJob) -> Result<(), StoreError> {
     elide(store, true);
     job.run(store);
     elide(store, false);
-    let unrolled = store
+    let (unrolled, given_up) = store
         .conn()
         .elision()
-        .is_some_and(super::sql::Elision::take_unrolled);
+        .map_or((false, None), |e| (e.take_unrolled(), e.take_given_up()));
     if unrolled {
         store.conn().batch("ROLLBACK")?;
+        if let Some(why) = given_up {
+            return Err(StoreError::Unavailable(why));
+        }
         return store.batch(|s| job.run(s));
     }
     let committed = store.conn().batch("COMMIT");
