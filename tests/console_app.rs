@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::console::{Rig, click_when_still, until};
+use common::console::{Rig, click_role_when_still, click_when_still, until};
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
 
@@ -38,14 +38,11 @@ fn filtering_by_tenant_and_provider_changes_the_table() {
         app.table.rows.len() == 4
     });
 
-    harness
-        .get_by_role_and_label(Role::Button, "Tenant")
-        .click();
-    harness.run_steps(2);
-    harness
-        .get_by_role_and_label(Role::CheckBox, "acme")
-        .click();
-    harness.run_steps(2);
+    click_role_when_still(&mut harness, Role::Button, "Tenant");
+    click_role_when_still(&mut harness, Role::CheckBox, "acme");
+    until(&mut harness, "the acme box ticked", |app| {
+        app.state.filters.tenants == ["acme"]
+    });
     until(&mut harness, "only acme", |app| {
         !app.table.loading
             && app.table.rows.len() == 2
@@ -54,14 +51,11 @@ fn filtering_by_tenant_and_provider_changes_the_table() {
 
     harness.key_press(egui::Key::Escape);
     harness.run_steps(2);
-    harness
-        .get_by_role_and_label(Role::Button, "Provider")
-        .click();
-    harness.run_steps(2);
-    harness
-        .get_by_role_and_label(Role::CheckBox, "openai")
-        .click();
-    harness.run_steps(2);
+    click_role_when_still(&mut harness, Role::Button, "Provider");
+    click_role_when_still(&mut harness, Role::CheckBox, "openai");
+    until(&mut harness, "the openai box ticked", |app| {
+        app.state.filters.providers == ["openai"]
+    });
     until(&mut harness, "acme on openai", |app| {
         !app.table.loading
             && app.table.rows.len() == 1

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::console::{ADMIN, Rig, RigOptions, SUPERVISOR, until};
+use common::console::{ADMIN, Rig, RigOptions, SUPERVISOR, click_role_when_still, until};
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::{NodeT, Queryable};
@@ -51,7 +51,7 @@ fn open_intent(rig: &Rig, token: &str, id: &str) -> Harness<'static, ConsoleApp>
 }
 
 fn click(harness: &mut Harness<'static, ConsoleApp>, role: Role, label: &str) {
-    harness.get_by_role_and_label(role, label).click();
+    click_role_when_still(harness, role, label);
     harness.run_steps(2);
 }
 

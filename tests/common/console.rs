@@ -360,23 +360,48 @@ impl Rig {
 
 /// Click the widget labelled `label` once it stands still: a click is sent at where the
 /// last frame drew it, so one sent while the layout still moves (a row that arrives with
-/// the live stream, a status that changes width) lands beside it, as a person's would.
-/// Fails after [`PATIENCE`] if it never stops moving.
+/// the live stream, a status that changes width, a menu in its first, measuring frame)
+/// lands beside it, as a person's would. Fails after [`PATIENCE`] if it never shows or
+/// never stops moving.
 pub fn click_when_still(harness: &mut Harness<'static, ConsoleApp>, label: &str) {
+    wait_until_still(harness, label, |h| {
+        h.query_by_label(label).map(|n| n.rect())
+    });
+    harness.get_by_label(label).click();
+}
+
+/// [`click_when_still`] for the widget of `role` labelled `label`, where the label alone
+/// names more than one.
+pub fn click_role_when_still(
+    harness: &mut Harness<'static, ConsoleApp>,
+    role: egui::accesskit::Role,
+    label: &str,
+) {
+    wait_until_still(harness, label, |h| {
+        h.query_by_role_and_label(role, label).map(|n| n.rect())
+    });
+    harness.get_by_role_and_label(role, label).click();
+}
+
+/// Step the app until `rect` finds the widget at the same place in two frames running.
+fn wait_until_still(
+    harness: &mut Harness<'static, ConsoleApp>,
+    label: &str,
+    rect: impl Fn(&Harness<'static, ConsoleApp>) -> Option<egui::Rect>,
+) {
     let started = Instant::now();
-    let mut last = harness.get_by_label(label).rect();
+    let mut last = rect(harness);
     loop {
         harness.step();
-        let now = harness.get_by_label(label).rect();
-        if now == last {
-            break;
+        let now = rect(harness);
+        if now.is_some() && now == last {
+            return;
         }
         if started.elapsed() > PATIENCE {
             panic!("{label} never stood still; {}", shown(harness.state()));
         }
         last = now;
     }
-    harness.get_by_label(label).click();
 }
 
 /// Step the app until `done` holds, or fail after [`PATIENCE`] saying what the app shows.
