@@ -1221,8 +1221,10 @@ mod shared_postgres {
 /// rolled back and run again with them: here a write that fails after a row, one that
 /// panics after a row, and two that carry on past an operation that failed in its own
 /// savepoint, once by a refusal and once by a statement PostgreSQL refused (which, without
-/// a savepoint, leaves the transaction good for nothing but a rollback). Each answers as it
-/// would have with savepoints, and only what it should have kept is kept.
+/// a savepoint, leaves the transaction good for nothing but a rollback). Refusals before
+/// any row changed have nothing to undo and run once; rows changed through `RETURNING` or
+/// plain SQL text count as changes. Each answers as it would have with savepoints, and
+/// only what it should have kept is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_would_undo() {
     use std::sync::Arc;
@@ -1309,6 +1311,68 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
     assert!(answer.is_ok(), "{answer:?}");
     all_runs.push(runs);
 
+    // Refusals that changed no row have nothing to undo: each is one transaction.
+    // A write that reads, then refuses.
+    let (answer, runs) = counted(&db, move |s| {
+        let n: i64 = s
+            .conn()
+            .one("SELECT count(*) FROM kept", params![], |r| r.get(0))?;
+        Err::<(), _>(StoreError::Conflict(format!("{n} rows, refused")))
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
+    all_runs.push(runs);
+
+    // A write whose update finds no row, then refuses.
+    let (answer, runs) = counted(&db, move |s| {
+        s.conn()
+            .run("UPDATE kept SET n = n + 100 WHERE n < 0", params![])?;
+        Err::<(), _>(StoreError::NotFound {
+            what: "row",
+            id: "-1".into(),
+        })
+    })
+    .await;
+    assert!(
+        matches!(answer, Err(StoreError::NotFound { .. })),
+        "{answer:?}"
+    );
+    all_runs.push(runs);
+
+    // An operation in its own savepoint refuses before it writes; the write goes on.
+    let (answer, runs) = counted(&db, move |s| {
+        let refused: Result<(), StoreError> = (|| {
+            let _tx = s.conn().savepoint()?;
+            Err(StoreError::Conflict("refused before a row".into()))
+        })();
+        assert!(refused.is_err());
+        insert(s, 4).map(drop)
+    })
+    .await;
+    assert!(answer.is_ok(), "{answer:?}");
+    all_runs.push(runs);
+
+    // Rows changed through a statement that returns them, or through plain SQL text, are
+    // counted as changes: a refusal after them is undone and run again.
+    let (answer, runs) = counted(&db, move |s| {
+        let n: i64 = s.conn().one(
+            "INSERT INTO kept (n) VALUES (50) RETURNING n",
+            params![],
+            |r| r.get(0),
+        )?;
+        Err::<(), _>(StoreError::Conflict(format!("refused after row {n}")))
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
+    all_runs.push(runs);
+    let (answer, runs) = counted(&db, move |s| {
+        s.conn().batch("INSERT INTO kept (n) VALUES (60)")?;
+        Err::<(), _>(StoreError::Conflict("refused after row 60".into()))
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
+    all_runs.push(runs);
+
     let kept: Vec<i64> = db
         .read(|s| {
             s.conn()
@@ -1318,12 +1382,13 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
         .expect("rows");
     assert_eq!(
         kept,
-        [1_i64, 2, 3],
-        "rows 20, 30 and 40 were undone, the rest kept"
+        [1_i64, 2, 3, 4],
+        "rows 20, 30, 40, 50 and 60 were undone, the rest kept"
     );
     assert_eq!(
         all_runs,
-        [1, 2, 2, 2, 2],
-        "a good write runs once without savepoints, the others again with them"
+        [1, 2, 2, 2, 2, 1, 1, 1, 2, 2],
+        "a good write and a refusal before any change run once without savepoints, \
+         the others again with them"
     );
 }

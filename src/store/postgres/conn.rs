@@ -42,6 +42,8 @@ pub struct PgConn {
     checked: Cell<Instant>,
     /// Savepoints left out by a writer (see `postgres::write_one`).
     elision: Elision,
+    /// Rows changed since the connection opened, as far as can be told ([`Conn::total_changes`]).
+    changes: Cell<u64>,
 }
 
 /// A connection idle longer than this is asked whether it is still there before a job.
@@ -55,7 +57,27 @@ impl PgConn {
             savepoints: RefCell::new(Vec::new()),
             checked: Cell::new(Instant::now()),
             elision: Elision::default(),
+            changes: Cell::new(0),
         }
+    }
+
+    /// Count the rows changed by a statement that ran and `returned` rows (`None`: sent as
+    /// plain text, which returns none to count). A `SELECT` changes none. An `INSERT`,
+    /// `UPDATE` or `DELETE` with `RETURNING` changed as many as it returned; anything else
+    /// (led by `WITH`, or plain text) may change rows it does not return, and counts as one
+    /// at the least, so a refusal after it is never taken for one before any change.
+    fn count(&self, sql: &str, returned: Option<u64>) {
+        let head = sql.trim_start();
+        let word = |w: &str| {
+            head.get(..w.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(w))
+        };
+        let changed = match returned {
+            _ if word("SELECT") => 0,
+            Some(rows) if word("INSERT") || word("UPDATE") || word("DELETE") => rows,
+            rows => rows.unwrap_or(0).max(1),
+        };
+        self.changes.set(self.changes.get() + changed);
     }
 
     /// Transaction control as SQLite has it: a savepoint outside a transaction begins one
@@ -293,6 +315,8 @@ impl Conn for PgConn {
             .borrow_mut()
             .execute(&statement, &refs(&bound))
             .map_err(|e| self.failed(e))?;
+        // The server's own count of rows the statement inserted, changed or deleted.
+        self.changes.set(self.changes.get() + changed);
         Ok(changed as usize)
     }
 
@@ -309,6 +333,7 @@ impl Conn for PgConn {
             .borrow_mut()
             .query(&statement, &refs(&bound))
             .map_err(|e| self.failed(e))?;
+        self.count(sql, Some(rows.len() as u64));
         for row in &rows {
             f(&Row::new(&PgRow(row)))?;
         }
@@ -321,11 +346,15 @@ impl Conn for PgConn {
             .iter()
             .any(|p| head.starts_with(p));
         if !is_control {
-            return self
-                .client
+            self.client
                 .borrow_mut()
                 .batch_execute(sql)
-                .map_err(|e| self.failed(e));
+                .map_err(|e| self.failed(e))?;
+            // Plain text says nothing of the rows it changed, and may hold several
+            // statements: only one lone `SELECT` is known to change none.
+            let several = sql.trim().trim_end_matches(';').contains(';');
+            self.count(if several { "" } else { sql }, None);
+            return Ok(());
         }
         for statement in head.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             self.control(statement)?;
@@ -341,11 +370,17 @@ impl Conn for PgConn {
         self
     }
 
-    /// No count of changed rows is kept ([`Conn::total_changes`] is `None`): any failure
-    /// where a savepoint was left out is undone by rolling back, as PostgreSQL ends a
-    /// transaction's use at a failed statement anyway.
+    /// Where a savepoint was left out, a failed statement is undone by rolling back whole
+    /// (PostgreSQL ends a transaction's use at one anyway), and so is a refusal after rows
+    /// changed ([`Conn::total_changes`]); a refusal before any goes on with the transaction.
     fn elision(&self) -> Option<&Elision> {
         Some(&self.elision)
+    }
+
+    /// The rows the connection's statements changed: the server's count for a statement
+    /// run, at the least one for what may have changed rows without saying ([`PgConn::count`]).
+    fn total_changes(&self) -> Option<u64> {
+        Some(self.changes.get())
     }
 
     fn is_broken(&self) -> bool {
