@@ -1222,8 +1222,8 @@ mod shared_postgres {
 /// panics after a row, and two that carry on past an operation that failed in its own
 /// savepoint, once by a refusal and once by a statement PostgreSQL refused (which, without
 /// a savepoint, leaves the transaction good for nothing but a rollback). Refusals before
-/// any row changed have nothing to undo and run once; rows changed through `RETURNING` or
-/// plain SQL text count as changes. Each answers as it would have with savepoints, and
+/// any row changed have nothing to undo and run once; rows changed through `RETURNING`, a
+/// read of an `INSERT` without it, or plain SQL text count as changes. Each answers as it would have with savepoints, and
 /// only what it should have kept is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_would_undo() {
@@ -1352,8 +1352,25 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
     assert!(answer.is_ok(), "{answer:?}");
     all_runs.push(runs);
 
-    // Rows changed through a statement that returns them, or through plain SQL text, are
-    // counted as changes: a refusal after them is undone and run again.
+    // An insert that meets the row already there returns none and changes none.
+    let (answer, runs) = counted(&db, move |s| {
+        let none: Vec<i64> = s.conn().rows(
+            "insert into kept (n) values (1) on conflict do nothing returning n",
+            params![],
+            |r| r.get(0),
+        )?;
+        Err::<(), _>(StoreError::Conflict(format!(
+            "row 1 is there ({} returned)",
+            none.len()
+        )))
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
+    all_runs.push(runs);
+
+    // Rows changed through a statement that returns them, one read as rows that returns
+    // none, or plain SQL text, are counted as changes: a refusal after them is undone and
+    // run again.
     let (answer, runs) = counted(&db, move |s| {
         let n: i64 = s.conn().one(
             "INSERT INTO kept (n) VALUES (50) RETURNING n",
@@ -1361,6 +1378,18 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
             |r| r.get(0),
         )?;
         Err::<(), _>(StoreError::Conflict(format!("refused after row {n}")))
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
+    all_runs.push(runs);
+    let (answer, runs) = counted(&db, move |s| {
+        let none: Vec<i64> = s
+            .conn()
+            .rows("INSERT INTO kept (n) VALUES (70)", params![], |r| r.get(0))?;
+        Err::<(), _>(StoreError::Conflict(format!(
+            "refused after row 70 ({} returned)",
+            none.len()
+        )))
     })
     .await;
     assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
@@ -1383,11 +1412,11 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
     assert_eq!(
         kept,
         [1_i64, 2, 3, 4],
-        "rows 20, 30, 40, 50 and 60 were undone, the rest kept"
+        "rows 20, 30, 40, 50, 60 and 70 were undone, the rest kept"
     );
     assert_eq!(
         all_runs,
-        [1, 2, 2, 2, 2, 1, 1, 1, 2, 2],
+        [1, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2],
         "a good write and a refusal before any change run once without savepoints, \
          the others again with them"
     );

@@ -61,18 +61,19 @@ impl PgConn {
         }
     }
 
-    /// Count the rows changed by a statement that ran and `returned` rows (`None`: sent as
-    /// plain text, which returns none to count). A `SELECT` changes none. An `INSERT`,
-    /// `UPDATE` or `DELETE` with `RETURNING` changed as many as it returned; anything else
-    /// (led by `WITH`, or plain text) may change rows it does not return, and counts as one
-    /// at the least, so a refusal after it is never taken for one before any change.
-    fn count(&self, sql: &str, returned: Option<u64>) {
+    /// Count the rows a statement that ran changed: `affected` where the server said how
+    /// many an `INSERT`, `UPDATE` or `DELETE` affected (its count, or its `RETURNING` rows).
+    /// A lone `SELECT` changes none: the store's selects read, and call no function that
+    /// writes (one that did would have to be counted here). Anything else (a statement led
+    /// by `WITH`, one whose count is not known) counts as one at the least, so a refusal
+    /// after it is never taken for one before any change.
+    fn count(&self, sql: &str, affected: Option<u64>) {
         let head = sql.trim_start();
         let word = |w: &str| {
             head.get(..w.len())
                 .is_some_and(|h| h.eq_ignore_ascii_case(w))
         };
-        let changed = match returned {
+        let changed = match affected {
             _ if word("SELECT") => 0,
             Some(rows) if word("INSERT") || word("UPDATE") || word("DELETE") => rows,
             rows => rows.unwrap_or(0).max(1),
@@ -302,6 +303,17 @@ fn bind<'a>(params: &'a [&'a dyn ToValue]) -> Vec<Param<'a>> {
     params.iter().map(|p| Param(p.to_value())).collect()
 }
 
+/// Whether `sql` has a `RETURNING` clause, as a word of its own (not a part of a name).
+fn returns_its_rows(sql: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    sql.char_indices().any(|(at, _)| {
+        sql.get(at..at + 9)
+            .is_some_and(|w| w.eq_ignore_ascii_case("RETURNING"))
+            && !sql[..at].chars().next_back().is_some_and(ident)
+            && !sql[at + 9..].chars().next().is_some_and(ident)
+    })
+}
+
 fn refs<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
 }
@@ -315,8 +327,7 @@ impl Conn for PgConn {
             .borrow_mut()
             .execute(&statement, &refs(&bound))
             .map_err(|e| self.failed(e))?;
-        // The server's own count of rows the statement inserted, changed or deleted.
-        self.changes.set(self.changes.get() + changed);
+        self.count(sql, Some(changed));
         Ok(changed as usize)
     }
 
@@ -333,7 +344,8 @@ impl Conn for PgConn {
             .borrow_mut()
             .query(&statement, &refs(&bound))
             .map_err(|e| self.failed(e))?;
-        self.count(sql, Some(rows.len() as u64));
+        // Rows returned are rows affected only where the statement returns those.
+        self.count(sql, returns_its_rows(sql).then_some(rows.len() as u64));
         for row in &rows {
             f(&Row::new(&PgRow(row)))?;
         }
@@ -398,7 +410,22 @@ impl Conn for PgConn {
 
 #[cfg(test)]
 mod tests {
-    use super::numbered;
+    use super::{numbered, returns_its_rows};
+
+    #[test]
+    fn a_returning_clause_is_told_from_a_name_that_holds_the_word() {
+        assert!(returns_its_rows(
+            "INSERT INTO t (n) VALUES (1) RETURNING seq"
+        ));
+        assert!(returns_its_rows("update t set n = 2 returning\nn"));
+        assert!(returns_its_rows("DELETE FROM t RETURNING *"));
+        assert!(!returns_its_rows("INSERT INTO t (returning_at) VALUES (1)"));
+        assert!(!returns_its_rows("UPDATE t SET not_returning = 1"));
+        assert!(!returns_its_rows(
+            "UPDATE t SET n = 1 WHERE x$returning = 2"
+        ));
+        assert!(!returns_its_rows("INSERT INTO t (n) VALUES (1)"));
+    }
 
     #[test]
     fn parameters_are_renumbered_outside_quoted_text() {
