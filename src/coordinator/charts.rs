@@ -662,7 +662,7 @@ mod tests {
         fn event_mark(&mut self, _: i64) -> Result<EventMark, StoreError> {
             unreachable!("read after the failure")
         }
-        fn changed(&mut self, _: i64, _: i64) -> Result<Changed, StoreError> {
+        fn changed(&mut self, _: i64, _: i64, _: &mut Changed) -> Result<(), StoreError> {
             unreachable!("read after the failure")
         }
         fn each_intent(

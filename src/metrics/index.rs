@@ -30,7 +30,7 @@ const RELOAD_STRETCH: i64 = 20_000;
 /// The leading rows of `rows` that belong to intent `seq` (rows sorted by intent), passing
 /// over any of an earlier one.
 fn rows_of<T>(
-    rows: &mut std::iter::Peekable<std::vec::IntoIter<T>>,
+    rows: &mut std::iter::Peekable<std::vec::Drain<'_, T>>,
     seq: i64,
     intent_of: impl Fn(&T) -> i64,
 ) -> Vec<T> {
@@ -64,6 +64,8 @@ pub struct MetricIndex {
     /// Which releases may act for each operation: only their proposals are compared for
     /// failover divergence.
     releases: ReleaseRegistry,
+    /// The rows of the last stretch read, emptied and kept for the next one.
+    scratch: Changed,
 }
 
 /// One intent's rows as read from the tables.
@@ -131,7 +133,10 @@ impl MetricIndex {
             let mut after = self.last_event;
             while after < last_event {
                 let upto = last_event.min(after.saturating_add(stretch.max(1)));
-                self.reload(source.changed(after, upto)?);
+                let mut changed = std::mem::take(&mut self.scratch);
+                source.changed(after, upto, &mut changed)?;
+                self.reload(&mut changed);
+                self.scratch = changed;
                 self.compact_if_worth_it();
                 after = upto;
             }
@@ -258,11 +263,11 @@ impl MetricIndex {
     }
 
     /// Put what `changed` read of its intents in place of what the index held of them.
-    fn reload(&mut self, changed: Changed) {
-        let mut attempts = changed.attempts.into_iter().peekable();
-        let mut spans = changed.spans.into_iter().peekable();
-        let mut duplicates = changed.duplicates.into_iter().peekable();
-        for row in changed.intents {
+    fn reload(&mut self, changed: &mut Changed) {
+        let mut attempts = changed.attempts.drain(..).peekable();
+        let mut spans = changed.spans.drain(..).peekable();
+        let mut duplicates = changed.duplicates.drain(..).peekable();
+        for row in changed.intents.drain(..) {
             let seq = row.seq;
             let loaded = self.read_one(
                 row,

@@ -64,6 +64,17 @@ pub struct Changed {
     pub duplicates: Vec<(i64, u64)>,
 }
 
+impl Changed {
+    /// Empty, keeping the room the vectors have: a follower that reads a stretch a second
+    /// would otherwise grow new ones each time, on fresh pages the system must clear.
+    pub fn clear(&mut self) {
+        self.intents.clear();
+        self.attempts.clear();
+        self.spans.clear();
+        self.duplicates.clear();
+    }
+}
+
 /// A marker of one event: when it was written and for which intent (how a rewritten feed
 /// is told from the one read).
 pub type EventMark = Option<(i64, Option<String>)>;
@@ -81,7 +92,7 @@ pub trait MetricSource {
     fn first_event(&mut self) -> Result<i64, StoreError>;
     fn event_mark(&mut self, seq: i64) -> Result<EventMark, StoreError>;
     /// The rows the index keeps of every intent named by events in `(after, upto]`.
-    fn changed(&mut self, after: i64, upto: i64) -> Result<Changed, StoreError>;
+    fn changed(&mut self, after: i64, upto: i64, into: &mut Changed) -> Result<(), StoreError>;
     /// Every intent, in sequence order.
     fn each_intent(
         &mut self,
@@ -193,36 +204,45 @@ impl MetricSource for Store {
             .optional()
     }
 
-    fn changed(&mut self, after: i64, upto: i64) -> Result<Changed, StoreError> {
-        Ok(Changed {
-            intents: self.conn.rows(
-                &format!("{INTENT_SQL} WHERE i.seq IN ({CHANGED_SQL}) ORDER BY i.seq"),
-                params![after, upto],
-                intent_of,
-            )?,
-            attempts: self.conn.rows(
-                &format!(
-                    "{ATTEMPT_SQL} WHERE a.intent_seq IN ({CHANGED_SQL}) ORDER BY a.intent_seq, a.seq"
-                ),
-                params![after, upto],
-                attempt_of,
-            )?,
-            spans: self.conn.rows(
-                &format!(
-                    "{SPAN_SQL} AND t.intent_seq IN ({CHANGED_SQL}) ORDER BY t.intent_seq, t.seq"
-                ),
-                params![after, upto],
-                span_of,
-            )?,
-            duplicates: self.conn.rows(
-                &format!(
-                    "{DUPLICATE_SQL} AND r.intent_seq IN ({CHANGED_SQL}) \
-                     GROUP BY r.intent_seq, r.downstream_id ORDER BY r.intent_seq, r.downstream_id"
-                ),
-                params![after, upto],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?,
-        })
+    fn changed(&mut self, after: i64, upto: i64, into: &mut Changed) -> Result<(), StoreError> {
+        into.clear();
+        self.conn.each(
+            &format!("{INTENT_SQL} WHERE i.seq IN ({CHANGED_SQL}) ORDER BY i.seq"),
+            params![after, upto],
+            &mut |r| {
+                into.intents.push(intent_of(r)?);
+                Ok(())
+            },
+        )?;
+        self.conn.each(
+            &format!(
+                "{ATTEMPT_SQL} WHERE a.intent_seq IN ({CHANGED_SQL}) ORDER BY a.intent_seq, a.seq"
+            ),
+            params![after, upto],
+            &mut |r| {
+                into.attempts.push(attempt_of(r)?);
+                Ok(())
+            },
+        )?;
+        self.conn.each(
+            &format!("{SPAN_SQL} AND t.intent_seq IN ({CHANGED_SQL}) ORDER BY t.intent_seq, t.seq"),
+            params![after, upto],
+            &mut |r| {
+                into.spans.push(span_of(r)?);
+                Ok(())
+            },
+        )?;
+        self.conn.each(
+            &format!(
+                "{DUPLICATE_SQL} AND r.intent_seq IN ({CHANGED_SQL}) \
+                 GROUP BY r.intent_seq, r.downstream_id ORDER BY r.intent_seq, r.downstream_id"
+            ),
+            params![after, upto],
+            &mut |r| {
+                into.duplicates.push((r.get(0)?, r.get(1)?));
+                Ok(())
+            },
+        )
     }
 
     fn each_intent(
