@@ -358,11 +358,11 @@ impl Rig {
     }
 }
 
-/// Click the widget labelled `label` once it stands still: a click is sent at where the
-/// last frame drew it, so one sent while the layout still moves (a row that arrives with
-/// the live stream, a status that changes width, a menu in its first, measuring frame)
-/// lands beside it, as a person's would. Fails after [`PATIENCE`] if it never shows or
-/// never stops moving.
+/// Click at the widget labelled `label` once it stands still: a pointer click is sent at
+/// where the last frame drew it, so one sent while the layout still moves (a row that
+/// arrives with the live stream, a status that changes width) lands beside it, as a
+/// person's would. For what only a pointer opens (a table row, whose label is not what
+/// takes the click). Fails after [`PATIENCE`] if it never shows or never stops moving.
 pub fn click_when_still(harness: &mut Harness<'static, ConsoleApp>, label: &str) {
     wait_until_still(harness, label, |h| {
         h.query_by_label(label).map(|n| n.rect())
@@ -370,8 +370,12 @@ pub fn click_when_still(harness: &mut Harness<'static, ConsoleApp>, label: &str)
     harness.get_by_label(label).click();
 }
 
-/// [`click_when_still`] for the widget of `role` labelled `label`, where the label alone
-/// names more than one.
+/// Click the widget of `role` labelled `label` (a button, a check box) as assistive
+/// technology does: by its id, not at a point, once it stands still. A pointer click
+/// lands beside a widget that moved after the last frame (a detail refreshed above a
+/// button, a menu in its first, measuring frame), and CI runs lost such clicks; waiting
+/// for it to stand still keeps its id the one the next frame gives it. Fails after
+/// [`PATIENCE`] if it never shows or never stops moving.
 pub fn click_role_when_still(
     harness: &mut Harness<'static, ConsoleApp>,
     role: egui::accesskit::Role,
@@ -380,7 +384,7 @@ pub fn click_role_when_still(
     wait_until_still(harness, label, |h| {
         h.query_by_role_and_label(role, label).map(|n| n.rect())
     });
-    harness.get_by_role_and_label(role, label).click();
+    harness.get_by_role_and_label(role, label).click_accesskit();
 }
 
 /// Step the app until `rect` finds the widget at the same place in two frames running.
