@@ -1352,48 +1352,34 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
     assert!(answer.is_ok(), "{answer:?}");
     all_runs.push(runs);
 
+    // A write that reads a statement's rows, then refuses: its runs.
+    async fn refused_after_rows(db: &Db, sql: &'static str) -> u64 {
+        let (answer, runs) = counted(db, move |s| {
+            let returned: Vec<i64> = s.conn().rows(sql, params![], |r| r.get(0))?;
+            Err::<(), _>(StoreError::Conflict(format!(
+                "refused after {} rows returned",
+                returned.len()
+            )))
+        })
+        .await;
+        assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
+        runs
+    }
+
     // An insert that meets the row already there returns none and changes none.
-    let (answer, runs) = counted(&db, move |s| {
-        let none: Vec<i64> = s.conn().rows(
+    all_runs.push(
+        refused_after_rows(
+            &db,
             "insert into kept (n) values (1) on conflict do nothing returning n",
-            params![],
-            |r| r.get(0),
-        )?;
-        Err::<(), _>(StoreError::Conflict(format!(
-            "row 1 is there ({} returned)",
-            none.len()
-        )))
-    })
-    .await;
-    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
-    all_runs.push(runs);
+        )
+        .await,
+    );
 
     // Rows changed through a statement that returns them, one read as rows that returns
     // none, or plain SQL text, are counted as changes: a refusal after them is undone and
     // run again.
-    let (answer, runs) = counted(&db, move |s| {
-        let n: i64 = s.conn().one(
-            "INSERT INTO kept (n) VALUES (50) RETURNING n",
-            params![],
-            |r| r.get(0),
-        )?;
-        Err::<(), _>(StoreError::Conflict(format!("refused after row {n}")))
-    })
-    .await;
-    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
-    all_runs.push(runs);
-    let (answer, runs) = counted(&db, move |s| {
-        let none: Vec<i64> = s
-            .conn()
-            .rows("INSERT INTO kept (n) VALUES (70)", params![], |r| r.get(0))?;
-        Err::<(), _>(StoreError::Conflict(format!(
-            "refused after row 70 ({} returned)",
-            none.len()
-        )))
-    })
-    .await;
-    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
-    all_runs.push(runs);
+    all_runs.push(refused_after_rows(&db, "INSERT INTO kept (n) VALUES (50) RETURNING n").await);
+    all_runs.push(refused_after_rows(&db, "INSERT INTO kept (n) VALUES (70)").await);
     let (answer, runs) = counted(&db, move |s| {
         s.conn().batch("INSERT INTO kept (n) VALUES (60)")?;
         Err::<(), _>(StoreError::Conflict("refused after row 60".into()))

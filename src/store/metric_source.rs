@@ -206,42 +206,35 @@ impl MetricSource for Store {
 
     fn changed(&mut self, after: i64, upto: i64, into: &mut Changed) -> Result<(), StoreError> {
         into.clear();
-        self.conn.each(
+        let stretch = params![after, upto];
+        self.conn.rows_into(
             &format!("{INTENT_SQL} WHERE i.seq IN ({CHANGED_SQL}) ORDER BY i.seq"),
-            params![after, upto],
-            &mut |r| {
-                into.intents.push(intent_of(r)?);
-                Ok(())
-            },
+            stretch,
+            &mut into.intents,
+            intent_of,
         )?;
-        self.conn.each(
+        self.conn.rows_into(
             &format!(
                 "{ATTEMPT_SQL} WHERE a.intent_seq IN ({CHANGED_SQL}) ORDER BY a.intent_seq, a.seq"
             ),
-            params![after, upto],
-            &mut |r| {
-                into.attempts.push(attempt_of(r)?);
-                Ok(())
-            },
+            stretch,
+            &mut into.attempts,
+            attempt_of,
         )?;
-        self.conn.each(
+        self.conn.rows_into(
             &format!("{SPAN_SQL} AND t.intent_seq IN ({CHANGED_SQL}) ORDER BY t.intent_seq, t.seq"),
-            params![after, upto],
-            &mut |r| {
-                into.spans.push(span_of(r)?);
-                Ok(())
-            },
+            stretch,
+            &mut into.spans,
+            span_of,
         )?;
-        self.conn.each(
+        self.conn.rows_into(
             &format!(
                 "{DUPLICATE_SQL} AND r.intent_seq IN ({CHANGED_SQL}) \
                  GROUP BY r.intent_seq, r.downstream_id ORDER BY r.intent_seq, r.downstream_id"
             ),
-            params![after, upto],
-            &mut |r| {
-                into.duplicates.push((r.get(0)?, r.get(1)?));
-                Ok(())
-            },
+            stretch,
+            &mut into.duplicates,
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
     }
 

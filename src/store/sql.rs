@@ -395,14 +395,26 @@ pub trait ConnExt: Conn {
         &self,
         sql: &str,
         params: &[&dyn ToValue],
-        mut f: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
+        f: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
         let mut out = Vec::new();
+        self.rows_into(sql, params, &mut out, f)?;
+        Ok(out)
+    }
+
+    /// [`ConnExt::rows`] added to the end of `out`, whose room a caller that reads again
+    /// and again may keep.
+    fn rows_into<T>(
+        &self,
+        sql: &str,
+        params: &[&dyn ToValue],
+        out: &mut Vec<T>,
+        mut f: impl FnMut(&Row<'_>) -> Result<T, StoreError>,
+    ) -> Result<(), StoreError> {
         self.each(sql, params, &mut |row| {
             out.push(f(row)?);
             Ok(())
-        })?;
-        Ok(out)
+        })
     }
 
     /// Run an `INSERT` of one row into a table keyed by `seq` and give the row's `seq`.
