@@ -1387,6 +1387,15 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
     .await;
     assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
     all_runs.push(runs);
+    // Text of several statements led by a `SELECT` still counts what the rest changed.
+    let (answer, runs) = counted(&db, move |s| {
+        s.conn()
+            .batch("SELECT 1; INSERT INTO kept (n) VALUES (80)")?;
+        Err::<(), _>(StoreError::Conflict("refused after row 80".into()))
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
+    all_runs.push(runs);
 
     let kept: Vec<i64> = db
         .read(|s| {
@@ -1398,11 +1407,11 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
     assert_eq!(
         kept,
         [1_i64, 2, 3, 4],
-        "rows 20, 30, 40, 50, 60 and 70 were undone, the rest kept"
+        "rows 20, 30, 40, 50, 60, 70 and 80 were undone, the rest kept"
     );
     assert_eq!(
         all_runs,
-        [1, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2],
+        [1, 2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2],
         "a good write and a refusal before any change run once without savepoints, \
          the others again with them"
     );

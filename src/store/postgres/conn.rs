@@ -65,15 +65,17 @@ impl PgConn {
     /// many an `INSERT`, `UPDATE` or `DELETE` affected (its count, or its `RETURNING` rows).
     /// A lone `SELECT` changes none: the store's selects read, and call no function that
     /// writes (one that did would have to be counted here). Anything else (a statement led
-    /// by `WITH`, one whose count is not known) counts as one at the least, so a refusal
-    /// after it is never taken for one before any change.
+    /// by `WITH`, text of several statements, one whose count is not known) counts as one
+    /// at the least, so a refusal after it is never taken for one before any change.
     fn count(&self, sql: &str, affected: Option<u64>) {
-        let head = sql.trim_start();
+        let head = sql.trim();
         let word = |w: &str| {
             head.get(..w.len())
                 .is_some_and(|h| h.eq_ignore_ascii_case(w))
         };
+        let several = head.trim_end_matches(';').contains(';');
         let changed = match affected {
+            _ if several => affected.unwrap_or(0).max(1),
             _ if word("SELECT") => 0,
             Some(rows) if word("INSERT") || word("UPDATE") || word("DELETE") => rows,
             rows => rows.unwrap_or(0).max(1),
@@ -362,10 +364,8 @@ impl Conn for PgConn {
                 .borrow_mut()
                 .batch_execute(sql)
                 .map_err(|e| self.failed(e))?;
-            // Plain text says nothing of the rows it changed, and may hold several
-            // statements: only one lone `SELECT` is known to change none.
-            let several = sql.trim().trim_end_matches(';').contains(';');
-            self.count(if several { "" } else { sql }, None);
+            // Plain text says nothing of the rows it changed.
+            self.count(sql, None);
             return Ok(());
         }
         for statement in head.split(';').map(str::trim).filter(|s| !s.is_empty()) {
