@@ -1416,3 +1416,150 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
          the others again with them"
     );
 }
+
+/// A PostgreSQL writer holds back the writes whose count it does not read and sends them
+/// with its next statement that waits for an answer: a later read sees them, and a failure
+/// among them, noticed only when they go (at a later statement, or at the commit), runs
+/// the write again with savepoints, where each goes at once. It answers as it would have
+/// without holding anything back: a failure is never taken for committed, and nothing of
+/// a failed or refused write is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_writers_held_writes_go_with_the_next_statement_and_a_failure_runs_it_again() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use intentdesk::store::db::Db;
+    use intentdesk::store::postgres::PgBackend;
+
+    let Some(url) = common::backends::fresh_postgres() else {
+        return;
+    };
+    let db = Db::new(Arc::new(PgBackend::open(&url).expect("the store opens")));
+    db.write(|s| s.conn().batch("CREATE TABLE held (n BIGINT PRIMARY KEY)"))
+        .await
+        .expect("the table is made");
+    let hold = |s: &Store, n: i64| s.conn().run_held("INSERT INTO held (n) VALUES (?1)", &[&n]);
+
+    async fn counted<T: Send + 'static>(
+        db: &Db,
+        f: impl Fn(&mut Store) -> Result<T, StoreError> + Send + Sync + 'static,
+    ) -> (Result<T, StoreError>, u64) {
+        let runs = Arc::new(AtomicU64::new(0));
+        let counter = runs.clone();
+        let answer = db
+            .write(move |s| {
+                counter.fetch_add(1, Ordering::Relaxed);
+                f(s)
+            })
+            .await;
+        (answer, runs.load(Ordering::Relaxed))
+    }
+    let mut all_runs = Vec::new();
+
+    // Held writes, then a read in the same write: it sees them, in order.
+    let (answer, runs) = counted(&db, move |s| {
+        hold(s, 1)?;
+        hold(s, 2)?;
+        s.conn()
+            .one("SELECT count(*) FROM held", params![], |r| r.get::<i64>(0))
+    })
+    .await;
+    assert_eq!(answer.expect("the write"), 2);
+    all_runs.push(runs);
+
+    // Only held writes: they go before the commit.
+    let (answer, runs) = counted(&db, move |s| hold(s, 3)).await;
+    assert!(answer.is_ok(), "{answer:?}");
+    all_runs.push(runs);
+
+    // A held write fails (row 1 is there), noticed at the read after it: the read's answer
+    // is that failure; run again, the write fails where the insert is.
+    let (answer, runs) = counted(&db, move |s| {
+        hold(s, 10)?;
+        hold(s, 1)?;
+        s.conn()
+            .one("SELECT count(*) FROM held", params![], |r| r.get::<i64>(0))
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Database(_))), "{answer:?}");
+    all_runs.push(runs);
+
+    // A held write fails as the write ends: noticed before the commit, never committed.
+    let (answer, runs) = counted(&db, move |s| {
+        hold(s, 20)?;
+        hold(s, 2)
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Database(_))), "{answer:?}");
+    all_runs.push(runs);
+
+    // A refusal after a held write: the write is undone.
+    let (answer, runs) = counted(&db, move |s| {
+        hold(s, 30)?;
+        Err::<(), _>(StoreError::Conflict("refused after a held row".into()))
+    })
+    .await;
+    assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
+    all_runs.push(runs);
+
+    let kept: Vec<i64> = db
+        .read(|s| {
+            s.conn()
+                .rows("SELECT n FROM held ORDER BY n", params![], |r| r.get(0))
+        })
+        .await
+        .expect("rows");
+    assert_eq!(kept, [1_i64, 2, 3], "rows 10, 20 and 30 were undone");
+    assert_eq!(
+        all_runs,
+        [1, 1, 2, 2, 2],
+        "good writes run once, failed and refused ones again with savepoints"
+    );
+}
+
+/// What a PostgreSQL writer holds back costs no round trip of its own: a transaction of a
+/// `BEGIN`, three held writes and a read is one round trip, and its commit another (six
+/// and one before); a transaction that ends before anything of it was sent costs none.
+#[test]
+fn a_postgres_transaction_sends_its_begin_and_held_writes_with_its_next_statement() {
+    use intentdesk::store::sql::Conn;
+
+    let Some(url) = common::backends::fresh_postgres() else {
+        return;
+    };
+    let conn = intentdesk::store::postgres::connect(&url).expect("connect");
+    conn.batch("CREATE TABLE trips (n BIGINT PRIMARY KEY)")
+        .expect("the table is made");
+    let elision = conn.elision().expect("a writer can leave savepoints out");
+    let write = |first: i64| {
+        conn.batch("BEGIN")?;
+        elision.set(true);
+        for n in first..first + 3 {
+            conn.run_held("INSERT INTO trips (n) VALUES (?1)", &[&n])?;
+        }
+        let count: i64 = conn.one("SELECT count(*) FROM trips", params![], |r| r.get(0))?;
+        elision.set(false);
+        conn.batch("COMMIT")?;
+        Ok::<_, StoreError>(count)
+    };
+    // The first time prepares the two statements.
+    assert_eq!(write(0).expect("the first write"), 3);
+    let before = conn.round_trips();
+    assert_eq!(write(10).expect("the second write"), 6);
+    assert_eq!(
+        conn.round_trips() - before,
+        2,
+        "one for the read, one for the commit"
+    );
+
+    let before = conn.round_trips();
+    conn.batch("BEGIN").expect("begin");
+    conn.batch("COMMIT").expect("commit");
+    conn.batch("BEGIN").expect("begin");
+    conn.batch("ROLLBACK").expect("rollback");
+    assert_eq!(
+        conn.round_trips(),
+        before,
+        "empty transactions reach no server"
+    );
+}

@@ -341,7 +341,7 @@ pub(crate) fn apply_loaded(
     update.run(tx)?;
     if let (Event::Cancel { reason }, Some(by)) = (event, &ctx.cancel_by) {
         // The first request stands: who asked and why.
-        tx.run(
+        tx.run_held(
             "UPDATE intents SET cancel_requested_at_ms = coalesce(cancel_requested_at_ms, ?2), \
              cancel_requested_by = coalesce(cancel_requested_by, ?3), \
              cancel_reason = coalesce(cancel_reason, ?4) WHERE seq = ?1",
@@ -372,7 +372,7 @@ pub(crate) fn apply_loaded(
         after.attempts = after.attempts.saturating_sub(refunded);
     }
 
-    tx.run(
+    tx.run_held(
         "INSERT INTO transitions (intent_seq, from_state, to_state, event, reason, command_seq, at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![seq, transition.from.as_str(), transition.to.as_str(), event.name(), reason, ctx.command_seq, now],
@@ -422,7 +422,7 @@ pub(crate) fn withdraw_pending(
         }
         count = count.saturating_add(1);
         let attempt: AttemptId = attempt.parse()?;
-        tx.run(
+        tx.run_held(
             "UPDATE attempts SET outcome = 'abandoned', sent = 0, ended_at_ms = ?2, detail = ?3 \
              WHERE id = ?1",
             params![attempt.as_str(), to_i64(now_ms), why],
@@ -462,7 +462,7 @@ impl RowUpdate {
     fn run(&self, tx: &dyn Conn) -> Result<(), StoreError> {
         let sql = format!("UPDATE intents SET {} WHERE seq = ?1", self.sets.join(", "));
         let values: Vec<&dyn ToValue> = self.values.iter().map(|v| v as &dyn ToValue).collect();
-        tx.run(&sql, &values)?;
+        tx.run_held(&sql, &values)?;
         Ok(())
     }
 }
@@ -487,11 +487,11 @@ fn enqueue_dispatch(
             now
         ],
     )?;
-    tx.run(
+    tx.run_held(
         "INSERT INTO intent_providers (provider, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
         params![intent.connector, seq],
     )?;
-    tx.run(
+    tx.run_held(
         "INSERT INTO outbox (intent_seq, attempt_seq, action_key, connector, operation, payload_json, status, \
          available_at_ms, created_at_ms) \
          SELECT ?1, ?2, action_key, connector, operation, canonical_json, 'pending', ?3, ?4 FROM intents WHERE seq = ?1",

@@ -52,12 +52,12 @@ impl Approvals for Store {
             let reason = format!(
                 "approval lapsed: the policy of tenant {tenant} {now_in_force}; it was approved under {under}, so new attempts wait for a fresh approval"
             );
-            tx.run(
+            tx.run_held(
                 "UPDATE intents SET authorization_expires_at_ms = ?2, state_reason = ?3, updated_at_ms = ?2 \
                  WHERE seq = ?1",
                 params![seq, now, reason],
             )?;
-            tx.run(
+            tx.run_held(
                 "INSERT INTO transitions (intent_seq, from_state, to_state, event, reason, command_seq, at_ms) \
                  VALUES (?1, ?2, ?2, ?3, ?4, NULL, ?5)",
                 params![seq, state, APPROVAL_LAPSED, reason, now],

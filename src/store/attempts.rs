@@ -313,12 +313,12 @@ impl Attempts for Store {
             // After the state machine, so a lapsed approval or a spent budget is the answer
             // rather than the wait; a refusal here rolls the transition back with the rest.
             pace_reported_retry(&tx, seq, &new.provider, intent.attempts, now_ms)?;
-            tx.run(
+            tx.run_held(
                 "UPDATE intents SET attempts = attempts + 1 WHERE seq = ?1",
                 params![seq],
             )?;
         }
-        tx.run(
+        tx.run_held(
             "INSERT INTO attempts (id, intent_seq, tenant, kind, provider, region, model, release_id, worker, \
              provider_request_id, hedge_group, proposal_hash, outcome, started_at_ms, reported_by) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'pending', ?13, ?14)",
@@ -339,7 +339,7 @@ impl Attempts for Store {
                 reported_by
             ],
         )?;
-        tx.run(
+        tx.run_held(
             "INSERT INTO intent_providers (provider, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
             params![new.provider, seq],
         )?;
@@ -440,7 +440,7 @@ impl Attempts for Store {
             |r| r.get(0),
         )?;
         for loser in &losers {
-            tx.run(
+            tx.run_held(
                 "UPDATE attempts SET hedge_lost = 1 WHERE id = ?1",
                 params![loser.as_str()],
             )?;
@@ -513,7 +513,7 @@ fn finish_in(
     let late = now_ms > intent.deadline_at_ms
         || (intent.state.is_terminal() && !own_result)
         || after_cancel;
-    tx.run(
+    tx.run_held(
         "UPDATE attempts SET outcome = coalesce(?2, outcome), error_class = coalesce(?3, error_class), \
          http_status = coalesce(?4, http_status), retry_after_ms = coalesce(?5, retry_after_ms), \
          provider_request_id = coalesce(?6, provider_request_id), proposal_hash = coalesce(?7, proposal_hash), \
@@ -540,7 +540,7 @@ fn finish_in(
         // them, and the claim that sent it has usually marked the intent already (then
         // nothing is written).
         Some(true) if before.kind == AttemptKind::Dispatch => {
-            tx.run(
+            tx.run_held(
                 "UPDATE intents SET crossed = 1 WHERE seq = ?1 AND crossed = 0",
                 params![seq],
             )?;

@@ -144,7 +144,7 @@ fn insert_targets(
             .collect();
         let mut values = vec![super::sql::Value::Int(command_seq)];
         values.extend(chunk.iter().map(|(seq, _)| super::sql::Value::Int(*seq)));
-        tx.run(
+        tx.run_held(
             &format!(
                 "INSERT INTO command_targets (command_seq, intent_seq) VALUES {} ON CONFLICT DO NOTHING",
                 marks.join(", ")
@@ -286,7 +286,7 @@ impl Commands for Store {
         if status != "refused" {
             insert_targets(&tx, command_seq, &covered)?;
         }
-        tx.run(
+        tx.run_held(
             "UPDATE commands SET status = ?2, result_json = ?3 WHERE seq = ?1",
             params![command_seq, status, result.to_string()],
         )?;
@@ -304,7 +304,7 @@ impl Commands for Store {
         status: &str,
         result: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        self.conn.run(
+        self.conn.run_held(
             "UPDATE commands SET status = ?2, result_json = ?3 WHERE id = ?1",
             params![id.as_str(), status, result.to_string()],
         )?;

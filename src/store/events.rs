@@ -105,7 +105,7 @@ fn append_text(
         Dialect::Sqlite => "events",
         Dialect::Postgres => "events_pending",
     };
-    tx.run(
+    tx.run_held(
         &format!(
             "INSERT INTO {table} (kind, tenant, intent_id, payload, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)"
         ),

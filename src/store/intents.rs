@@ -338,7 +338,7 @@ impl Intents for Store {
             .into_iter()
             .find_map(|(name, same)| (!same).then_some(name));
             let Some(differs) = differs else {
-                tx.run(
+                tx.run_held(
                     "UPDATE ingest_keys SET replays = replays + 1 WHERE tenant = ?1 AND caller_key = ?2",
                     params![new.tenant.as_str(), new.caller_key],
                 )?;
@@ -346,7 +346,7 @@ impl Intents for Store {
                 tx.commit()?;
                 return Ok(CreateOutcome::Replayed(intent));
             };
-            tx.run(
+            tx.run_held(
                 "UPDATE ingest_keys SET mismatches = mismatches + 1 WHERE tenant = ?1 AND caller_key = ?2",
                 params![new.tenant.as_str(), new.caller_key],
             )?;
@@ -428,7 +428,7 @@ impl Intents for Store {
             drop(tx);
             return self.create_or_replay(new);
         }
-        tx.run(
+        tx.run_held(
             "INSERT INTO transitions (intent_seq, from_state, to_state, event, at_ms) VALUES \
              (?1, NULL, 'new', 'created', ?2), (?1, 'new', 'prepared', 'validated', ?2)",
             params![seq, now],
@@ -577,7 +577,7 @@ fn supersede(tx: &dyn Conn, old: &IntentId, new: &NewIntent) -> Result<(), Store
         };
         super::apply::apply_in(tx, old, &event, &ctx)?;
     }
-    tx.run(
+    tx.run_held(
         "UPDATE intents SET superseded_by = ?2 WHERE id = ?1",
         params![old.as_str(), new.id.as_str()],
     )?;

@@ -105,7 +105,7 @@ impl Lookups for Store {
         now_ms: u64,
         next_at_ms: Option<u64>,
     ) -> Result<(), StoreError> {
-        self.conn.run(
+        self.conn.run_held(
             "UPDATE intents SET lookups = lookups + 1, \
              automatic_lookups = automatic_lookups + ?2, last_lookup_at_ms = ?3, \
              next_lookup_at_ms = ?4 WHERE id = ?1",
@@ -125,7 +125,7 @@ impl Lookups for Store {
         next_at_ms: Option<u64>,
         exhausted_at_ms: Option<u64>,
     ) -> Result<(), StoreError> {
-        self.conn.run(
+        self.conn.run_held(
             "UPDATE intents SET next_lookup_at_ms = ?2 WHERE id = ?1",
             params![id.as_str(), next_at_ms.map(to_i64)],
         )?;

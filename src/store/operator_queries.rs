@@ -187,7 +187,7 @@ impl OperatorQueries for Store {
     ) -> Result<CommandRecord, StoreError> {
         let record = self.command(id)?;
         let payload = serde_json::to_string(&record)?;
-        self.conn.run(
+        self.conn.run_held(
             "INSERT INTO events (kind, tenant, intent_id, payload, at_ms) VALUES ('command', NULL, NULL, ?1, ?2)",
             params![payload, to_i64(now_ms)],
         )?;

@@ -258,11 +258,11 @@ impl Outbox for Store {
         if released != 1 {
             return Err(StoreError::Fenced { outbox_seq });
         }
-        tx.run(
+        tx.run_held(
             "UPDATE attempts SET sent = 0 WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
             params![outbox_seq],
         )?;
-        tx.run(
+        tx.run_held(
             "UPDATE intents SET crossed = CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
              AND a.kind = 'dispatch' AND a.sent = 1) THEN 1 ELSE 0 END \
              WHERE seq = (SELECT intent_seq FROM outbox WHERE seq = ?1)",
@@ -308,7 +308,7 @@ impl Outbox for Store {
             return Err(StoreError::Fenced { outbox_seq });
         };
         let (attempt, intent_id): (AttemptId, IntentId) = (attempt.parse()?, intent_id.parse()?);
-        tx.run(
+        tx.run_held(
             "UPDATE attempts SET outcome = 'abandoned', sent = 0, ended_at_ms = ?2, detail = ?3 WHERE id = ?1",
             params![
                 attempt.as_str(),
@@ -316,7 +316,7 @@ impl Outbox for Store {
                 "not sent: cancellation was requested before the send left"
             ],
         )?;
-        tx.run(
+        tx.run_held(
             "UPDATE intents SET crossed = CASE WHEN EXISTS (SELECT 1 FROM attempts a WHERE a.intent_seq = intents.seq \
              AND a.kind = 'dispatch' AND a.sent = 1) THEN 1 ELSE 0 END WHERE id = ?1",
             params![intent_id.as_str()],
@@ -365,7 +365,7 @@ impl Outbox for Store {
 
 /// Give back the unit of budget a planned send took, when it was never made.
 pub(crate) fn refund_attempt(tx: &dyn Conn, id: &IntentId) -> Result<(), StoreError> {
-    tx.run(
+    tx.run_held(
         "UPDATE intents SET attempts = attempts - 1 WHERE id = ?1 AND attempts > 0",
         params![id.as_str()],
     )?;
@@ -455,7 +455,7 @@ fn claim_row(
     // found it, or planned in this transaction), so the count read back is the one this
     // claim made. Not `RETURNING`:
     // SQLite builds a temporary b-tree for it at every run.
-    tx.run(
+    tx.run_held(
         "UPDATE outbox SET status = 'claimed', claimed_by = ?2, claim_expires_at_ms = ?3, \
              claims = claims + 1 WHERE seq = ?1",
         params![outbox_seq, worker, to_i64(lease_expires_at_ms)],
@@ -471,13 +471,13 @@ fn claim_row(
     let retention_secs = terms_sent
         .as_ref()
         .map(|t| to_i64(t.key.retention_ms / 1000));
-    tx.run(
+    tx.run_held(
         "UPDATE attempts SET sent = 1, downstream_resource = coalesce(?2, downstream_resource), \
              key_retention_secs = coalesce(?3, key_retention_secs) \
              WHERE seq = (SELECT attempt_seq FROM outbox WHERE seq = ?1)",
         params![outbox_seq, resource, retention_secs],
     )?;
-    tx.run(
+    tx.run_held(
             "UPDATE intents SET crossed = 1, first_dispatch_at_ms = coalesce(first_dispatch_at_ms, ?2), \
              key_retention_secs = CASE WHEN first_dispatch_at_ms IS NULL \
                  THEN coalesce(?3, key_retention_secs) ELSE key_retention_secs END \
@@ -556,7 +556,7 @@ fn hold_back(
         |r| r.get(0),
     )?;
     let attempt: AttemptId = attempt.parse()?;
-    tx.run(
+    tx.run_held(
         "UPDATE attempts SET outcome = 'abandoned', sent = 0, ended_at_ms = ?2, detail = ?3 WHERE id = ?1",
         params![attempt.as_str(), to_i64(now_ms), format!("not sent: {why}")],
     )?;
@@ -597,7 +597,7 @@ fn hold_back(
         }
     }
     if matches!(stop, Stop::Gate(Hold::AuthorizationLapsed)) {
-        tx.run(
+        tx.run_held(
             // A lapse that names its policy change says more; it stays.
             "UPDATE intents SET state_reason = CASE WHEN state_reason LIKE 'approval lapsed:%' \
              THEN state_reason ELSE ?2 END WHERE id = ?1",

@@ -147,7 +147,7 @@ impl Receipts for Store {
             return Ok(WebhookOutcome::Duplicate { deliveries });
         }
         let observation = observe_in(&tx, &intent_id, source, now_ms)?;
-        tx.run(
+        tx.run_held(
             "INSERT INTO webhook_arrivals (intent_seq, event_id, received_at_ms) VALUES (?1, ?2, ?3)",
             params![seq, event_id, to_i64(now_ms)],
         )?;
@@ -201,7 +201,7 @@ pub(crate) fn insert(
     authoritative: bool,
     now_ms: u64,
 ) -> Result<(), StoreError> {
-    tx.run(
+    tx.run_held(
         "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![

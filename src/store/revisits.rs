@@ -78,7 +78,7 @@ fn insert_change(
     tenant: Option<&str>,
     now_ms: u64,
 ) -> Result<(), StoreError> {
-    tx.run(
+    tx.run_held(
         "INSERT INTO revisits (kind, subject, field, old_value, new_value, tenant, at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![

@@ -28,6 +28,17 @@ pub enum Value {
     Text(String),
 }
 
+impl From<ValueRef<'_>> for Value {
+    fn from(value: ValueRef<'_>) -> Value {
+        match value {
+            ValueRef::Null => Value::Null,
+            ValueRef::Int(v) => Value::Int(v),
+            ValueRef::Real(v) => Value::Real(v),
+            ValueRef::Text(v) => Value::Text(v.to_string()),
+        }
+    }
+}
+
 /// Something that can be bound as a parameter.
 pub trait ToValue {
     fn to_value(&self) -> ValueRef<'_>;
@@ -284,6 +295,18 @@ pub trait Conn {
     ) -> Result<(), StoreError>;
     /// Run several statements without parameters (migrations, transaction control).
     fn batch(&self, sql: &str) -> Result<(), StoreError>;
+    /// [`Conn::run`] for a write whose count the caller does not read. A connection may hold
+    /// it back and send it with the next statement that waits for an answer (PostgreSQL's
+    /// writers do while they leave savepoints out: a round trip saved each); its error is
+    /// then that statement's, and the writer runs the write again with savepoints. It
+    /// counts as a change at once ([`Conn::total_changes`]).
+    fn run_held(&self, sql: &str, params: &[&dyn ToValue]) -> Result<(), StoreError> {
+        self.run(sql, params).map(|_| ())
+    }
+    /// Send what [`Conn::run_held`] held back and wait for its answers.
+    fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
     fn dialect(&self) -> Dialect;
     /// This connection as a trait object (for a [`Savepoint`] to hold).
     fn as_conn(&self) -> &dyn Conn;
@@ -517,6 +540,12 @@ impl Conn for Savepoint<'_> {
     fn batch(&self, sql: &str) -> Result<(), StoreError> {
         self.conn.batch(sql)
     }
+    fn run_held(&self, sql: &str, params: &[&dyn ToValue]) -> Result<(), StoreError> {
+        self.conn.run_held(sql, params)
+    }
+    fn flush(&self) -> Result<(), StoreError> {
+        self.conn.flush()
+    }
     fn dialect(&self) -> Dialect {
         self.conn.dialect()
     }
@@ -551,6 +580,12 @@ impl<C: Conn + ?Sized> Conn for Box<C> {
     }
     fn batch(&self, sql: &str) -> Result<(), StoreError> {
         (**self).batch(sql)
+    }
+    fn run_held(&self, sql: &str, params: &[&dyn ToValue]) -> Result<(), StoreError> {
+        (**self).run_held(sql, params)
+    }
+    fn flush(&self) -> Result<(), StoreError> {
+        (**self).flush()
     }
     fn dialect(&self) -> Dialect {
         (**self).dialect()

@@ -3,18 +3,30 @@
 //! prepared once per connection and kept. A parameter takes the type PostgreSQL inferred
 //! for its place (an integer bound where a `boolean` or `integer` column is compared is
 //! written as one), so the table modules bind the same values for both backends.
+//!
+//! Each statement is a round trip to the server, and on PostgreSQL a round trip (two
+//! wake-ups on each side) costs more than most of the store's statements themselves. So
+//! what needs no answer of its own goes with the next statement that does, in one round
+//! trip: a `BEGIN` always, and a writer's [`Conn::run_held`] writes while it leaves its
+//! savepoints out. The driver sends a request when its future is first polled; the
+//! connection polls the held requests' futures and the answered one's in order, so they
+//! leave in one write, and the server answers them in order.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::error::Error;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use postgres::types::{IsNull, ToSql, Type};
-use postgres::{Client, Statement};
+use tokio::runtime::Runtime;
+use tokio_postgres::types::{IsNull, ToSql, Type};
+use tokio_postgres::{Client, Statement};
 
 use crate::store::StoreError;
-use crate::store::sql::{Conn, Dialect, Elision, Row, RowSource, ToValue, ValueRef};
+use crate::store::sql::{Conn, Dialect, Elision, Row, RowSource, ToValue, Value, ValueRef};
 
 /// One level of an open transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +46,10 @@ const MAX_STATEMENTS: usize = 512;
 
 /// One PostgreSQL connection and its prepared statements.
 pub struct PgConn {
-    client: RefCell<Client>,
+    /// Drives the connection while a statement waits for its answer; a runtime of the
+    /// thread's own, as the store's threads run outside the coordinator's.
+    runtime: Runtime,
+    client: Client,
     statements: RefCell<HashMap<String, Statement>>,
     /// The open levels of the transaction, innermost last.
     savepoints: RefCell<Vec<Level>>,
@@ -44,20 +59,109 @@ pub struct PgConn {
     elision: Elision,
     /// Rows changed since the connection opened, as far as can be told ([`Conn::total_changes`]).
     changes: Cell<u64>,
+    /// Statements held back, oldest first, to go with the next that waits for an answer.
+    held: RefCell<Vec<Held>>,
+    /// Round trips to the server since the connection opened ([`PgConn::round_trips`]).
+    round_trips: Cell<u64>,
+}
+
+/// A statement held back until one that waits for an answer goes.
+enum Held {
+    /// A `BEGIN`: the transaction starts with the statement sent after it.
+    Begin(String),
+    /// A write whose count nobody reads ([`Conn::run_held`]).
+    Write(Statement, Vec<Value>),
 }
 
 /// A connection idle longer than this is asked whether it is still there before a job.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
 
+/// The answer of one held statement.
+type Sent<'a> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'a>>;
+
 impl PgConn {
-    pub fn new(client: Client) -> PgConn {
+    pub fn new(runtime: Runtime, client: Client) -> PgConn {
         PgConn {
-            client: RefCell::new(client),
+            runtime,
+            client,
             statements: RefCell::new(HashMap::new()),
             savepoints: RefCell::new(Vec::new()),
             checked: Cell::new(Instant::now()),
             elision: Elision::default(),
             changes: Cell::new(0),
+            held: RefCell::new(Vec::new()),
+            round_trips: Cell::new(0),
+        }
+    }
+
+    /// How many times the connection has waited for the server since it opened: one for
+    /// each statement sent, with those held back before it.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.get()
+    }
+
+    /// Send what is held back and then `last`, in one round trip, and wait for all their
+    /// answers. The first held statement's error, if one failed, is the answer (the server
+    /// refuses whatever follows it in the transaction).
+    fn exchange<'a, T>(
+        &'a self,
+        last: impl Future<Output = Result<T, tokio_postgres::Error>> + 'a,
+    ) -> Result<T, StoreError> {
+        let held = self.held.take();
+        self.round_trips.set(self.round_trips.get() + 1);
+        let client = &self.client;
+        let (first_error, answer) = self.runtime.block_on(async {
+            let mut sends: Vec<Option<Sent<'_>>> = held
+                .iter()
+                .map(|h| -> Option<Sent<'_>> {
+                    Some(match h {
+                        Held::Begin(sql) => Box::pin(client.batch_execute(sql)),
+                        Held::Write(statement, values) => Box::pin(async move {
+                            let bound: Vec<Param<'_>> =
+                                values.iter().map(|v| Param(v.to_value())).collect();
+                            client.execute(statement, &refs(&bound)).await.map(|_| ())
+                        }),
+                    })
+                })
+                .collect();
+            let mut last = std::pin::pin!(last);
+            let mut answer = None;
+            let mut first_error = None;
+            // Polled in order, every time: each sends its request at its first poll.
+            poll_fn(|cx| {
+                for send in sends.iter_mut() {
+                    if let Some(future) = send
+                        && let Poll::Ready(done) = future.as_mut().poll(cx)
+                    {
+                        *send = None;
+                        if let (Err(e), None) = (done, &first_error) {
+                            first_error = Some(e);
+                        }
+                    }
+                }
+                if answer.is_none()
+                    && let Poll::Ready(done) = last.as_mut().poll(cx)
+                {
+                    answer = Some(done);
+                }
+                if answer.is_some() && sends.iter().all(Option::is_none) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            (first_error, answer)
+        });
+        if let Some(e) = first_error {
+            return Err(self.failed(e));
+        }
+        match answer {
+            Some(Ok(answer)) => Ok(answer),
+            Some(Err(e)) => Err(self.failed(e)),
+            None => Err(StoreError::Unavailable(
+                "PostgreSQL: a statement was left without an answer".into(),
+            )),
         }
     }
 
@@ -84,52 +188,82 @@ impl PgConn {
     }
 
     /// Transaction control as SQLite has it: a savepoint outside a transaction begins one
-    /// (and its release commits it), which PostgreSQL only does inside `BEGIN`.
+    /// (and its release commits it), which PostgreSQL only does inside `BEGIN`. A `BEGIN` is
+    /// held back for the statement after it; a transaction that ends before one was sent
+    /// never reaches the server.
     fn control(&self, statement: &str) -> Result<(), StoreError> {
-        let mut client = self.client.borrow_mut();
         let mut open = self.savepoints.borrow_mut();
         if statement.starts_with("SAVEPOINT ") {
             if open.is_empty() {
-                client.batch_execute("BEGIN").map_err(|e| self.failed(e))?;
+                self.begin("BEGIN");
                 open.push(Level::Began);
             } else {
-                client
-                    .batch_execute(statement)
-                    .map_err(|e| self.failed(e))?;
+                self.send(statement)?;
                 open.push(Level::Savepoint);
             }
         } else if statement.starts_with("ROLLBACK TO ") {
             match open.last_mut() {
                 Some(top @ Level::Began) => {
-                    client
-                        .batch_execute("ROLLBACK")
-                        .map_err(|e| self.failed(e))?;
+                    self.end("ROLLBACK")?;
                     *top = Level::Ended;
                 }
                 Some(Level::Ended) => {}
-                _ => client
-                    .batch_execute(statement)
-                    .map_err(|e| self.failed(e))?,
+                _ => self.send(statement)?,
             }
         } else if statement.starts_with("RELEASE ") {
             match open.pop() {
-                Some(Level::Began) => client.batch_execute("COMMIT").map_err(|e| self.failed(e))?,
+                Some(Level::Began) => self.end("COMMIT")?,
                 Some(Level::Ended) => {}
-                _ => client
-                    .batch_execute(statement)
-                    .map_err(|e| self.failed(e))?,
+                _ => self.send(statement)?,
             }
-        } else {
-            // BEGIN, COMMIT, ROLLBACK: the transaction is the outermost level.
+        } else if statement.starts_with("BEGIN") {
             open.clear();
-            client
-                .batch_execute(statement)
-                .map_err(|e| self.failed(e))?;
-            if statement.starts_with("BEGIN") {
-                open.push(Level::Explicit);
-            }
+            self.begin(statement);
+            open.push(Level::Explicit);
+        } else {
+            // COMMIT, ROLLBACK: the transaction is the outermost level.
+            open.clear();
+            self.end(statement)?;
         }
         Ok(())
+    }
+
+    /// Hold `BEGIN` back for the statement after it.
+    fn begin(&self, statement: &str) {
+        let mut held = self.held.borrow_mut();
+        held.clear();
+        held.push(Held::Begin(statement.to_string()));
+    }
+
+    /// End the transaction with `COMMIT` or `ROLLBACK`. Held writes go before a commit, in
+    /// a round trip of their own, so one that fails is not taken for committed (PostgreSQL
+    /// answers a `COMMIT` after a failed statement with a rollback, not an error); a
+    /// rollback throws them away. A transaction whose `BEGIN` was never sent ends here.
+    fn end(&self, statement: &str) -> Result<(), StoreError> {
+        let commit = statement.starts_with("COMMIT");
+        let writes = self
+            .held
+            .borrow()
+            .iter()
+            .any(|h| matches!(h, Held::Write(..)));
+        if commit && writes {
+            self.flush()?;
+        }
+        let never_sent = matches!(self.held.borrow().first(), Some(Held::Begin(_)));
+        if never_sent {
+            // Nothing of the transaction reached the server: nothing to end.
+            self.held.borrow_mut().clear();
+            return Ok(());
+        }
+        if !commit {
+            self.held.borrow_mut().clear();
+        }
+        self.send(statement)
+    }
+
+    /// Send plain SQL text, with what is held back before it.
+    fn send(&self, sql: &str) -> Result<(), StoreError> {
+        self.exchange(self.client.batch_execute(sql))
     }
 
     /// A statement failed: PostgreSQL now refuses every statement of the transaction but a
@@ -139,7 +273,7 @@ impl PgConn {
     /// A failure that says "send it again later" (a lock waited for too long, a cancel, a
     /// server out of resources or lost: [`StoreError::Unavailable`]) gives the transaction
     /// up instead: a second run would wait as long again before failing the same way.
-    fn failed(&self, e: postgres::Error) -> StoreError {
+    fn failed(&self, e: tokio_postgres::Error) -> StoreError {
         let error = StoreError::from(e);
         if self.elision.is_on() {
             match &error {
@@ -154,11 +288,8 @@ impl PgConn {
         if let Some(found) = self.statements.borrow().get(sql) {
             return Ok(found.clone());
         }
-        let prepared = self
-            .client
-            .borrow_mut()
-            .prepare(&numbered(sql))
-            .map_err(|e| self.failed(e))?;
+        let text = numbered(sql);
+        let prepared = self.exchange(self.client.prepare(&text))?;
         let mut statements = self.statements.borrow_mut();
         // Dynamic filters make many texts; keep the cache bounded.
         if statements.len() >= MAX_STATEMENTS {
@@ -222,10 +353,10 @@ impl ToSql for Param<'_> {
         true
     }
 
-    postgres::types::to_sql_checked!();
+    tokio_postgres::types::to_sql_checked!();
 }
 
-struct PgRow<'a>(&'a postgres::Row);
+struct PgRow<'a>(&'a tokio_postgres::Row);
 
 impl RowSource for PgRow<'_> {
     fn value(&self, index: usize) -> Result<ValueRef<'_>, StoreError> {
@@ -269,8 +400,8 @@ impl RowSource for PgRow<'_> {
     }
 }
 
-impl From<postgres::Error> for StoreError {
-    fn from(e: postgres::Error) -> Self {
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
         if e.is_closed() {
             return StoreError::Unavailable(format!("the connection to PostgreSQL was lost: {e}"));
         }
@@ -324,11 +455,7 @@ impl Conn for PgConn {
     fn run(&self, sql: &str, params: &[&dyn ToValue]) -> Result<usize, StoreError> {
         let statement = self.statement(sql)?;
         let bound = bind(params);
-        let changed = self
-            .client
-            .borrow_mut()
-            .execute(&statement, &refs(&bound))
-            .map_err(|e| self.failed(e))?;
+        let changed = self.exchange(self.client.execute(&statement, &refs(&bound)))?;
         self.count(sql, Some(changed));
         Ok(changed as usize)
     }
@@ -341,11 +468,7 @@ impl Conn for PgConn {
     ) -> Result<(), StoreError> {
         let statement = self.statement(sql)?;
         let bound = bind(params);
-        let rows = self
-            .client
-            .borrow_mut()
-            .query(&statement, &refs(&bound))
-            .map_err(|e| self.failed(e))?;
+        let rows = self.exchange(self.client.query(&statement, &refs(&bound)))?;
         // Rows returned are rows affected only where the statement returns those.
         self.count(sql, returns_its_rows(sql).then_some(rows.len() as u64));
         for row in &rows {
@@ -360,16 +483,39 @@ impl Conn for PgConn {
             .iter()
             .any(|p| head.starts_with(p));
         if !is_control {
-            self.client
-                .borrow_mut()
-                .batch_execute(sql)
-                .map_err(|e| self.failed(e))?;
+            self.send(sql)?;
             // Plain text says nothing of the rows it changed.
             self.count(sql, None);
             return Ok(());
         }
         for statement in head.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             self.control(statement)?;
+        }
+        Ok(())
+    }
+
+    /// Held back while the writer leaves savepoints out: then any error rolls the whole
+    /// write back and runs it again with savepoints, where this runs at once. Counted as one
+    /// change, so a refusal after it is never taken for one before any change.
+    fn run_held(&self, sql: &str, params: &[&dyn ToValue]) -> Result<(), StoreError> {
+        if !self.elision.is_on() {
+            return self.run(sql, params).map(|_| ());
+        }
+        let statement = self.statement(sql)?;
+        let values = params.iter().map(|p| Value::from(p.to_value())).collect();
+        self.held.borrow_mut().push(Held::Write(statement, values));
+        self.count(sql, None);
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        let writes = self
+            .held
+            .borrow()
+            .iter()
+            .any(|h| matches!(h, Held::Write(..)));
+        if writes {
+            self.exchange(std::future::ready(Ok(())))?;
         }
         Ok(())
     }
@@ -396,15 +542,20 @@ impl Conn for PgConn {
     }
 
     fn is_broken(&self) -> bool {
-        let mut client = self.client.borrow_mut();
-        if client.is_closed() {
+        if self.client.is_closed() {
             return true;
         }
-        // The blocking client notices a cut connection (a restarted server, a terminated
-        // backend) only when it next talks: an idle one is asked first, briefly, so the
-        // job that follows does not fail for it.
+        // The client notices a cut connection (a restarted server, a terminated backend)
+        // only when it next talks: an idle one is asked first, briefly, so the job that
+        // follows does not fail for it.
         let idle = self.checked.replace(Instant::now()).elapsed();
-        idle > IDLE_CHECK && client.is_valid(Duration::from_secs(2)).is_err()
+        idle > IDLE_CHECK
+            && !matches!(
+                self.runtime.block_on(async {
+                    tokio::time::timeout(Duration::from_secs(2), self.client.simple_query("")).await
+                }),
+                Ok(Ok(_))
+            )
     }
 }
 

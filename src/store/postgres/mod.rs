@@ -1,5 +1,6 @@
-//! The PostgreSQL backend: a [`Conn`](crate::store::sql::Conn) over the `postgres` driver
-//! (tokio-postgres behind a blocking facade, as the store's operations are synchronous), the
+//! The PostgreSQL backend: a [`Conn`](crate::store::sql::Conn) over the `tokio-postgres`
+//! driver (run by a small runtime of each connection's own, as the store's operations are
+//! synchronous; statements that need no answer of their own go with the next), the
 //! schema's migrations, and a [`Backend`] whose store threads each own one connection: the
 //! pool. Every write is a transaction of its own on one of the writer threads; several
 //! coordinators may share one database, and the rows a write changes are locked for it
@@ -12,7 +13,7 @@ pub mod schema;
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
-use postgres::{Client, NoTls};
+use tokio_postgres::NoTls;
 
 use super::db::{Backend, Db, ReadJob, WriteJob};
 use super::queue::{Lane, WriteQueue};
@@ -26,7 +27,7 @@ pub const READERS: usize = 4;
 
 /// A connection with its schema brought up to date.
 pub fn connect(url: &str) -> Result<PgConn, StoreError> {
-    let mut config: postgres::Config = url.parse().map_err(|e| {
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
         StoreError::Unavailable(format!(
             "the database URL {} is not valid: {e}",
             super::location::without_password(url)
@@ -37,13 +38,26 @@ pub fn connect(url: &str) -> Result<PgConn, StoreError> {
     }
     notice_a_vanished_server(&mut config);
     config.application_name("intentdesk");
-    let client: Client = config.connect(NoTls).map_err(|e| {
+    let cannot = |e: &dyn std::fmt::Display| {
         StoreError::Unavailable(format!(
             "cannot connect to PostgreSQL at {}: {e}",
             super::location::without_password(url)
         ))
-    })?;
-    let conn = PgConn::new(client);
+    };
+    // The connection runs only while a statement waits for its answer, on this thread.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| cannot(&e))?;
+    let (client, connection) = runtime
+        .block_on(config.connect(NoTls))
+        .map_err(|e| cannot(&e))?;
+    runtime.spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "a PostgreSQL connection ended");
+        }
+    });
+    let conn = PgConn::new(runtime, client);
     // Notices ("relation already exists, skipping") are not worth an operator's log line.
     crate::store::sql::Conn::batch(&conn, "SET client_min_messages = warning")?;
     schema::migrate(&conn)?;
@@ -62,7 +76,7 @@ const DRIVER_KEEPALIVE_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
 /// URL names (`keepalives_idle`, `keepalives_interval`, `keepalives_retries`,
 /// `tcp_user_timeout`) is kept; an idle time of exactly the driver's two hours reads as
 /// unnamed.
-fn notice_a_vanished_server(config: &mut postgres::Config) {
+fn notice_a_vanished_server(config: &mut tokio_postgres::Config) {
     if config.get_keepalives_idle() == DRIVER_KEEPALIVE_IDLE {
         config.keepalives_idle(Duration::from_secs(30));
     }
@@ -154,7 +168,7 @@ pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// `-c name=value`, `-cname=value` or `--name=value`.
 fn names_option(url: &str, name: &str) -> bool {
     let Some(options) = url
-        .parse::<postgres::Config>()
+        .parse::<tokio_postgres::Config>()
         .ok()
         .and_then(|config| config.get_options().map(str::to_string))
     else {
@@ -185,8 +199,8 @@ pub struct PgBackend {
 
 impl PgBackend {
     /// Connect every store thread (so a wrong URL or credentials fail here, at start); the
-    /// threads end when the backend is dropped. Each thread connects by itself: the
-    /// blocking client runs its own small runtime, which may not be started or dropped on
+    /// threads end when the backend is dropped. Each thread connects by itself: a
+    /// connection runs its own small runtime, which may not be started or dropped on
     /// an async runtime's thread, so it never leaves the thread that made it.
     pub fn open(url: &str) -> Result<PgBackend, StoreError> {
         let writes = WriteQueue::new();
@@ -260,7 +274,9 @@ impl Drop for PgBackend {
 
 /// Run `job` in a transaction of its own and commit it. It runs first without savepoints:
 /// each is two round trips to the server (`SAVEPOINT`, `RELEASE`), and an order's writes
-/// made 24 of its 76 statements with them. If it fails where a savepoint would have undone
+/// made 24 of its 76 statements with them. Its writes whose count it does not read are
+/// held back meanwhile and go with its next statement that waits for an answer
+/// ([`PgConn`]). If it fails where a savepoint would have undone
 /// part of it (a failed statement, an error or a panic inside an operation), the
 /// transaction is rolled back and the job runs again with its savepoints, as SQLite's
 /// writer runs a group again; its last run is its answer. One that failed to be sent again
@@ -275,11 +291,19 @@ fn write_one(store: &mut Store, job: &mut WriteJob) -> Result<(), StoreError> {
     store.conn().batch("BEGIN")?;
     elide(store, true);
     job.run(store);
+    let taken = |store: &Store| {
+        store
+            .conn()
+            .elision()
+            .map_or((false, None), |e| (e.take_unrolled(), e.take_given_up()))
+    };
+    let (mut unrolled, mut given_up) = taken(store);
+    // The writes the job held back go now, while one that fails still runs it again.
+    if !unrolled && store.conn().flush().is_err() {
+        (_, given_up) = taken(store);
+        unrolled = true;
+    }
     elide(store, false);
-    let (unrolled, given_up) = store
-        .conn()
-        .elision()
-        .map_or((false, None), |e| (e.take_unrolled(), e.take_given_up()));
     if unrolled {
         store.conn().batch("ROLLBACK")?;
         if let Some(why) = given_up {
@@ -381,8 +405,8 @@ pub fn db(url: &str) -> Result<Db, StoreError> {
 mod tests {
     use super::*;
 
-    fn noticed(url: &str) -> postgres::Config {
-        let mut config: postgres::Config = url.parse().expect("URL");
+    fn noticed(url: &str) -> tokio_postgres::Config {
+        let mut config: tokio_postgres::Config = url.parse().expect("URL");
         notice_a_vanished_server(&mut config);
         config
     }
