@@ -23,6 +23,11 @@
 # Knobs: CONCURRENCY (32), DURATION (20), WARMUP (2), DURABILITIES ("power_loss
 # process_crash"), ROUNDS (1), PORT (7410; the sandbox takes PORT+10), BIN (built here if
 # unset), OUT (a fresh temporary folder; results.jsonl and the logs stay there).
+# POSTGRES (unset): the URL of a PostgreSQL server's admin database (`.ci/postgres start`
+# prints one); each coordinator then runs on a fresh database there, made with `psql` and
+# dropped after its run, instead of a SQLite file. POSTGRES_VIA: the server's URL up to its
+# port as the coordinators are to reach it, when not directly (through
+# `benches/delay_relay.py`, as a server on another machine).
 # Loopback only; every process it starts is stopped when it ends.
 set -euo pipefail
 
@@ -83,11 +88,18 @@ run_one() {
   mkdir -p "$dir"
   printf %s "load-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/admin.token"
   printf %s "hook-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/webhook.token"
+  local database="intentdesk.sqlite" pg_database=""
+  if [ -n "${POSTGRES:-}" ]; then
+    pg_database="bench_$(date +%s%N)"
+    psql -q "$POSTGRES" -c "CREATE DATABASE $pg_database" > /dev/null
+    database="${POSTGRES_VIA:-${POSTGRES%/*}}/$pg_database"
+  fi
   "$BIN" coordinator --print-example-config | sed \
     -e "s/<hex sha256 of the bearer token>/$(sha "$dir/admin.token")/" \
     -e "s/<hex sha256 of the connector's token>/$(sha "$dir/webhook.token")/" \
     -e 's/^name = "ops-admin"/name = "load"\nmay_approve_own = true/' \
     -e "s/^durability = .*/durability = \"$durability\"/" \
+    -e "s#^database = .*#database = \"$database\"#" \
     -e "s/127.0.0.1:7410/127.0.0.1:$PORT/; s/127.0.0.1:7420/127.0.0.1:$SANDBOX_PORT/" \
     > "$dir/coordinator.toml"
   "$BIN" sandbox --listen "127.0.0.1:$SANDBOX_PORT" --faults none \
@@ -127,6 +139,7 @@ run_one() {
     r.store_writes = Number(writes || 0); r.store_commits = Number(commits || 0);
     console.log(JSON.stringify(r));' "$durability" "$effects" "$committed" "$writes" "$commits" "$round" >> "$results"
   stop_all
+  [ -z "$pg_database" ] || psql -q "$POSTGRES" -c "DROP DATABASE $pg_database" > /dev/null
 
   if [ "$shape" = intentdesk-order ]; then
     tail -1 "$results" | node -e '
