@@ -9,13 +9,13 @@
 //! intents of every tenant.
 
 use super::ops::*;
-use super::sql::{Conn, ConnExt, Value, params, params_of};
+use super::sql::{Conn, ConnExt, Value, params_of};
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::query::{IntentFilter, filter_where};
-use super::{Store, StoreError, to_i64, to_u64};
+use super::{Store, StoreError, to_u64};
 use crate::domain::{CommandId, IntentId};
 use crate::wire::CommandRecord;
 
@@ -186,11 +186,9 @@ impl OperatorQueries for Store {
         now_ms: u64,
     ) -> Result<CommandRecord, StoreError> {
         let record = self.command(id)?;
-        let payload = serde_json::to_string(&record)?;
-        self.conn.run_held(
-            "INSERT INTO events (kind, tenant, intent_id, payload, at_ms) VALUES ('command', NULL, NULL, ?1, ?2)",
-            params![payload, to_i64(now_ms)],
-        )?;
+        // Through the feed's own door: on PostgreSQL an event is numbered only once its
+        // write has committed, so a reader never passes a number a later commit fills.
+        super::events::append(self.conn.as_conn(), "command", None, None, &record, now_ms)?;
         Ok(record)
     }
 }
