@@ -1519,7 +1519,9 @@ async fn a_postgres_writers_held_writes_go_with_the_next_statement_and_a_failure
 
 /// What a PostgreSQL writer holds back costs no round trip of its own: a transaction of a
 /// `BEGIN`, three held writes and a read is one round trip, and its commit another (six
-/// and one before); a transaction that ends before anything of it was sent costs none.
+/// and one before); a transaction that ends before anything of it was sent costs none. A
+/// write holds at most 32 statements back, and nothing held is ever thrown away unsent
+/// but by a rollback.
 #[test]
 fn a_postgres_transaction_sends_its_begin_and_held_writes_with_its_next_statement() {
     use intentdesk::store::sql::Conn;
@@ -1562,4 +1564,27 @@ fn a_postgres_transaction_sends_its_begin_and_held_writes_with_its_next_statemen
         before,
         "empty transactions reach no server"
     );
+
+    // A write of many statements holds no more than 32 at once.
+    conn.batch("BEGIN").expect("begin");
+    elision.set(true);
+    let before = conn.round_trips();
+    for n in 100..170 {
+        conn.run_held("INSERT INTO trips (n) VALUES (?1)", &[&n])
+            .expect("held");
+    }
+    assert_eq!(conn.round_trips() - before, 2, "sent at 32 and at 64");
+    // A `BEGIN` inside the transaction (PostgreSQL only warns) sends what is held first:
+    // nothing held is thrown away.
+    conn.batch("BEGIN").expect("a second begin");
+    elision.set(false);
+    conn.batch("COMMIT").expect("commit");
+    let count: i64 = conn
+        .one(
+            "SELECT count(*) FROM trips WHERE n >= 100",
+            params![],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(count, 70);
 }

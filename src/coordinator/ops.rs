@@ -66,9 +66,18 @@ async fn healthz(State(state): State<AppState>) -> Response {
                         .await,
                     )
                 };
-                // An empty write ahead of every agent's: it proves the writer takes and
-                // commits.
-                let write = tokio::time::timeout(PROBE_WAIT, state.db.write(|_| Ok(())));
+                // A write of one statement ahead of every agent's: it proves the writer
+                // takes, reaches its database and commits (an empty one reaches no
+                // PostgreSQL server: its transaction is never sent).
+                let write = tokio::time::timeout(
+                    PROBE_WAIT,
+                    state.db.write(|s| {
+                        use crate::store::sql::{ConnExt, params};
+                        s.conn()
+                            .one("SELECT 1", params![], |r| r.get::<i64>(0))
+                            .map(drop)
+                    }),
+                );
                 let (read, write) = tokio::join!(read, write);
                 let write = probe(write);
                 *probed = Some((std::time::Instant::now(), read, write));

@@ -49,7 +49,10 @@ pub struct PgConn {
     /// Drives the connection while a statement waits for its answer; a runtime of the
     /// thread's own, as the store's threads run outside the coordinator's.
     runtime: Runtime,
-    client: Client,
+    /// Kept until the connection is dropped ([`PgConn::client`]).
+    client: Option<Client>,
+    /// The task that drives the connection: given a moment to say goodbye on drop.
+    driver: Option<tokio::task::JoinHandle<()>>,
     statements: RefCell<HashMap<String, Statement>>,
     /// The open levels of the transaction, innermost last.
     savepoints: RefCell<Vec<Level>>,
@@ -73,6 +76,9 @@ enum Held {
     Write(Statement, Vec<Value>),
 }
 
+/// The most statements held back at once: one more sends them.
+const MAX_HELD: usize = 32;
+
 /// A connection idle longer than this is asked whether it is still there before a job.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
 
@@ -80,10 +86,12 @@ const IDLE_CHECK: Duration = Duration::from_secs(1);
 type Sent<'a> = Pin<Box<dyn Future<Output = Result<(), tokio_postgres::Error>> + 'a>>;
 
 impl PgConn {
-    pub fn new(runtime: Runtime, client: Client) -> PgConn {
+    /// A connection whose driver `driver` runs on `runtime`.
+    pub fn new(runtime: Runtime, client: Client, driver: tokio::task::JoinHandle<()>) -> PgConn {
         PgConn {
             runtime,
-            client,
+            client: Some(client),
+            driver: Some(driver),
             statements: RefCell::new(HashMap::new()),
             savepoints: RefCell::new(Vec::new()),
             checked: Cell::new(Instant::now()),
@@ -92,6 +100,12 @@ impl PgConn {
             held: RefCell::new(Vec::new()),
             round_trips: Cell::new(0),
         }
+    }
+
+    fn client(&self) -> &Client {
+        self.client
+            .as_ref()
+            .expect("the client is kept until the connection is dropped")
     }
 
     /// How many times the connection has waited for the server since it opened: one for
@@ -109,7 +123,7 @@ impl PgConn {
     ) -> Result<T, StoreError> {
         let held = self.held.take();
         self.round_trips.set(self.round_trips.get() + 1);
-        let client = &self.client;
+        let client = self.client();
         let (first_error, answer) = self.runtime.block_on(async {
             let mut sends: Vec<Option<Sent<'_>>> = held
                 .iter()
@@ -195,7 +209,7 @@ impl PgConn {
         let mut open = self.savepoints.borrow_mut();
         if statement.starts_with("SAVEPOINT ") {
             if open.is_empty() {
-                self.begin("BEGIN");
+                self.begin("BEGIN")?;
                 open.push(Level::Began);
             } else {
                 self.send(statement)?;
@@ -218,7 +232,7 @@ impl PgConn {
             }
         } else if statement.starts_with("BEGIN") {
             open.clear();
-            self.begin(statement);
+            self.begin(statement)?;
             open.push(Level::Explicit);
         } else {
             // COMMIT, ROLLBACK: the transaction is the outermost level.
@@ -228,11 +242,16 @@ impl PgConn {
         Ok(())
     }
 
-    /// Hold `BEGIN` back for the statement after it.
-    fn begin(&self, statement: &str) {
-        let mut held = self.held.borrow_mut();
-        held.clear();
-        held.push(Held::Begin(statement.to_string()));
+    /// Hold `BEGIN` back for the statement after it. Held writes never wait behind one: it
+    /// then goes at once, after them, as it would have without holding anything back.
+    fn begin(&self, statement: &str) -> Result<(), StoreError> {
+        if !self.held.borrow().is_empty() {
+            return self.send(statement);
+        }
+        self.held
+            .borrow_mut()
+            .push(Held::Begin(statement.to_string()));
+        Ok(())
     }
 
     /// End the transaction with `COMMIT` or `ROLLBACK`. Held writes go before a commit, in
@@ -263,7 +282,7 @@ impl PgConn {
 
     /// Send plain SQL text, with what is held back before it.
     fn send(&self, sql: &str) -> Result<(), StoreError> {
-        self.exchange(self.client.batch_execute(sql))
+        self.exchange(self.client().batch_execute(sql))
     }
 
     /// A statement failed: PostgreSQL now refuses every statement of the transaction but a
@@ -289,7 +308,7 @@ impl PgConn {
             return Ok(found.clone());
         }
         let text = numbered(sql);
-        let prepared = self.exchange(self.client.prepare(&text))?;
+        let prepared = self.exchange(self.client().prepare(&text))?;
         let mut statements = self.statements.borrow_mut();
         // Dynamic filters make many texts; keep the cache bounded.
         if statements.len() >= MAX_STATEMENTS {
@@ -455,7 +474,7 @@ impl Conn for PgConn {
     fn run(&self, sql: &str, params: &[&dyn ToValue]) -> Result<usize, StoreError> {
         let statement = self.statement(sql)?;
         let bound = bind(params);
-        let changed = self.exchange(self.client.execute(&statement, &refs(&bound)))?;
+        let changed = self.exchange(self.client().execute(&statement, &refs(&bound)))?;
         self.count(sql, Some(changed));
         Ok(changed as usize)
     }
@@ -468,7 +487,7 @@ impl Conn for PgConn {
     ) -> Result<(), StoreError> {
         let statement = self.statement(sql)?;
         let bound = bind(params);
-        let rows = self.exchange(self.client.query(&statement, &refs(&bound)))?;
+        let rows = self.exchange(self.client().query(&statement, &refs(&bound)))?;
         // Rows returned are rows affected only where the statement returns those.
         self.count(sql, returns_its_rows(sql).then_some(rows.len() as u64));
         for row in &rows {
@@ -505,6 +524,11 @@ impl Conn for PgConn {
         let values = params.iter().map(|p| Value::from(p.to_value())).collect();
         self.held.borrow_mut().push(Held::Write(statement, values));
         self.count(sql, None);
+        // A write of many statements (a command's targets, 400 rows each) keeps no more
+        // than this many in memory, and none waits long to be sent.
+        if self.held.borrow().len() >= MAX_HELD {
+            self.flush()?;
+        }
         Ok(())
     }
 
@@ -542,7 +566,7 @@ impl Conn for PgConn {
     }
 
     fn is_broken(&self) -> bool {
-        if self.client.is_closed() {
+        if self.client().is_closed() {
             return true;
         }
         // The client notices a cut connection (a restarted server, a terminated backend)
@@ -552,10 +576,24 @@ impl Conn for PgConn {
         idle > IDLE_CHECK
             && !matches!(
                 self.runtime.block_on(async {
-                    tokio::time::timeout(Duration::from_secs(2), self.client.simple_query("")).await
+                    tokio::time::timeout(Duration::from_secs(2), self.client().simple_query(""))
+                        .await
                 }),
                 Ok(Ok(_))
             )
+    }
+}
+
+/// Without its client the driver sends PostgreSQL's goodbye and closes, so the server does
+/// not count the connection as lost; it is given half a second.
+impl Drop for PgConn {
+    fn drop(&mut self) {
+        self.client = None;
+        if let Some(driver) = self.driver.take() {
+            let _ = self
+                .runtime
+                .block_on(async { tokio::time::timeout(Duration::from_millis(500), driver).await });
+        }
     }
 }
 

@@ -52,12 +52,12 @@ pub fn connect(url: &str) -> Result<PgConn, StoreError> {
     let (client, connection) = runtime
         .block_on(config.connect(NoTls))
         .map_err(|e| cannot(&e))?;
-    runtime.spawn(async move {
+    let driver = runtime.spawn(async move {
         if let Err(e) = connection.await {
             tracing::debug!(error = %e, "a PostgreSQL connection ended");
         }
     });
-    let conn = PgConn::new(runtime, client);
+    let conn = PgConn::new(runtime, client, driver);
     // Notices ("relation already exists, skipping") are not worth an operator's log line.
     crate::store::sql::Conn::batch(&conn, "SET client_min_messages = warning")?;
     schema::migrate(&conn)?;
@@ -200,8 +200,8 @@ pub struct PgBackend {
 impl PgBackend {
     /// Connect every store thread (so a wrong URL or credentials fail here, at start); the
     /// threads end when the backend is dropped. Each thread connects by itself: a
-    /// connection runs its own small runtime, which may not be started or dropped on
-    /// an async runtime's thread, so it never leaves the thread that made it.
+    /// connection runs its own small runtime, which may not be started, used or dropped
+    /// on an async runtime's worker thread (a plain thread or a blocking task's is fine).
     pub fn open(url: &str) -> Result<PgBackend, StoreError> {
         let writes = WriteQueue::new();
         let (reads, read_queue) = mpsc::channel::<ReadJob>();
