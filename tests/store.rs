@@ -1216,6 +1216,24 @@ mod shared_postgres {
     }
 }
 
+/// Run `f` as one write on `db`; its answer, and how many times the writer ran it.
+async fn counted<T: Send + 'static>(
+    db: &intentdesk::store::db::Db,
+    f: impl Fn(&mut Store) -> Result<T, StoreError> + Send + Sync + 'static,
+) -> (Result<T, StoreError>, u64) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let runs = Arc::new(AtomicU64::new(0));
+    let counter = runs.clone();
+    let answer = db
+        .write(move |s| {
+            counter.fetch_add(1, Ordering::Relaxed);
+            f(s)
+        })
+        .await;
+    (answer, runs.load(Ordering::Relaxed))
+}
+
 /// PostgreSQL's writers run each write first without savepoints (each is two round trips
 /// to the server). A write that fails where a savepoint would have undone part of it is
 /// rolled back and run again with them: here a write that fails after a row, one that
@@ -1228,7 +1246,6 @@ mod shared_postgres {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_would_undo() {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
 
     use intentdesk::store::db::Db;
     use intentdesk::store::postgres::PgBackend;
@@ -1241,22 +1258,6 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
         .await
         .expect("the table is made");
     let insert = |s: &Store, n: i64| s.conn().run("INSERT INTO kept (n) VALUES (?1)", &[&n]);
-
-    // Each write counts its runs; returns the answer and the runs.
-    async fn counted<T: Send + 'static>(
-        db: &Db,
-        f: impl Fn(&mut Store) -> Result<T, StoreError> + Send + Sync + 'static,
-    ) -> (Result<T, StoreError>, u64) {
-        let runs = Arc::new(AtomicU64::new(0));
-        let counter = runs.clone();
-        let answer = db
-            .write(move |s| {
-                counter.fetch_add(1, Ordering::Relaxed);
-                f(s)
-            })
-            .await;
-        (answer, runs.load(Ordering::Relaxed))
-    }
 
     // A good write runs once.
     let (answer, runs) = counted(&db, move |s| insert(s, 1).map(drop)).await;
@@ -1426,7 +1427,6 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_writers_held_writes_go_with_the_next_statement_and_a_failure_runs_it_again() {
     use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
 
     use intentdesk::store::db::Db;
     use intentdesk::store::postgres::PgBackend;
@@ -1440,20 +1440,6 @@ async fn a_postgres_writers_held_writes_go_with_the_next_statement_and_a_failure
         .expect("the table is made");
     let hold = |s: &Store, n: i64| s.conn().run_held("INSERT INTO held (n) VALUES (?1)", &[&n]);
 
-    async fn counted<T: Send + 'static>(
-        db: &Db,
-        f: impl Fn(&mut Store) -> Result<T, StoreError> + Send + Sync + 'static,
-    ) -> (Result<T, StoreError>, u64) {
-        let runs = Arc::new(AtomicU64::new(0));
-        let counter = runs.clone();
-        let answer = db
-            .write(move |s| {
-                counter.fetch_add(1, Ordering::Relaxed);
-                f(s)
-            })
-            .await;
-        (answer, runs.load(Ordering::Relaxed))
-    }
     let mut all_runs = Vec::new();
 
     // Held writes, then a read in the same write: it sees them, in order.
