@@ -1216,6 +1216,34 @@ mod shared_postgres {
     }
 }
 
+/// A store on a fresh PostgreSQL database with one table `name` of numbers; None where no
+/// server is named.
+async fn postgres_with_table(name: &'static str) -> Option<intentdesk::store::db::Db> {
+    let url = common::backends::fresh_postgres()?;
+    let backend = intentdesk::store::postgres::PgBackend::open(&url).expect("the store opens");
+    let db = intentdesk::store::db::Db::new(std::sync::Arc::new(backend));
+    db.write(move |s| {
+        s.conn()
+            .batch(&format!("CREATE TABLE {name} (n BIGINT PRIMARY KEY)"))
+    })
+    .await
+    .expect("the table is made");
+    Some(db)
+}
+
+/// The numbers table `name` holds, in order.
+async fn numbers_in(db: &intentdesk::store::db::Db, name: &'static str) -> Vec<i64> {
+    db.read(move |s| {
+        s.conn().rows(
+            &format!("SELECT n FROM {name} ORDER BY n"),
+            params![],
+            |r| r.get(0),
+        )
+    })
+    .await
+    .expect("rows")
+}
+
 /// Run `f` as one write on `db`; its answer, and how many times the writer ran it.
 async fn counted<T: Send + 'static>(
     db: &intentdesk::store::db::Db,
@@ -1245,18 +1273,9 @@ async fn counted<T: Send + 'static>(
 /// only what it should have kept is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_would_undo() {
-    use std::sync::Arc;
-
-    use intentdesk::store::db::Db;
-    use intentdesk::store::postgres::PgBackend;
-
-    let Some(url) = common::backends::fresh_postgres() else {
+    let Some(db) = postgres_with_table("kept").await else {
         return;
     };
-    let db = Db::new(Arc::new(PgBackend::open(&url).expect("the store opens")));
-    db.write(|s| s.conn().batch("CREATE TABLE kept (n BIGINT PRIMARY KEY)"))
-        .await
-        .expect("the table is made");
     let insert = |s: &Store, n: i64| s.conn().run("INSERT INTO kept (n) VALUES (?1)", &[&n]);
 
     // A good write runs once.
@@ -1354,7 +1373,7 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
     all_runs.push(runs);
 
     // A write that reads a statement's rows, then refuses: its runs.
-    async fn refused_after_rows(db: &Db, sql: &'static str) -> u64 {
+    async fn refused_after_rows(db: &intentdesk::store::db::Db, sql: &'static str) -> u64 {
         let (answer, runs) = counted(db, move |s| {
             let returned: Vec<i64> = s.conn().rows(sql, params![], |r| r.get(0))?;
             Err::<(), _>(StoreError::Conflict(format!(
@@ -1398,13 +1417,7 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
     assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
     all_runs.push(runs);
 
-    let kept: Vec<i64> = db
-        .read(|s| {
-            s.conn()
-                .rows("SELECT n FROM kept ORDER BY n", params![], |r| r.get(0))
-        })
-        .await
-        .expect("rows");
+    let kept = numbers_in(&db, "kept").await;
     assert_eq!(
         kept,
         [1_i64, 2, 3, 4],
@@ -1426,18 +1439,9 @@ async fn a_postgres_write_without_savepoints_is_run_again_with_them_where_one_wo
 /// a failed or refused write is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_writers_held_writes_go_with_the_next_statement_and_a_failure_runs_it_again() {
-    use std::sync::Arc;
-
-    use intentdesk::store::db::Db;
-    use intentdesk::store::postgres::PgBackend;
-
-    let Some(url) = common::backends::fresh_postgres() else {
+    let Some(db) = postgres_with_table("held").await else {
         return;
     };
-    let db = Db::new(Arc::new(PgBackend::open(&url).expect("the store opens")));
-    db.write(|s| s.conn().batch("CREATE TABLE held (n BIGINT PRIMARY KEY)"))
-        .await
-        .expect("the table is made");
     let hold = |s: &Store, n: i64| s.conn().run_held("INSERT INTO held (n) VALUES (?1)", &[&n]);
 
     let mut all_runs = Vec::new();
@@ -1488,13 +1492,7 @@ async fn a_postgres_writers_held_writes_go_with_the_next_statement_and_a_failure
     assert!(matches!(answer, Err(StoreError::Conflict(_))), "{answer:?}");
     all_runs.push(runs);
 
-    let kept: Vec<i64> = db
-        .read(|s| {
-            s.conn()
-                .rows("SELECT n FROM held ORDER BY n", params![], |r| r.get(0))
-        })
-        .await
-        .expect("rows");
+    let kept = numbers_in(&db, "held").await;
     assert_eq!(kept, [1_i64, 2, 3], "rows 10, 20 and 30 were undone");
     assert_eq!(
         all_runs,
