@@ -16,6 +16,7 @@ use super::auth::Principal;
 use super::health::ReadProbe;
 use crate::store::StoreError;
 use crate::store::ops::*;
+use crate::store::sql::{ConnExt, params};
 use crate::wire::{Health, HealthPart, HealthStatus, PartStatus};
 
 /// The OpenAPI 3.1 description of every coordinator route.
@@ -72,7 +73,6 @@ async fn healthz(State(state): State<AppState>) -> Response {
                 let write = tokio::time::timeout(
                     PROBE_WAIT,
                     state.db.write(|s| {
-                        use crate::store::sql::{ConnExt, params};
                         s.conn()
                             .one("SELECT 1", params![], |r| r.get::<i64>(0))
                             .map(drop)

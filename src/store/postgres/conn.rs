@@ -260,12 +260,7 @@ impl PgConn {
     /// rollback throws them away. A transaction whose `BEGIN` was never sent ends here.
     fn end(&self, statement: &str) -> Result<(), StoreError> {
         let commit = statement.starts_with("COMMIT");
-        let writes = self
-            .held
-            .borrow()
-            .iter()
-            .any(|h| matches!(h, Held::Write(..)));
-        if commit && writes {
+        if commit {
             self.flush()?;
         }
         let never_sent = matches!(self.held.borrow().first(), Some(Held::Begin(_)));
