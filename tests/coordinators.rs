@@ -498,6 +498,10 @@ async fn a_database_that_goes_away_is_reported_and_nothing_is_answered_as_stored
     drop_sessions(&name);
     let (status, health) = fleet.get(&fleet.a, "/healthz").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{health}");
+    // Both probes reach the server: the reads' and the writer's.
+    for part in ["store", "writer"] {
+        assert_eq!(health["parts"][part]["status"], "unreachable", "{health}");
+    }
     let body = order("acme", "9100");
     let (status, answer, _) = fleet.create(&fleet.b, "gone-1", &body).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
