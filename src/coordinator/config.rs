@@ -103,6 +103,10 @@ supports_idempotency = true    # the downstream deduplicates creates by Idempote
 key_retention_secs = 86400     # ... for this long after the first request
 supports_lookup = true         # GET <resource>?external_ref=<action key> finds a record
 timeout_ms = 2000
+# An idle connection is let go after this long (0: a new connection for every call). Keep it
+# below the downstream's own keep-alive: a command sent on a connection just as the
+# downstream closes it cannot be known to have been applied, and is looked up.
+idle_connection_ms = 4000
 # A 503 or 429 without Retry-After on a create is looked up before anything else, since a proxy
 # may answer so after the request went through. Set true only if this downstream's overload
 # answers always mean "not applied"; such a create is then retried like an explicit refusal.
@@ -190,6 +194,12 @@ pub struct ConnectorConfig {
     pub timeout_ms: u64,
     #[serde(default)]
     pub overload_means_not_applied: bool,
+    /// How long a connection to this downstream is kept for the next call once idle; 0
+    /// opens one for every call. Shorter than the downstream's own keep-alive, so the
+    /// coordinator lets a connection go before the downstream closes it: a command sent
+    /// on a connection just as the downstream closes it may or may not have been applied.
+    #[serde(default = "default_idle_connection_ms")]
+    pub idle_connection_ms: u64,
     #[serde(default)]
     pub operations: BTreeMap<String, String>,
 }
@@ -220,6 +230,13 @@ fn yes() -> bool {
 fn default_timeout_ms() -> u64 {
     2000
 }
+pub(crate) fn default_idle_connection_ms() -> u64 {
+    u64::try_from(crate::tls::POOL_IDLE.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The longest `idle_connection_ms` taken: an hour. Longer is a typo (seconds for
+/// milliseconds, say) more often than a wish, and holds sockets for nothing.
+pub const MAX_IDLE_CONNECTION_MS: u64 = 3_600_000;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -525,6 +542,13 @@ impl Config {
                     c.name
                 )));
             }
+            if c.idle_connection_ms > MAX_IDLE_CONNECTION_MS {
+                return Err(invalid(format!(
+                    "connector `{}`: idle_connection_ms must be at most {MAX_IDLE_CONNECTION_MS} \
+                     (an hour), got {}",
+                    c.name, c.idle_connection_ms
+                )));
+            }
             let least = min_lease_ms(c.timeout_ms);
             if self.dispatch_lease_ms < least {
                 return Err(invalid(format!(
@@ -668,6 +692,33 @@ mod tests {
             "c.toml",
         )
         .expect("long enough");
+    }
+
+    #[test]
+    fn a_connectors_idle_connection_setting_is_checked_and_named() {
+        let base = "listen = \"x\"\ndatabase = \"d\"\n";
+        let erp = |idle: &str| {
+            format!("{base}[[connectors]]\nname = \"erp\"\nbase_url = \"http://h\"\n{idle}")
+        };
+        let config = Config::parse(&erp(""), "c.toml").expect("the default");
+        assert_eq!(config.connectors[0].idle_connection_ms, 4000);
+        for (line, named) in [
+            ("idle_connection_ms = 3600001\n", "3600000"),
+            ("idle_connection_ms = -1\n", "idle_connection_ms"),
+            ("idle_connection_ms = \"4s\"\n", "idle_connection_ms"),
+        ] {
+            let err = Config::parse(&erp(line), "c.toml").expect_err(line);
+            assert!(err.to_string().contains(named), "{line}: {err}");
+            assert!(
+                err.to_string().contains("idle_connection_ms"),
+                "{line}: {err}"
+            );
+        }
+        for idle in [0, 3_600_000] {
+            let config = Config::parse(&erp(&format!("idle_connection_ms = {idle}\n")), "c.toml")
+                .expect("in range");
+            assert_eq!(config.connectors[0].idle_connection_ms, idle);
+        }
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! whether a request may have been sent is decided here, from how it failed. What the core
 //! reads of it is the data in [`super::core::call`].
 
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -103,19 +105,59 @@ async fn lookup(
 /// The downstream over HTTP.
 #[derive(Clone)]
 pub struct HttpDownstream {
-    http: reqwest::Client,
+    /// One client for each `idle_connection_ms` the connectors name, shared by those that
+    /// name the same.
+    clients: BTreeMap<u64, reqwest::Client>,
+    ca_file: Option<std::path::PathBuf>,
 }
 
 impl HttpDownstream {
-    /// A client for every connector, trusting the system's roots and `ca_file`'s.
-    pub fn new(ca_file: Option<&std::path::Path>) -> Result<HttpDownstream, String> {
-        let http = crate::tls::client(ca_file)
-            .map_err(|e| e.to_string())?
-            .pool_max_idle_per_host(64)
-            .build()
-            .map_err(|e| e.to_string())?;
-        Ok(HttpDownstream { http })
+    /// The clients of `connectors`, trusting the system's roots and `ca_file`'s.
+    pub fn new(
+        ca_file: Option<&std::path::Path>,
+        connectors: &[ConnectorConfig],
+    ) -> Result<HttpDownstream, String> {
+        let mut clients = BTreeMap::new();
+        for c in connectors {
+            if let Entry::Vacant(slot) = clients.entry(c.idle_connection_ms) {
+                slot.insert(client(ca_file, c.idle_connection_ms)?);
+            }
+        }
+        Ok(HttpDownstream {
+            clients,
+            ca_file: ca_file.map(std::path::Path::to_path_buf),
+        })
     }
+
+    /// The client for `connector`'s idle connections; one built for the call if none of the
+    /// connectors given at the start named its setting.
+    fn http(&self, connector: &ConnectorConfig) -> Result<reqwest::Client, String> {
+        match self.clients.get(&connector.idle_connection_ms) {
+            Some(http) => Ok(http.clone()),
+            None => client(self.ca_file.as_deref(), connector.idle_connection_ms),
+        }
+    }
+}
+
+/// Nothing was sent: the client for the call could not be built.
+fn no_client(e: &str) -> Call {
+    tracing::error!(error = %e, "cannot build an HTTP client for a connector");
+    Call::Failed {
+        observation: Observation::ConnectFailed,
+        detail: "connection could not be opened".to_string(),
+    }
+}
+
+fn client(ca_file: Option<&std::path::Path>, idle_ms: u64) -> Result<reqwest::Client, String> {
+    let builder = crate::tls::client(ca_file).map_err(|e| e.to_string())?;
+    let builder = if idle_ms == 0 {
+        builder.pool_max_idle_per_host(0)
+    } else {
+        builder
+            .pool_max_idle_per_host(64)
+            .pool_idle_timeout(Duration::from_millis(idle_ms))
+    };
+    builder.build().map_err(|e| e.to_string())
 }
 
 impl Downstream for HttpDownstream {
@@ -126,7 +168,13 @@ impl Downstream for HttpDownstream {
         key: &'a ActionKey,
         payload_json: &'a str,
     ) -> CallFuture<'a> {
-        Box::pin(create(&self.http, connector, resource, key, payload_json))
+        let http = self.http(connector);
+        Box::pin(async move {
+            match http {
+                Ok(http) => create(&http, connector, resource, key, payload_json).await,
+                Err(e) => no_client(&e),
+            }
+        })
     }
 
     fn lookup<'a>(
@@ -135,6 +183,133 @@ impl Downstream for HttpDownstream {
         resource: &'a str,
         key: &'a ActionKey,
     ) -> CallFuture<'a> {
-        Box::pin(lookup(&self.http, connector, resource, key))
+        let http = self.http(connector);
+        Box::pin(async move {
+            match http {
+                Ok(http) => lookup(&http, connector, resource, key).await,
+                Err(e) => no_client(&e),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A downstream whose keep-alive ran out just as a request came: it answers the first
+    /// request on each connection and closes the connection, unanswered, on the second, after
+    /// reading it. Counts the connections it accepted.
+    async fn closing_downstream() -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counted = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    for n in 0.. {
+                        if !read_request(&mut socket).await {
+                            return;
+                        }
+                        if n > 0 {
+                            return;
+                        }
+                        let body = r#"{"id":"po_1"}"#;
+                        let answer = format!(
+                            "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\n\
+                             content-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if socket.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, accepted)
+    }
+
+    /// Read one request's head and body; false when the connection ended first.
+    async fn read_request(socket: &mut tokio::net::TcpStream) -> bool {
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&seen[..end]).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if seen.len() >= end + 4 + length {
+                    return true;
+                }
+            }
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+
+    fn connector(url: &str, idle_connection_ms: u64) -> ConnectorConfig {
+        let text = format!(
+            "name = \"erp\"\nbase_url = \"{url}\"\ntimeout_ms = 2000\n\
+             idle_connection_ms = {idle_connection_ms}\n"
+        );
+        toml::from_str(&text).expect("a connector")
+    }
+
+    fn created(call: &Call) -> bool {
+        matches!(call, Call::Replied(reply) if reply.status == 201)
+    }
+
+    /// Two creates 300 ms apart to a downstream that closes the connection of the second:
+    /// with connections kept longer than that, the second create is sent on the old one and
+    /// is lost, unproven; kept 100 ms, it goes on a new connection and is answered.
+    #[tokio::test]
+    async fn a_connection_idle_past_the_connectors_setting_is_not_used_again() {
+        let key: ActionKey = "po:acme:int_01m91z8h05n91he8sex76r3432"
+            .parse()
+            .expect("a key");
+        // How long the test stays idle between the two creates: the scenario, not a wait
+        // for something to happen.
+        let idle = Duration::from_millis(300);
+        for (idle_ms, fresh) in [(4000, false), (100, true), (0, true)] {
+            let (url, accepted) = closing_downstream().await;
+            let erp = connector(&url, idle_ms);
+            let downstream =
+                HttpDownstream::new(None, std::slice::from_ref(&erp)).expect("a client");
+            let first = downstream.create(&erp, "purchase-orders", &key, "{}").await;
+            assert!(created(&first), "{first:?}");
+            tokio::time::sleep(idle).await;
+            let second = downstream.create(&erp, "purchase-orders", &key, "{}").await;
+            if fresh {
+                assert!(created(&second), "idle {idle_ms} ms: {second:?}");
+                assert_eq!(accepted.load(Ordering::SeqCst), 2, "idle {idle_ms} ms");
+            } else {
+                assert!(
+                    matches!(
+                        second,
+                        Call::Failed {
+                            observation: Observation::ConnectionLostAfterSend,
+                            ..
+                        }
+                    ),
+                    "idle {idle_ms} ms: {second:?}"
+                );
+                assert_eq!(accepted.load(Ordering::SeqCst), 1, "idle {idle_ms} ms");
+            }
+        }
     }
 }

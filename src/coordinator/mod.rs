@@ -110,9 +110,10 @@ impl AppState {
     ) -> Result<AppState, crate::store::StoreError> {
         let db = crate::store::open_db(&config.database, config.durability)?;
         db.limit_ingest(config.limits.max_queued_writes);
-        let downstream = HttpDownstream::new(config.tls.ca_file.as_deref()).map_err(|e| {
-            crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
-        })?;
+        let downstream = HttpDownstream::new(config.tls.ca_file.as_deref(), &config.connectors)
+            .map_err(|e| {
+                crate::store::StoreError::Unavailable(format!("cannot build the HTTP client: {e}"))
+            })?;
         Ok(AppState(Arc::new(Parts {
             db,
             downstream: Arc::new(downstream),

@@ -255,6 +255,7 @@ fn demo_connector(name: &str, base_url: &str) -> ConnectorConfig {
         supports_lookup: true,
         timeout_ms: 1_000,
         overload_means_not_applied: false,
+        idle_connection_ms: crate::coordinator::config::default_idle_connection_ms(),
         operations: [
             ("purchase_order.create", "purchase-orders"),
             ("inventory.reserve", "inventory-reservations"),
