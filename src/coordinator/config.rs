@@ -103,9 +103,11 @@ supports_idempotency = true    # the downstream deduplicates creates by Idempote
 key_retention_secs = 86400     # ... for this long after the first request
 supports_lookup = true         # GET <resource>?external_ref=<action key> finds a record
 timeout_ms = 2000
-# An idle connection is let go after this long (0: a new connection for every call). Keep it
-# below the downstream's own keep-alive: a command sent on a connection just as the
-# downstream closes it cannot be known to have been applied, and is looked up.
+# An idle connection is let go after this long (0: a new connection, and its TLS handshake,
+# for every call, inside timeout_ms). Keep it well below the downstream's own keep-alive (half
+# of it, say: the downstream's clock starts before ours): a command sent on a connection just
+# as the downstream closes it cannot be known to have been applied, and is looked up. A
+# downstream that closes idle connections within 4 s needs this set.
 idle_connection_ms = 4000
 # A 503 or 429 without Retry-After on a create is looked up before anything else, since a proxy
 # may answer so after the request went through. Set true only if this downstream's overload

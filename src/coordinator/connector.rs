@@ -105,43 +105,49 @@ async fn lookup(
 /// The downstream over HTTP.
 #[derive(Clone)]
 pub struct HttpDownstream {
-    /// One client for each `idle_connection_ms` the connectors name, shared by those that
-    /// name the same.
-    clients: BTreeMap<u64, reqwest::Client>,
-    ca_file: Option<std::path::PathBuf>,
+    /// Each connector's client by its name; connectors that name the same
+    /// `idle_connection_ms` share one client and its connections.
+    clients: BTreeMap<String, reqwest::Client>,
 }
 
 impl HttpDownstream {
-    /// The clients of `connectors`, trusting the system's roots and `ca_file`'s.
+    /// The clients of `connectors`, trusting the system's roots and `ca_file`'s. Every client
+    /// is built here, at the start, so a bad `ca_file` is refused before anything is served,
+    /// with or without connectors.
     pub fn new(
         ca_file: Option<&std::path::Path>,
         connectors: &[ConnectorConfig],
     ) -> Result<HttpDownstream, String> {
+        let mut by_idle: BTreeMap<u64, reqwest::Client> = BTreeMap::new();
         let mut clients = BTreeMap::new();
         for c in connectors {
-            if let Entry::Vacant(slot) = clients.entry(c.idle_connection_ms) {
-                slot.insert(client(ca_file, c.idle_connection_ms)?);
-            }
+            let http = match by_idle.entry(c.idle_connection_ms) {
+                Entry::Occupied(built) => built.get().clone(),
+                Entry::Vacant(slot) => slot.insert(client(ca_file, c.idle_connection_ms)?).clone(),
+            };
+            clients.insert(c.name.clone(), http);
         }
-        Ok(HttpDownstream {
-            clients,
-            ca_file: ca_file.map(std::path::Path::to_path_buf),
-        })
+        if connectors.is_empty() {
+            client(
+                ca_file,
+                crate::coordinator::config::default_idle_connection_ms(),
+            )?;
+        }
+        Ok(HttpDownstream { clients })
     }
 
-    /// The client for `connector`'s idle connections; one built for the call if none of the
-    /// connectors given at the start named its setting.
+    /// The client built at the start for `connector`.
     fn http(&self, connector: &ConnectorConfig) -> Result<reqwest::Client, String> {
-        match self.clients.get(&connector.idle_connection_ms) {
-            Some(http) => Ok(http.clone()),
-            None => client(self.ca_file.as_deref(), connector.idle_connection_ms),
-        }
+        self.clients
+            .get(&connector.name)
+            .cloned()
+            .ok_or_else(|| format!("connector {:?} was not known at the start", connector.name))
     }
 }
 
-/// Nothing was sent: the client for the call could not be built.
+/// Nothing was sent: no client was built for the connector at the start.
 fn no_client(e: &str) -> Call {
-    tracing::error!(error = %e, "cannot build an HTTP client for a connector");
+    tracing::error!(error = %e, "no HTTP client for a connector");
     Call::Failed {
         observation: Observation::ConnectFailed,
         detail: "connection could not be opened".to_string(),
@@ -274,42 +280,102 @@ mod tests {
         matches!(call, Call::Replied(reply) if reply.status == 201)
     }
 
-    /// Two creates 300 ms apart to a downstream that closes the connection of the second:
-    /// with connections kept longer than that, the second create is sent on the old one and
-    /// is lost, unproven; kept 100 ms, it goes on a new connection and is answered.
+    /// A create, then 300 ms later a create or a lookup, to a downstream that closes the
+    /// connection of the second call: with connections kept longer than that, the second
+    /// call is sent on the old one and is lost, unproven; kept 100 ms or not kept, it goes
+    /// on a new connection and is answered.
     #[tokio::test]
     async fn a_connection_idle_past_the_connectors_setting_is_not_used_again() {
         let key: ActionKey = "po:acme:int_01m91z8h05n91he8sex76r3432"
             .parse()
             .expect("a key");
-        // How long the test stays idle between the two creates: the scenario, not a wait
+        // How long the test stays idle between the two calls: the scenario, not a wait
         // for something to happen.
         let idle = Duration::from_millis(300);
-        for (idle_ms, fresh) in [(4000, false), (100, true), (0, true)] {
-            let (url, accepted) = closing_downstream().await;
-            let erp = connector(&url, idle_ms);
-            let downstream =
-                HttpDownstream::new(None, std::slice::from_ref(&erp)).expect("a client");
-            let first = downstream.create(&erp, "purchase-orders", &key, "{}").await;
-            assert!(created(&first), "{first:?}");
-            tokio::time::sleep(idle).await;
-            let second = downstream.create(&erp, "purchase-orders", &key, "{}").await;
-            if fresh {
-                assert!(created(&second), "idle {idle_ms} ms: {second:?}");
-                assert_eq!(accepted.load(Ordering::SeqCst), 2, "idle {idle_ms} ms");
-            } else {
-                assert!(
-                    matches!(
-                        second,
-                        Call::Failed {
-                            observation: Observation::ConnectionLostAfterSend,
-                            ..
-                        }
-                    ),
-                    "idle {idle_ms} ms: {second:?}"
-                );
-                assert_eq!(accepted.load(Ordering::SeqCst), 1, "idle {idle_ms} ms");
+        for second_is_lookup in [false, true] {
+            for (idle_ms, fresh) in [(4000, false), (100, true), (0, true)] {
+                let case = format!("idle {idle_ms} ms, lookup second: {second_is_lookup}");
+                let (url, accepted) = closing_downstream().await;
+                let erp = connector(&url, idle_ms);
+                let downstream =
+                    HttpDownstream::new(None, std::slice::from_ref(&erp)).expect("a client");
+                let first = downstream.create(&erp, "purchase-orders", &key, "{}").await;
+                assert!(created(&first), "{case}: {first:?}");
+                tokio::time::sleep(idle).await;
+                let second = if second_is_lookup {
+                    downstream.lookup(&erp, "purchase-orders", &key).await
+                } else {
+                    downstream.create(&erp, "purchase-orders", &key, "{}").await
+                };
+                if fresh {
+                    assert!(created(&second), "{case}: {second:?}");
+                    assert_eq!(accepted.load(Ordering::SeqCst), 2, "{case}");
+                } else {
+                    assert!(
+                        matches!(
+                            second,
+                            Call::Failed {
+                                observation: Observation::ConnectionLostAfterSend,
+                                ..
+                            }
+                        ),
+                        "{case}: {second:?}"
+                    );
+                    assert_eq!(accepted.load(Ordering::SeqCst), 1, "{case}");
+                }
             }
         }
+    }
+
+    /// A connector the downstream was not built with is refused before anything is sent,
+    /// and connectors with the same setting share one client's connections.
+    #[tokio::test]
+    async fn a_connector_unknown_at_the_start_sends_nothing() {
+        let key: ActionKey = "po:acme:int_01m91z8h05n91he8sex76r3432"
+            .parse()
+            .expect("a key");
+        let (url, accepted) = closing_downstream().await;
+        let erp = connector(&url, 4000);
+        let mut twin = erp.clone();
+        twin.name = "erp-twin".to_string();
+        let downstream = HttpDownstream::new(None, &[erp.clone(), twin.clone()]).expect("clients");
+        let mut stranger = erp.clone();
+        stranger.name = "stranger".to_string();
+        let refused = downstream
+            .create(&stranger, "purchase-orders", &key, "{}")
+            .await;
+        assert!(
+            matches!(
+                refused,
+                Call::Failed {
+                    observation: Observation::ConnectFailed,
+                    ..
+                }
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            0,
+            "nothing sent for an unknown connector"
+        );
+        let first = downstream.create(&erp, "purchase-orders", &key, "{}").await;
+        assert!(created(&first), "{first:?}");
+        // The twin's call goes on the connection the first call left idle, which the
+        // downstream closes on its second request: one connection in all.
+        let second = downstream
+            .create(&twin, "purchase-orders", &key, "{}")
+            .await;
+        assert!(matches!(second, Call::Failed { .. }), "{second:?}");
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    /// A `ca_file` that cannot be read is refused at the start, with or without connectors.
+    #[test]
+    fn a_bad_ca_file_is_refused_at_the_start_without_connectors() {
+        let missing = std::path::Path::new("no-such-ca-file.pem");
+        assert!(HttpDownstream::new(Some(missing), &[]).is_err());
+        let erp = connector("http://127.0.0.1:9", 4000);
+        assert!(HttpDownstream::new(Some(missing), std::slice::from_ref(&erp)).is_err());
     }
 }
