@@ -65,15 +65,22 @@ pub const CA_FILE_ENV: &str = "INTENTDESK_CA_FILE";
 /// connections too (the coordinator after `header_read_timeout_ms`, 10 s unless set; many
 /// others after 5 s), and a request sent on one just as its server closes it fails with a
 /// reset: a console left on an intent for ten seconds had its next command fail so. A
-/// client that lets its idle connections go first never races the server's close.
+/// client that lets its idle connections go well before the server does (its clock starts
+/// when it has read the answer, the server's a little earlier) does not race the close.
+/// Connectors name their own (`idle_connection_ms`).
 pub const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// A client builder that trusts the system's roots and, when given (or named by
 /// [`CA_FILE_ENV`]), the certificates of `ca_file` (PEM) as well; its idle connections are
-/// let go after [`POOL_IDLE`].
+/// let go after [`POOL_IDLE`]. Redirects are answers, never followed: followed, a command
+/// (a connector's create, an operator's close, a webhook's receipt) would be sent again,
+/// with its key and body, wherever the `Location` points, or turned into a GET whose 200
+/// would read as success.
 pub fn client(ca_file: Option<&Path>) -> Result<reqwest::ClientBuilder, TlsError> {
     install_provider();
-    let mut builder = reqwest::Client::builder().pool_idle_timeout(POOL_IDLE);
+    let mut builder = reqwest::Client::builder()
+        .pool_idle_timeout(POOL_IDLE)
+        .redirect(reqwest::redirect::Policy::none());
     let from_env = std::env::var_os(CA_FILE_ENV)
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from);

@@ -155,6 +155,7 @@ fn no_client(e: &str) -> Call {
 }
 
 fn client(ca_file: Option<&std::path::Path>, idle_ms: u64) -> Result<reqwest::Client, String> {
+    // Redirects come back as answers (the decision table stops on them), never followed.
     let builder = crate::tls::client(ca_file).map_err(|e| e.to_string())?;
     let builder = if idle_ms == 0 {
         builder.pool_max_idle_per_host(0)
@@ -243,6 +244,33 @@ mod tests {
             }
         });
         (url, accepted)
+    }
+
+    /// A downstream that gives every request `answer` (a whole HTTP response, `{url}` in it
+    /// replaced by its own address) and counts the requests it read.
+    async fn answering_downstream(answer: &str) -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let answer = answer.replace("{url}", &url);
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counted = requests.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let counted = counted.clone();
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    while read_request(&mut socket).await {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        if socket.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, requests)
     }
 
     /// Read one request's head and body; false when the connection ended first.
@@ -377,5 +405,40 @@ mod tests {
         assert!(HttpDownstream::new(Some(missing), &[]).is_err());
         let erp = connector("http://127.0.0.1:9", 4000);
         assert!(HttpDownstream::new(Some(missing), std::slice::from_ref(&erp)).is_err());
+    }
+
+    /// A redirect is the downstream's answer, not an order to send the command elsewhere:
+    /// a create answered 307 (or 303) is not sent again to the `Location`, neither as the
+    /// same POST, key and body, nor turned into a GET whose 200 would read as a receipt.
+    #[tokio::test]
+    async fn a_redirect_is_answered_and_never_followed() {
+        let key: ActionKey = "po:acme:int_01m91z8h05n91he8sex76r3432"
+            .parse()
+            .expect("a key");
+        let found = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                     content-length: 13\r\n\r\n{\"id\":\"po_9\"}";
+        for status in [
+            "307 Temporary Redirect",
+            "308 Permanent Redirect",
+            "303 See Other",
+        ] {
+            let (elsewhere, followed) = answering_downstream(found).await;
+            let moved = format!(
+                "HTTP/1.1 {status}\r\nlocation: {elsewhere}/purchase-orders\r\n\
+                 content-length: 0\r\n\r\n"
+            );
+            let (url, asked) = answering_downstream(&moved).await;
+            let erp = connector(&url, 4000);
+            let downstream =
+                HttpDownstream::new(None, std::slice::from_ref(&erp)).expect("a client");
+            let call = downstream.create(&erp, "purchase-orders", &key, "{}").await;
+            let code: u16 = status[..3].parse().expect("a status");
+            assert!(
+                matches!(&call, Call::Replied(reply) if reply.status == code),
+                "{status}: {call:?}"
+            );
+            assert_eq!(asked.load(Ordering::SeqCst), 1, "{status}");
+            assert_eq!(followed.load(Ordering::SeqCst), 0, "{status}: followed");
+        }
     }
 }
