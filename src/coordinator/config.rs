@@ -104,10 +104,9 @@ key_retention_secs = 86400     # ... for this long after the first request
 supports_lookup = true         # GET <resource>?external_ref=<action key> finds a record
 timeout_ms = 2000
 # An idle connection is let go after this long (0: a new connection, and its TLS handshake,
-# for every call, inside timeout_ms). Keep it well below the downstream's own keep-alive (half
-# of it, say: the downstream's clock starts before ours): a command sent on a connection just
-# as the downstream closes it cannot be known to have been applied, and is looked up. A
-# downstream that closes idle connections within 4 s needs this set.
+# for every call, inside timeout_ms). Keep it a second or more below the downstream's own
+# keep-alive: a command sent on a connection just as the downstream closes it cannot be
+# known to have been applied. 4000 suits downstreams that keep idle connections 5 s or more.
 idle_connection_ms = 4000
 # A 503 or 429 without Retry-After on a create is looked up before anything else, since a proxy
 # may answer so after the request went through. Set true only if this downstream's overload
@@ -531,7 +530,16 @@ impl Config {
                 )));
             }
         }
+        let mut connector_names = std::collections::BTreeSet::new();
         for c in &self.connectors {
+            // Intents, action keys, tokens and receipts name their connector; two of one name
+            // would split its settings between whichever each part found first.
+            if !connector_names.insert(c.name.as_str()) {
+                return Err(invalid(format!(
+                    "connector `{}` is named twice; a connector's name is its identity",
+                    c.name
+                )));
+            }
             if !(c.base_url.starts_with("http://") || c.base_url.starts_with("https://")) {
                 return Err(invalid(format!(
                     "connector `{}`: base_url must start with http:// or https://",
@@ -721,6 +729,20 @@ mod tests {
                 .expect("in range");
             assert_eq!(config.connectors[0].idle_connection_ms, idle);
         }
+    }
+
+    #[test]
+    fn a_connector_named_twice_is_refused_and_named() {
+        let base = "listen = \"x\"\ndatabase = \"d\"\n";
+        let erp = "[[connectors]]\nname = \"erp\"\nbase_url = \"http://h\"\n";
+        let other = "[[connectors]]\nname = \"ledger\"\nbase_url = \"http://h\"\n";
+        let twice = format!("{base}{erp}{other}{erp}idle_connection_ms = 1000\n");
+        let err = Config::parse(&twice, "c.toml").expect_err("named twice");
+        assert!(
+            err.to_string().contains("connector `erp` is named twice"),
+            "{err}"
+        );
+        Config::parse(&format!("{base}{erp}{other}"), "c.toml").expect("two names");
     }
 
     #[test]
