@@ -40,7 +40,13 @@ fn failed(e: &reqwest::Error) -> Call {
     }
 }
 
-async fn reply(response: reqwest::Response) -> Call {
+/// The most of an answer's body that is read. A create's or a lookup's answer is a record or
+/// two; a downstream that sends more, broken or hostile, must not fill the coordinator's
+/// memory. A longer body is read as no body: its status still counts, and a success without
+/// a downstream id is looked up rather than taken as a receipt.
+pub const MAX_ANSWER_BYTES: usize = 1 << 20;
+
+async fn reply(mut response: reqwest::Response) -> Call {
     let status = response.status().as_u16();
     let retry_after_ms = response
         .headers()
@@ -48,17 +54,42 @@ async fn reply(response: reqwest::Response) -> Call {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(|secs| secs.saturating_mul(1000));
-    match response.bytes().await {
-        Ok(bytes) => {
-            let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            Call::Replied(Reply {
+    let body = match body_within_limit(&mut response).await {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        Ok(None) => {
+            tracing::warn!(
                 status,
-                retry_after_ms,
-                body,
-            })
+                limit = MAX_ANSWER_BYTES,
+                "a downstream's answer is longer than the limit; its body is not read"
+            );
+            Value::Null
         }
-        Err(e) => failed(&e),
+        Err(e) => return failed(&e),
+    };
+    Call::Replied(Reply {
+        status,
+        retry_after_ms,
+        body,
+    })
+}
+
+/// The answer's body, or `None` once it is longer than [`MAX_ANSWER_BYTES`] (then the rest is
+/// not read, and the connection is not used again).
+async fn body_within_limit(
+    response: &mut reqwest::Response,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    let limit = MAX_ANSWER_BYTES;
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Ok(None);
     }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if bytes.len() + chunk.len() > limit {
+            return Ok(None);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Some(bytes))
 }
 
 /// `POST {base}/{resource}` with the action key as `Idempotency-Key`.
@@ -440,5 +471,63 @@ mod tests {
             assert_eq!(asked.load(Ordering::SeqCst), 1, "{status}");
             assert_eq!(followed.load(Ordering::SeqCst), 0, "{status}: followed");
         }
+    }
+
+    /// An answer longer than the limit, announced or streamed without a length, is read as
+    /// no body: the status stands and the id in it is not taken, and the call ends without
+    /// reading the rest.
+    #[tokio::test]
+    async fn an_answer_longer_than_the_limit_is_not_read() {
+        let key: ActionKey = "po:acme:int_01m91z8h05n91he8sex76r3432"
+            .parse()
+            .expect("a key");
+        let body = format!(
+            "{{\"id\":\"po_1\",\"pad\":\"{}\"}}",
+            "x".repeat(MAX_ANSWER_BYTES)
+        );
+        let chunked: String = body
+            .as_bytes()
+            .chunks(64 * 1024)
+            .map(|c| format!("{:x}\r\n{}\r\n", c.len(), String::from_utf8_lossy(c)))
+            .collect();
+        let head = "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\n";
+        let answers = [
+            format!("{head}content-length: {}\r\n\r\n{body}", body.len()),
+            format!("{head}transfer-encoding: chunked\r\n\r\n{chunked}0\r\n\r\n"),
+        ];
+        for (n, answer) in answers.iter().enumerate() {
+            let (url, _) = answering_downstream(answer).await;
+            let erp = connector(&url, 4000);
+            let downstream =
+                HttpDownstream::new(None, std::slice::from_ref(&erp)).expect("a client");
+            let call = downstream.create(&erp, "purchase-orders", &key, "{}").await;
+            assert!(
+                matches!(&call, Call::Replied(r) if r.status == 201 && r.body.is_null()),
+                "answer {n}: {:?}",
+                match &call {
+                    Call::Replied(r) => (r.status, r.downstream_id()),
+                    Call::Failed { detail, .. } => (0, Some(detail.clone())),
+                }
+            );
+        }
+        // An answer of just the limit is read, and its id taken.
+        let frame = r#"{"id":"po_2","pad":""}"#;
+        let whole = format!(
+            "{{\"id\":\"po_2\",\"pad\":\"{}\"}}",
+            "x".repeat(MAX_ANSWER_BYTES - frame.len())
+        );
+        assert_eq!(whole.len(), MAX_ANSWER_BYTES);
+        let answer = format!(
+            "HTTP/1.1 201 Created\r\ncontent-length: {}\r\n\r\n{whole}",
+            whole.len()
+        );
+        let (url, _) = answering_downstream(&answer).await;
+        let erp = connector(&url, 4000);
+        let downstream = HttpDownstream::new(None, std::slice::from_ref(&erp)).expect("a client");
+        let call = downstream.create(&erp, "purchase-orders", &key, "{}").await;
+        assert!(
+            matches!(&call, Call::Replied(r) if r.downstream_id().as_deref() == Some("po_2")),
+            "{call:?}"
+        );
     }
 }
