@@ -139,7 +139,7 @@ fn main() {
             retry_after_ms: None,
             body: json!({"id": format!("po-{n}")}),
         });
-        let result = dispatch::interpret(&reply, BareOverload::Unproven);
+        let result = dispatch::interpret(&reply, &claimed[n].action_key, BareOverload::Unproven);
         dispatch::record(s, &claimed[n], result, now(), &entropy).map(drop)
     });
     report("record");

@@ -278,12 +278,8 @@ async fn send_and_record(state: &AppState, row: ClaimedRow, cancels: u64) {
         .downstream
         .create(&connector, &resource, &row.action_key, &row.payload_json)
         .await;
-    record(
-        state,
-        row,
-        dispatch::interpret(&call, connector.bare_overload()),
-    )
-    .await;
+    let result = dispatch::interpret(&call, &row.action_key, connector.bare_overload());
+    record(state, row, result).await;
 }
 
 async fn record(state: &AppState, row: ClaimedRow, result: SendResult) {

@@ -48,6 +48,17 @@ impl Reply {
         (200..300).contains(&self.status)
     }
 
+    /// Whether a body names another action key than `key` as its record's `external_ref`:
+    /// an answer about another key's record proves nothing about this one. A body that names
+    /// none (or `null`) is taken as about the key it was asked for. Which key it named is not
+    /// kept: it may be another tenant's.
+    pub fn names_other_key(&self, key: &ActionKey) -> bool {
+        self.body
+            .get("external_ref")
+            .filter(|named| !named.is_null())
+            .is_some_and(|named| named.as_str() != Some(key.as_str()))
+    }
+
     /// The downstream id in a success body.
     pub fn downstream_id(&self) -> Option<String> {
         self.body

@@ -13,7 +13,9 @@ use crate::domain::decision::{
     BareOverload, ErrorClass, NextMove, Observation, classify_with, next_move,
 };
 use crate::domain::retry::{BudgetView, GiveUpReason, RetryPolicy, SplitMix64};
-use crate::domain::{AttemptId, AttemptOutcome, Event, IntentId, IntentState, ReceiptId, Refusal};
+use crate::domain::{
+    ActionKey, AttemptId, AttemptOutcome, Event, IntentId, IntentState, ReceiptId, Refusal,
+};
 use crate::store::ops::*;
 use crate::store::{
     ApplyContext, AttemptFinish, Claim, ClaimedRow, DispatchPlan, ReceiptSource, SendTerms, Store,
@@ -114,32 +116,38 @@ pub fn reclaimed() -> SendResult {
     }
 }
 
-/// Read a create call's result.
-pub fn interpret(call: &Call, bare_overload: BareOverload) -> SendResult {
+/// Read the result of a create call made under `key`.
+pub fn interpret(call: &Call, key: &ActionKey, bare_overload: BareOverload) -> SendResult {
     match call {
-        Call::Replied(reply) if reply.is_success() => match reply.downstream_id() {
-            Some(downstream_id) => SendResult::Receipt {
-                finish: AttemptFinish {
-                    outcome: Some(AttemptOutcome::Succeeded),
-                    http_status: Some(reply.status),
-                    replayed: Some(reply.replayed()),
-                    sent: Some(true),
-                    provider_request_id: Some(downstream_id.clone()),
-                    ..AttemptFinish::default()
-                },
-                downstream_id,
-            },
-            None => SendResult::Unknown {
+        Call::Replied(reply) if reply.is_success() => {
+            let unproven = |detail: String| SendResult::Unknown {
                 finish: AttemptFinish {
                     outcome: Some(AttemptOutcome::Lost),
                     http_status: Some(reply.status),
                     sent: Some(true),
                     error_class: Some(ErrorClass::Indeterminate.as_str().to_string()),
-                    detail: Some("a success answer without a downstream id".to_string()),
+                    detail: Some(detail),
                     ..AttemptFinish::default()
                 },
-            },
-        },
+            };
+            match (reply.names_other_key(key), reply.downstream_id()) {
+                (true, _) => {
+                    unproven("a success answer about another action key's record".to_string())
+                }
+                (false, Some(downstream_id)) => SendResult::Receipt {
+                    finish: AttemptFinish {
+                        outcome: Some(AttemptOutcome::Succeeded),
+                        http_status: Some(reply.status),
+                        replayed: Some(reply.replayed()),
+                        sent: Some(true),
+                        provider_request_id: Some(downstream_id.clone()),
+                        ..AttemptFinish::default()
+                    },
+                    downstream_id,
+                },
+                (false, None) => unproven("a success answer without a downstream id".to_string()),
+            }
+        }
         Call::Replied(reply) => SendResult::Failed {
             finish: AttemptFinish {
                 http_status: Some(reply.status),
@@ -431,7 +439,7 @@ mod tests {
     }
 
     fn decide_call(intent: &Intent, call: &Call) -> SendEffects {
-        let result = interpret(call, BareOverload::Unproven);
+        let result = interpret(call, &intent.action_key, BareOverload::Unproven);
         decide(
             intent,
             result,
@@ -454,6 +462,45 @@ mod tests {
         assert_eq!(effects.event, None);
         assert_eq!(effects.finish.outcome, Some(AttemptOutcome::Succeeded));
         assert_eq!(effects.finish.replayed, Some(false));
+    }
+
+    /// A success naming another action key as its record's `external_ref` (a downstream
+    /// that answered from the wrong record, or lied) is no receipt for this intent; one
+    /// naming this intent's key, or none, is.
+    #[test]
+    fn a_success_about_another_keys_record_proves_nothing() {
+        let mine = intent(1, 4);
+        let globex: Tenant = "globex".parse().expect("a valid tenant");
+        let other = ActionKey::new(
+            "create_purchase_order",
+            &globex,
+            &IntentId::generate(NOW, 8),
+        );
+        assert_ne!(mine.action_key, other);
+        let about = |key: &str| serde_json::json!({"id": "po-1", "external_ref": key});
+        let effects = decide_call(&mine, &reply(201, None, about(other.as_str())));
+        assert!(effects.receipt.is_none());
+        assert_eq!(effects.event, Some((Event::OutcomeUnknown, None)));
+        let detail = effects.finish.detail.expect("a detail");
+        assert!(detail.contains("another action key"), "{detail}");
+        assert!(!detail.contains(other.as_str()), "{detail}");
+        let effects = decide_call(
+            &mine,
+            &reply(
+                201,
+                None,
+                serde_json::json!({"id": "po-1", "external_ref": 7}),
+            ),
+        );
+        assert!(
+            effects.receipt.is_none(),
+            "a key that is not text is not this one"
+        );
+        let effects = decide_call(&mine, &reply(201, None, about(mine.action_key.as_str())));
+        assert_eq!(
+            effects.receipt.map(|r| r.downstream_id),
+            Some("po-1".into())
+        );
     }
 
     #[test]
@@ -497,7 +544,7 @@ mod tests {
         assert_eq!(effects.event, Some((Event::OutcomeUnknown, None)));
         let vouched = decide(
             &intent(1, 4),
-            interpret(&call, BareOverload::NotApplied),
+            interpret(&call, &intent(1, 4).action_key, BareOverload::NotApplied),
             NOW,
             &SeededEntropy::new(1),
             &RetryPolicy::default(),

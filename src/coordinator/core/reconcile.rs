@@ -210,29 +210,35 @@ pub enum Found {
 }
 
 /// Read a lookup call's result: how its attempt ended and what it found.
-pub fn interpret(call: &Call) -> (AttemptFinish, Found) {
+pub fn interpret(call: &Call, key: &ActionKey) -> (AttemptFinish, Found) {
     match call {
-        Call::Replied(reply) if reply.is_success() => match reply.downstream_id() {
-            Some(downstream_id) => (
-                AttemptFinish {
-                    outcome: Some(AttemptOutcome::Succeeded),
-                    http_status: Some(reply.status),
-                    provider_request_id: Some(downstream_id.clone()),
-                    detail: Some("found by action key".to_string()),
-                    ..AttemptFinish::default()
-                },
-                Found::Yes(downstream_id),
-            ),
-            None => (
-                AttemptFinish {
+        Call::Replied(reply) if reply.is_success() => {
+            let unknown = |detail: String| {
+                let finish = AttemptFinish {
                     outcome: Some(AttemptOutcome::Failed),
                     http_status: Some(reply.status),
-                    detail: Some("a lookup answer without a downstream id".to_string()),
+                    detail: Some(detail),
                     ..AttemptFinish::default()
-                },
-                Found::Unknown,
-            ),
-        },
+                };
+                (finish, Found::Unknown)
+            };
+            match (reply.names_other_key(key), reply.downstream_id()) {
+                (true, _) => {
+                    unknown("a lookup answer about another action key's record".to_string())
+                }
+                (false, Some(downstream_id)) => (
+                    AttemptFinish {
+                        outcome: Some(AttemptOutcome::Succeeded),
+                        http_status: Some(reply.status),
+                        provider_request_id: Some(downstream_id.clone()),
+                        detail: Some("found by action key".to_string()),
+                        ..AttemptFinish::default()
+                    },
+                    Found::Yes(downstream_id),
+                ),
+                (false, None) => unknown("a lookup answer without a downstream id".to_string()),
+            }
+        }
         Call::Replied(reply) if reply.status == 404 => (
             AttemptFinish {
                 outcome: Some(AttemptOutcome::Succeeded),
@@ -302,7 +308,7 @@ fn settle(
     now: u64,
     ids: &dyn Entropy,
 ) -> Result<(LookupResult, Follow), StoreError> {
-    let (attempt, found) = interpret(call);
+    let (attempt, found) = interpret(call, &ask.action_key);
     let id = &ask.intent_id;
     s.finish_attempt(id, &ask.attempt_id, &attempt, now)?;
     match found {
@@ -386,6 +392,41 @@ fn settle(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coordinator::core::call::Reply;
+
+    /// A lookup answered with another key's record (a downstream that ignored the
+    /// `external_ref` it was asked for) found nothing for this key; with this key's record,
+    /// or a record that names no key, it found it.
+    #[test]
+    fn a_lookup_answered_with_another_keys_record_finds_nothing() {
+        let key: ActionKey = "po:acme:int_01m91z8h05n91he8sex76r3432"
+            .parse()
+            .expect("a key");
+        let answer = |body: serde_json::Value| {
+            Call::Replied(Reply {
+                status: 200,
+                retry_after_ms: None,
+                body,
+            })
+        };
+        let other = "po:globex:int_01m91z8h05n91he8sex76r3433";
+        let (finish, found) = interpret(
+            &answer(serde_json::json!({"id": "po-9", "external_ref": other})),
+            &key,
+        );
+        assert_eq!(found, Found::Unknown);
+        let detail = finish.detail.expect("a detail");
+        assert!(detail.contains("another action key"), "{detail}");
+        assert!(!detail.contains(other), "{detail}");
+        for body in [
+            serde_json::json!({"id": "po-1", "external_ref": key.as_str()}),
+            serde_json::json!({"id": "po-1"}),
+            serde_json::json!({"id": "po-1", "external_ref": null}),
+        ] {
+            let (_, found) = interpret(&answer(body), &key);
+            assert_eq!(found, Found::Yes("po-1".to_string()));
+        }
+    }
 
     fn pacing() -> LookupPacing {
         LookupPacing {

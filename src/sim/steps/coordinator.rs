@@ -87,7 +87,7 @@ pub fn send_rows(world: &mut World, rows: Vec<crate::store::ClaimedRow>) {
         let definitive = landed
             && matches!(&call, crate::coordinator::core::call::Call::Replied(r)
                 if r.is_success() || r.status == 409 || (vouched && r.status == 503 && r.retry_after_ms.is_none()));
-        let result = dispatch::interpret(&call, bare);
+        let result = dispatch::interpret(&call, &row.action_key, bare);
         world.history.note(format!(
             "sends {} for {} (fence {}): {}",
             row.action_key,
