@@ -1572,3 +1572,75 @@ fn a_postgres_transaction_sends_its_begin_and_held_writes_with_its_next_statemen
         .expect("count");
     assert_eq!(count, 70);
 }
+
+/// What `SHOW statement_timeout` says on a read of `db`'s pool, and on a long read's own
+/// connection.
+async fn statement_limits(db: &intentdesk::store::db::Db) -> (String, String) {
+    let show = |s: &mut Store| {
+        s.conn()
+            .one("SHOW statement_timeout", params![], |r| r.get::<String>(0))
+    };
+    let pooled = db.read(show).await.expect("a pool read");
+    let db = db.clone();
+    let long = tokio::task::spawn_blocking(move || {
+        let mut store = db.open_reader().expect("a connection of its own");
+        show(&mut store)
+    })
+    .await
+    .expect("the long read ran")
+    .expect("a long read");
+    (pooled, long)
+}
+
+/// A statement of the pool's readers, which serve requests, ends after 30 s (its request
+/// has been answered 503 by then) and is answered as unavailable, so a slow filter does not
+/// hold a reader for nobody; a limit the URL sets stands instead. The metric index's long
+/// reads on their own connection are never limited: its whole load runs for tens of seconds
+/// at a million intents, and a limit would end it every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_read_ends_after_its_limit_and_a_long_read_has_none() {
+    let Some(url) = common::backends::fresh_postgres() else {
+        return;
+    };
+    let open = |url: String| async move {
+        tokio::task::spawn_blocking(move || intentdesk::store::postgres::db(&url))
+            .await
+            .expect("opened")
+            .expect("the store opens")
+    };
+
+    let db = open(url.clone()).await;
+    assert_eq!(
+        statement_limits(&db).await,
+        ("30s".to_string(), "0".to_string())
+    );
+    assert_eq!(
+        intentdesk::store::postgres::READ_STATEMENT_TIMEOUT,
+        std::time::Duration::from_secs(30)
+    );
+
+    let limited = format!("{url}?options=-c%20statement_timeout%3D200");
+    let db = open(limited).await;
+    assert_eq!(
+        statement_limits(&db).await,
+        ("200ms".to_string(), "0".to_string())
+    );
+    let slow = db
+        .read(|s| {
+            s.conn().one("SELECT pg_sleep(2)::text", params![], |r| {
+                r.get::<String>(0)
+            })
+        })
+        .await
+        .expect_err("a read past its limit is ended");
+    assert!(
+        matches!(&slow, StoreError::Unavailable(why) if why.contains("statement timeout")),
+        "{slow:?}"
+    );
+    // The reader that ended it serves on.
+    let n: i64 = db
+        .read(|s| s.conn().one("SELECT 1::bigint", params![], |r| r.get(0)))
+        .await
+        .expect("the next read");
+    assert_eq!(n, 1);
+}

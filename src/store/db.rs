@@ -175,15 +175,7 @@ impl Db {
         T: Send + 'static,
     {
         let (done, result) = oneshot::channel();
-        self.backend.read(Box::new(move |store| {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *store)))
-                .unwrap_or_else(|panic| {
-                    // Whatever the read had open is given up, so the connection serves on.
-                    let _ = store.conn().batch("ROLLBACK");
-                    Err(StoreError::Panicked(super::panic_message(&*panic)))
-                });
-            let _ = done.send(outcome);
-        }))?;
+        self.backend.read(read_job(f, done))?;
         result
             .await
             .map_err(|_| StoreError::Unavailable("a read did not finish".into()))?
@@ -193,6 +185,29 @@ impl Db {
     pub fn open_reader(&self) -> Result<Store, StoreError> {
         self.backend.open_reader()
     }
+}
+
+/// The job of one read, answering on `done`. A read whose caller is gone by the time a
+/// reader takes it up (its request timed out, or the client hung up while it queued) is
+/// not run: under a burst of reads behind a slow one, the readers would otherwise work
+/// through reads nobody waits for, and the reads still awaited would wait longer.
+fn read_job<T, F>(f: F, done: oneshot::Sender<Result<T, StoreError>>) -> ReadJob
+where
+    F: FnOnce(&mut Store) -> Result<T, StoreError> + Send + 'static,
+    T: Send + 'static,
+{
+    Box::new(move |store| {
+        if done.is_closed() {
+            return;
+        }
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *store)))
+            .unwrap_or_else(|panic| {
+                // Whatever the read had open is given up, so the connection serves on.
+                let _ = store.conn().batch("ROLLBACK");
+                Err(StoreError::Panicked(super::panic_message(&*panic)))
+            });
+        let _ = done.send(outcome);
+    })
 }
 
 /// A write of [`Db::write`] or [`Db::ingest`] and whom to answer.
@@ -231,5 +246,36 @@ where
             };
             let _ = done.send(outcome);
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// A read whose caller stopped waiting before a reader took it up is not run; one still
+    /// awaited is run and answered.
+    #[test]
+    fn a_read_nobody_waits_for_is_not_run() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let mut store = Store::open(&dir.path().join("r.sqlite")).expect("a store");
+        let ran = Arc::new(AtomicBool::new(false));
+        let read = |ran: Arc<AtomicBool>| {
+            move |_: &mut Store| {
+                ran.store(true, Ordering::SeqCst);
+                Ok(7)
+            }
+        };
+
+        let (done, result) = oneshot::channel();
+        drop(result);
+        read_job(read(ran.clone()), done)(&mut store);
+        assert!(!ran.load(Ordering::SeqCst));
+
+        let (done, mut result) = oneshot::channel();
+        read_job(read(ran.clone()), done)(&mut store);
+        assert!(ran.load(Ordering::SeqCst));
+        assert_eq!(result.try_recv().expect("an answer").expect("the read"), 7);
     }
 }
