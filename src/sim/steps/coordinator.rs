@@ -82,12 +82,14 @@ pub fn send_rows(world: &mut World, rows: Vec<crate::store::ClaimedRow>) {
             .map(|c| c.bare_overload())
             .unwrap_or_default();
         let vouched = bare == crate::domain::decision::BareOverload::NotApplied;
-        // What the answer proves once recorded: a record's id, a refusal of the key, or
+        let result = dispatch::interpret(&call, &row.action_key, bare);
+        // What the answer proves once recorded: a receipt (as the coordinator reads the
+        // answer: a success about another key's record is none), a refusal of the key, or
         // (by the connector's owner's word) a bare overload answer.
         let definitive = landed
-            && matches!(&call, crate::coordinator::core::call::Call::Replied(r)
-                if r.is_success() || r.status == 409 || (vouched && r.status == 503 && r.retry_after_ms.is_none()));
-        let result = dispatch::interpret(&call, &row.action_key, bare);
+            && (matches!(&result, dispatch::SendResult::Receipt { .. })
+                || matches!(&call, crate::coordinator::core::call::Call::Replied(r)
+                    if r.status == 409 || (vouched && r.status == 503 && r.retry_after_ms.is_none())));
         world.history.note(format!(
             "sends {} for {} (fence {}): {}",
             row.action_key,
