@@ -30,6 +30,7 @@ on_both_backends_tokio! {
     a_resend_that_would_land_after_the_key_may_be_forgotten_is_not_sent,
     a_resend_held_by_a_pause_goes_after_resume_without_spending_budget,
     a_bare_503_on_a_write_is_looked_up_not_resent,
+    a_see_other_after_a_create_is_looked_up_never_rejected,
     command_ids_are_any_opaque_client_id,
     receipts_and_logs_keep_tokens_out_of_the_logs,
 }
@@ -1043,6 +1044,24 @@ async fn a_bare_503_on_a_write_is_looked_up_not_resent(backend: Backend) {
     assert_eq!(rig.effects(&key), 1);
     assert_eq!(rig.crossings(&key), 1, "not resent: {detail:#}");
     assert_eq!(attempts_of(&detail, "dispatch").len(), 1, "{detail:#}");
+    assert_eq!(detail["receipts"][0]["source"], "lookup", "{detail:#}");
+}
+
+async fn a_see_other_after_a_create_is_looked_up_never_rejected(backend: Backend) {
+    // The downstream creates the order, then answers 303 See Other towards its lookup
+    // ("created, see there"). The redirect is not followed, and the answer is no proof that
+    // nothing was applied: the intent is looked up and committed to the one record, never
+    // rejected while the order exists.
+    let rig = Rig::start(&backend, "redirect_after_commit=1", false, |_| {}).await;
+    let (id, key) = rig
+        .dispatched(AGENT_ACME, "see-other", &order("acme", "4600"))
+        .await;
+    let detail = rig.wait_for_state(&id, "committed").await;
+    assert_eq!(rig.effects(&key), 1);
+    assert_eq!(rig.crossings(&key), 1, "not resent: {detail:#}");
+    let dispatches = attempts_of(&detail, "dispatch");
+    assert_eq!(dispatches.len(), 1, "{detail:#}");
+    assert_eq!(dispatches[0]["error_class"], "indeterminate", "{detail:#}");
     assert_eq!(detail["receipts"][0]["source"], "lookup", "{detail:#}");
 }
 

@@ -202,6 +202,10 @@ pub fn classify_with(
             408 | 500..=599 => transient(tier),
             400..=499 => ErrorClass::Permanent,
             // 1xx and 3xx are not answers to an API call, nor is anything outside 100..600.
+            // They come from the server the request reached, after it may have acted on it
+            // (a 303 is the usual "created, see there"): mutating work is unproven and
+            // looked up, never taken as not applied; other work stops for review.
+            _ if tier.is_mutating() => ErrorClass::Indeterminate,
             _ => ErrorClass::PolicyStop,
         },
         Observation::ConnectFailed | Observation::TimeoutBeforeSend => ErrorClass::PreDispatch,
@@ -332,15 +336,33 @@ mod tests {
             http(403),
             Observation::StaleAuthorization,
             Observation::IncompatibleOutput,
-            http(302),
-            http(101),
-            http(700),
         ] {
             assert_eq!(
                 classify(&obs, T::Write),
                 Some(ErrorClass::PolicyStop),
                 "{obs:?}"
             );
+        }
+    }
+
+    /// A status that is no answer to an API call came from the server the request reached:
+    /// a write may have been applied before it (a 303 "created, see there"), so it is looked
+    /// up; a read or a computation stops for review.
+    #[test]
+    fn a_status_that_is_no_answer_leaves_a_write_unproven() {
+        for status in [101, 300, 301, 302, 303, 304, 307, 308, 700, 99] {
+            for tier in T::ALL {
+                let expected = if tier.is_mutating() {
+                    ErrorClass::Indeterminate
+                } else {
+                    ErrorClass::PolicyStop
+                };
+                assert_eq!(
+                    classify(&http(status), *tier),
+                    Some(expected),
+                    "{status} {tier:?}"
+                );
+            }
         }
     }
 

@@ -11,6 +11,7 @@
 //! | `overload_writes=P` | the same, on creations only (lookups answer: a saturated write path) |
 //! | `fail_lookups=P` | answer a lookup 500, finding nothing (creations answer: a broken read path) |
 //! | `bare_503_after_commit=P` | commit the effect, then answer 503 without `Retry-After`, as a proxy in front that gave up waiting |
+//! | `redirect_after_commit=P` | commit the effect, then answer 303 See Other with the record's lookup as its `Location` |
 //! | `retry_after_secs=N` | the `Retry-After` value (default 1) |
 //! | `refuse=P` | accept a TCP connection and close it at once, reading nothing |
 //! | `redeliver=N` | deliver every webhook N times in total (default 1, at least 1) |
@@ -72,6 +73,7 @@ pub struct FaultSpec {
     pub overload_writes: Probability,
     pub fail_lookups: Probability,
     pub bare_503_after_commit: Probability,
+    pub redirect_after_commit: Probability,
     pub retry_after_secs: u64,
     pub refuse: Probability,
     /// How many times each webhook is delivered in total; at least 1.
@@ -105,6 +107,7 @@ impl Default for FaultSpec {
             overload_writes: Probability::NEVER,
             fail_lookups: Probability::NEVER,
             bare_503_after_commit: Probability::NEVER,
+            redirect_after_commit: Probability::NEVER,
             retry_after_secs: Self::DEFAULT_RETRY_AFTER_SECS,
             refuse: Probability::NEVER,
             redeliver: 1,
@@ -135,7 +138,7 @@ impl fmt::Display for FaultSpecProblem {
             Self::EmptyItem => "empty item between commas",
             Self::UnknownName => {
                 "unknown name; expected one of drop_after_commit, drop_first, delay_ms, overload, \
-                 overload_writes, fail_lookups, bare_503_after_commit, retry_after_secs, refuse, redeliver, \
+                 overload_writes, fail_lookups, bare_503_after_commit, redirect_after_commit, retry_after_secs, refuse, redeliver, \
                  retention_secs, ignore_keys"
             }
             Self::NotANumber => "value is not a number",
@@ -207,6 +210,7 @@ fn apply(out: &mut FaultSpec, name: &str, value: &str) -> Result<(), FaultSpecPr
         "overload_writes" => out.overload_writes = probability(value)?,
         "fail_lookups" => out.fail_lookups = probability(value)?,
         "bare_503_after_commit" => out.bare_503_after_commit = probability(value)?,
+        "redirect_after_commit" => out.redirect_after_commit = probability(value)?,
         "retry_after_secs" => out.retry_after_secs = number(value)?,
         "refuse" => out.refuse = probability(value)?,
         "redeliver" => {
@@ -281,6 +285,12 @@ impl fmt::Display for FaultSpec {
             items.push(format!(
                 "bare_503_after_commit={}",
                 self.bare_503_after_commit
+            ));
+        }
+        if !self.redirect_after_commit.is_never() {
+            items.push(format!(
+                "redirect_after_commit={}",
+                self.redirect_after_commit
             ));
         }
         if self.retry_after_secs != Self::DEFAULT_RETRY_AFTER_SECS {

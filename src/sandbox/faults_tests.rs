@@ -99,6 +99,24 @@ fn canonical_spec_parses_back_to_the_same_settings() {
 }
 
 #[test]
+fn the_after_commit_answers_print_in_the_tables_order() {
+    let spec = parse("retry_after_secs=2,redirect_after_commit=0.5,bare_503_after_commit=1");
+    assert_eq!(spec.redirect_after_commit, p(0.5));
+    assert_eq!(
+        spec.to_string(),
+        "bare_503_after_commit=1,redirect_after_commit=0.5,retry_after_secs=2"
+    );
+    assert_eq!(parse(&spec.to_string()), spec);
+    assert_eq!(
+        problem("redirect_after_commit=2"),
+        (
+            "redirect_after_commit=2".to_owned(),
+            FaultSpecProblem::ProbabilityOutOfRange
+        )
+    );
+}
+
+#[test]
 fn a_delay_that_never_happens_is_no_delay() {
     assert_eq!(parse("delay_ms=0"), FaultSpec::none());
     assert_eq!(parse("delay_ms=500@0"), FaultSpec::none());

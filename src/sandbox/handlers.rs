@@ -168,6 +168,10 @@ pub(crate) async fn create(
         tracing::info!(id = %record.id, "answering 503 without Retry-After after commit");
         return Err(ApiError::bare_unavailable());
     }
+    if state.roll(faults.redirect_after_commit) {
+        tracing::info!(id = %record.id, "answering 303 See Other after commit");
+        return Ok(see_other(&segment, &record));
+    }
     let drop_first = !replayed && state.take_first_drop(faults.drop_first);
     if drop_first || state.roll(faults.drop_after_commit) {
         match connection {
@@ -188,6 +192,36 @@ pub(crate) async fn create(
             .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
     }
     Ok(response)
+}
+
+/// 303 See Other after a creation: "created, see there", the record's lookup as the
+/// `Location` (the collection itself for a record without a key), its reply as the body.
+fn see_other(segment: &str, record: &Record) -> Response {
+    let location = match &record.external_ref {
+        Some(key) => format!("/{segment}?external_ref={}", query_value(key.as_str())),
+        None => format!("/{segment}"),
+    };
+    let mut response =
+        (StatusCode::SEE_OTHER, Json(CreateReply::of(record, false))).into_response();
+    if let Ok(location) = HeaderValue::from_str(&location) {
+        response
+            .headers_mut()
+            .insert(axum::http::header::LOCATION, location);
+    }
+    response
+}
+
+/// `value` percent-encoded for a query string: a key may hold `&`, `#` or `%`.
+fn query_value(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b':' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 #[derive(Debug, Deserialize)]

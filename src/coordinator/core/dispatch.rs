@@ -464,6 +464,31 @@ mod tests {
         assert_eq!(effects.finish.replayed, Some(false));
     }
 
+    /// A create answered 303 (or any status that is no answer) reached the downstream, which
+    /// may have created the record before it answered "see there": the attempt was sent, and
+    /// the intent is unproven and looked up, never rejected as if nothing had been applied.
+    #[test]
+    fn a_create_answered_see_other_is_sent_and_unproven() {
+        for status in [302, 303, 307, 101, 700] {
+            let effects = decide_call(
+                &intent(1, 4),
+                &reply(status, None, serde_json::json!({"id": "po-1"})),
+            );
+            assert!(effects.receipt.is_none(), "{status}");
+            assert_eq!(
+                effects.event,
+                Some((Event::OutcomeUnknown, None)),
+                "{status}"
+            );
+            assert_eq!(effects.finish.sent, Some(true), "{status}");
+            assert_eq!(
+                effects.finish.error_class.as_deref(),
+                Some("indeterminate"),
+                "{status}"
+            );
+        }
+    }
+
     /// A success naming another action key as its record's `external_ref` (a downstream
     /// that answered from the wrong record, or lied) is no receipt for this intent; one
     /// naming this intent's key, or none, is.
