@@ -73,11 +73,16 @@ fn created(outcome: CreateOutcome) -> intentdesk::wire::Intent {
 
 /// Create, authorize and dispatch one intent; returns its id.
 fn dispatched(store: &mut Store, n: u64) -> IntentId {
-    let intent = created(
-        store
-            .create_or_replay(&new_intent(n, "acme", &format!("k{n}"), json!({"qty": 5})))
-            .expect("create"),
-    );
+    dispatched_as(
+        store,
+        n,
+        new_intent(n, "acme", &format!("k{n}"), json!({"qty": 5})),
+    )
+}
+
+/// [`dispatched`] for the intent `new`, made at `T0 + n`.
+fn dispatched_as(store: &mut Store, n: u64, new: NewIntent) -> IntentId {
+    let intent = created(store.create_or_replay(&new).expect("create"));
     let ctx = ApplyContext {
         now_ms: T0 + n,
         authorization: Some(Approval::by("ann", "v1")),
@@ -584,6 +589,64 @@ on_both_backends! {
             .summary(&IntentFilter::default(), T0 + 100)
             .expect("summary");
         assert_eq!(summary.duplicate_effects, 1);
+    }
+}
+
+on_both_backends! {
+    /// One record is one order's outcome: a receipt naming a record that already commits
+    /// another intent of the same connector and operation (from a create's answer, a lookup
+    /// or a webhook) commits nothing and is not kept. The same id at another connector, or
+    /// of another operation, is another record.
+    fn a_record_that_commits_another_intent_commits_no_second(store) {
+        let first = dispatched(&mut store, 1);
+        let second = dispatched(&mut store, 2);
+        let mut elsewhere = new_intent(3, "globex", "k3", json!({"qty": 5}));
+        elsewhere.connector = "bank".into();
+        let elsewhere = dispatched_as(&mut store, 3, elsewhere);
+        let mut payment = new_intent(4, "acme", "k4", json!({"qty": 5}));
+        payment.operation = "payment.initiate".into();
+        let payment = dispatched_as(&mut store, 4, payment);
+        store
+            .claim_outbox("w1", T0 + 4, 1_000, 10, &erp)
+            .expect("claim");
+        let source = |n: u128, from: &'static str| ReceiptSource {
+            receipt_id: ReceiptId::generate(T0 + 50, n),
+            downstream_id: "po-1".into(),
+            source: from,
+            event_id: (from == "webhook").then(|| format!("evt-{n}")),
+        };
+        let committed = store
+            .observe_receipt(&first, &source(1, "dispatch"), T0 + 50)
+            .expect("observe");
+        assert!(matches!(committed, ReceiptObservation::Committed(_)));
+
+        assert!(store.held_by_another(&second, "po-1").expect("asked"));
+        assert!(!store.held_by_another(&first, "po-1").expect("asked"));
+        assert!(!store.held_by_another(&second, "po-2").expect("asked"));
+        assert!(!store.held_by_another(&elsewhere, "po-1").expect("asked"));
+        assert!(!store.held_by_another(&payment, "po-1").expect("asked"));
+        let held = store
+            .observe_receipt(&second, &source(2, "lookup"), T0 + 60)
+            .expect("observe");
+        assert!(matches!(held, ReceiptObservation::HeldByAnother), "{held:?}");
+        let key = store.intent(&second).expect("intent").action_key;
+        let webhook = store
+            .record_webhook("erp", &key, None, &source(3, "webhook"), T0 + 70)
+            .expect("webhook");
+        assert_eq!(webhook, WebhookOutcome::Recorded { committed: false });
+        let second = store.intent(&second).expect("intent");
+        assert_eq!(second.state, IntentState::Executing);
+        assert_eq!(second.downstream_ref, None);
+        assert!(store.receipts_of(&second.id).expect("receipts").is_empty());
+
+        let other = store
+            .observe_receipt(&elsewhere, &source(4, "dispatch"), T0 + 80)
+            .expect("observe");
+        assert!(matches!(other, ReceiptObservation::Committed(_)), "{other:?}");
+        let other = store
+            .observe_receipt(&payment, &source(5, "dispatch"), T0 + 90)
+            .expect("observe");
+        assert!(matches!(other, ReceiptObservation::Committed(_)), "{other:?}");
     }
 }
 

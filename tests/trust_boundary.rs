@@ -31,6 +31,7 @@ on_both_backends_tokio! {
     a_resend_held_by_a_pause_goes_after_resume_without_spending_budget,
     a_bare_503_on_a_write_is_looked_up_not_resent,
     a_see_other_after_a_create_is_looked_up_never_rejected,
+    an_answer_naming_another_intents_record_commits_nothing,
     command_ids_are_any_opaque_client_id,
     receipts_and_logs_keep_tokens_out_of_the_logs,
 }
@@ -1063,6 +1064,45 @@ async fn a_see_other_after_a_create_is_looked_up_never_rejected(backend: Backend
     assert_eq!(dispatches.len(), 1, "{detail:#}");
     assert_eq!(dispatches[0]["error_class"], "indeterminate", "{detail:#}");
     assert_eq!(detail["receipts"][0]["source"], "lookup", "{detail:#}");
+}
+
+async fn an_answer_naming_another_intents_record_commits_nothing(backend: Backend) {
+    // The downstream makes every order, but answers each with the first record it ever
+    // made, naming no key: a downstream that mixed its answers up. The first order's answer
+    // is its own record. The second's names a record that already commits the first (it
+    // could be another tenant's): it proves nothing, so the second order is looked up by
+    // its own key and committed to its own record.
+    let rig = Rig::start(&backend, "wrong_record=1", false, |_| {}).await;
+    let (first, first_key) = rig
+        .dispatched(AGENT_ACME, "mixed-1", &order("acme", "4700"))
+        .await;
+    let first = rig.wait_for_state(&first, "committed").await;
+    let first_record = first["receipts"][0]["downstream_id"].clone();
+    assert!(first_record.is_string(), "{first:#}");
+
+    let (second, second_key) = rig
+        .dispatched(AGENT_ACME, "mixed-2", &order("acme", "4800"))
+        .await;
+    let second = rig.wait_for_state(&second, "committed").await;
+    let receipts = second["receipts"].as_array().expect("receipts");
+    assert_eq!(receipts.len(), 1, "{second:#}");
+    assert_ne!(receipts[0]["downstream_id"], first_record, "{second:#}");
+    assert_eq!(receipts[0]["source"], "lookup", "{second:#}");
+    let dispatches = attempts_of(&second, "dispatch");
+    assert_eq!(dispatches.len(), 1, "not resent: {second:#}");
+    assert_eq!(
+        dispatches[0]["detail"], "a success answer naming a record another intent holds",
+        "{second:#}"
+    );
+    assert!(dispatches[0]["provider_request_id"].is_null(), "{second:#}");
+    assert_eq!(rig.effects(&first_key), 1);
+    assert_eq!(rig.effects(&second_key), 1);
+    // The first order is as it was.
+    let first_after = rig
+        .detail(first["intent"]["id"].as_str().expect("an id"))
+        .await;
+    assert_eq!(first_after["receipts"].as_array().map(Vec::len), Some(1));
+    assert_eq!(first_after["intent"]["state"], "committed");
 }
 
 async fn command_ids_are_any_opaque_client_id(backend: Backend) {

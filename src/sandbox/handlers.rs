@@ -168,6 +168,17 @@ pub(crate) async fn create(
         tracing::info!(id = %record.id, "answering 503 without Retry-After after commit");
         return Err(ApiError::bare_unavailable());
     }
+    if !replayed && state.roll(faults.wrong_record) {
+        let shown = state
+            .first_record(resource)
+            .unwrap_or_else(|| record.clone());
+        tracing::info!(id = %record.id, shown = %shown.id, "answering with another record");
+        let reply = CreateReply {
+            external_ref: None,
+            ..CreateReply::of(&shown, false)
+        };
+        return Ok((status, Json(reply)).into_response());
+    }
     if state.roll(faults.redirect_after_commit) {
         tracing::info!(id = %record.id, "answering 303 See Other after commit");
         return Ok(see_other(&segment, &record));

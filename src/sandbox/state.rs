@@ -186,6 +186,11 @@ impl SandboxState {
         outcome
     }
 
+    /// The first record ever made of `resource`.
+    pub fn first_record(&self, resource: Resource) -> Option<Record> {
+        lock(&self.inner.store).first_record(resource)
+    }
+
     /// The record a key refers to, unless the current retention forgot it.
     pub fn lookup(&self, resource: Resource, key: &ExternalRef) -> Option<Record> {
         let retention_ms = self.faults().retention_ms();

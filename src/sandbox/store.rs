@@ -306,6 +306,11 @@ impl Store {
         CreateOutcome::Created(record)
     }
 
+    /// The first record ever made of `resource`.
+    pub fn first_record(&self, resource: Resource) -> Option<Record> {
+        self.tables[resource.index()].records.first().cloned()
+    }
+
     /// The record a key refers to, unless the key was forgotten.
     pub fn lookup(
         &self,

@@ -22,6 +22,11 @@ pub enum ReceiptObservation {
     /// The intent is in a state a receipt cannot move (e.g. closed as cancelled, which the
     /// receipt contradicts; it is kept as evidence for an operator).
     Contradicts { state: IntentState },
+    /// The record named is already another intent's receipt at the same connector and
+    /// operation: one record is one order's outcome, so it proves nothing about this intent
+    /// (a downstream that answered from the wrong record). Nothing is kept: the record may
+    /// be another tenant's.
+    HeldByAnother,
 }
 
 /// Receipts from every source and webhook deliveries.
@@ -63,6 +68,21 @@ pub trait Receipts {
 
     /// Every receipt of one intent, oldest first.
     fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError>;
+
+    /// Whether `downstream_id` already commits another intent of `intent_id`'s connector
+    /// and operation (see [`ReceiptObservation::HeldByAnother`]).
+    fn held_by_another(
+        &mut self,
+        intent_id: &IntentId,
+        downstream_id: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// [`Receipts::held_by_another`] for an intent this write locked.
+    fn held_by_another_than(
+        &mut self,
+        locked: &Locked,
+        downstream_id: &str,
+    ) -> Result<bool, StoreError>;
 }
 
 impl Receipts for Store {
@@ -157,6 +177,23 @@ impl Receipts for Store {
         })
     }
 
+    fn held_by_another(
+        &mut self,
+        intent_id: &IntentId,
+        downstream_id: &str,
+    ) -> Result<bool, StoreError> {
+        let (seq, intent) = super::intents::load(&*self.conn, intent_id)?;
+        held_elsewhere(&*self.conn, seq, &intent, downstream_id)
+    }
+
+    fn held_by_another_than(
+        &mut self,
+        locked: &Locked,
+        downstream_id: &str,
+    ) -> Result<bool, StoreError> {
+        held_elsewhere(&*self.conn, locked.seq(), &locked.intent, downstream_id)
+    }
+
     fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError> {
         let rows = self.conn.rows(
             "SELECT r.id, i.id, r.action_key, r.downstream_id, r.source, r.event_id, r.authoritative, r.received_at_ms \
@@ -218,6 +255,27 @@ pub(crate) fn insert(
     Ok(())
 }
 
+/// Whether `downstream_id` commits an intent other than `intent` (whose row is `seq`) of
+/// the same connector and operation: a downstream's ids are its records' within one kind
+/// of record (a purchase order and a payment may both be `17`).
+fn held_elsewhere(
+    tx: &dyn Conn,
+    seq: i64,
+    intent: &Intent,
+    downstream_id: &str,
+) -> Result<bool, StoreError> {
+    Ok(tx
+        .one(
+            "SELECT 1 FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
+             WHERE r.downstream_id = ?1 AND r.authoritative = 1 AND r.intent_seq <> ?2 \
+             AND i.connector = ?3 AND i.operation = ?4 LIMIT 1",
+            params![downstream_id, seq, intent.connector, intent.operation],
+            |r| r.get::<i64>(0),
+        )
+        .optional()?
+        .is_some())
+}
+
 fn observe_in(
     tx: &dyn Conn,
     intent_id: &IntentId,
@@ -238,6 +296,12 @@ fn observe_loaded(
 ) -> Result<ReceiptObservation, StoreError> {
     let intent_id = &intent.id;
     match intent.state {
+        IntentState::Executing | IntentState::Indeterminate
+            if intent.consequence.is_mutating()
+                && held_elsewhere(tx, seq, intent, &source.downstream_id)? =>
+        {
+            Ok(ReceiptObservation::HeldByAnother)
+        }
         IntentState::Executing | IntentState::Indeterminate => {
             let ctx = ApplyContext {
                 now_ms,

@@ -101,7 +101,29 @@ impl SendResult {
             _ => None,
         }
     }
+
+    /// This result once its record is found to be another intent's receipt already: the
+    /// send was answered, and what it made is unproven (the store's
+    /// `ReceiptObservation::HeldByAnother`). Nothing of the record is kept.
+    pub fn held_by_another(self) -> SendResult {
+        match self {
+            SendResult::Receipt { finish, .. } => SendResult::Unknown {
+                finish: AttemptFinish {
+                    outcome: Some(AttemptOutcome::Lost),
+                    sent: Some(true),
+                    error_class: Some(ErrorClass::Indeterminate.as_str().to_string()),
+                    detail: Some(HELD_BY_ANOTHER.to_string()),
+                    provider_request_id: None,
+                    ..finish
+                },
+            },
+            other => other,
+        }
+    }
 }
+
+/// The detail of an answer whose record another intent's receipt already names.
+pub const HELD_BY_ANOTHER: &str = "a success answer naming a record another intent holds";
 
 /// What a claim that was taken over means: the earlier claimant may have sent it.
 pub fn reclaimed() -> SendResult {
@@ -307,6 +329,15 @@ pub fn record(
     s.finish_claim(row.outbox_seq, row.fence, now)?;
     // The intent is read once: each step below keeps what it changes of it.
     let mut locked = s.lock_intent(&row.intent_id)?;
+    let result = match result.downstream_id() {
+        Some(downstream_id)
+            if locked.intent.consequence.is_mutating()
+                && s.held_by_another_than(&locked, downstream_id)? =>
+        {
+            result.held_by_another()
+        }
+        _ => result,
+    };
     let effects = decide(&locked.intent, result, now, ids, &RetryPolicy::default());
     s.finish_locked_attempt(&mut locked, &row.attempt_id, &effects.finish, now)?;
     if let Some(receipt) = &effects.receipt {

@@ -95,6 +95,9 @@ impl ConnectorRate {
     }
 }
 
+/// Why a lookup whose record already commits another intent proves nothing.
+pub const LOOKUP_HELD_BY_ANOTHER: &str = "a lookup answer naming a record another intent holds";
+
 impl LookupResult {
     fn still(why: &str) -> LookupResult {
         LookupResult::StillIndeterminate {
@@ -308,8 +311,22 @@ fn settle(
     now: u64,
     ids: &dyn Entropy,
 ) -> Result<(LookupResult, Follow), StoreError> {
-    let (attempt, found) = interpret(call, &ask.action_key);
+    let (mut attempt, mut found) = interpret(call, &ask.action_key);
     let id = &ask.intent_id;
+    let held = match &found {
+        Found::Yes(downstream_id) => s.held_by_another(id, downstream_id)?,
+        _ => false,
+    };
+    if held {
+        // One record is one order's outcome: this one already commits another intent.
+        attempt = AttemptFinish {
+            outcome: Some(AttemptOutcome::Failed),
+            provider_request_id: None,
+            detail: Some(LOOKUP_HELD_BY_ANOTHER.to_string()),
+            ..attempt
+        };
+        found = Found::Unknown;
+    }
     s.finish_attempt(id, &ask.attempt_id, &attempt, now)?;
     match found {
         Found::Yes(downstream_id) => {
@@ -323,7 +340,11 @@ fn settle(
             Ok((LookupResult::Committed { downstream_id }, Follow::Nothing))
         }
         Found::Unknown => Ok((
-            LookupResult::still("the lookup did not answer"),
+            LookupResult::still(if held {
+                LOOKUP_HELD_BY_ANOTHER
+            } else {
+                "the lookup did not answer"
+            }),
             Follow::Nothing,
         )),
         // Its cancellation was asked for: absent is settled as cancelled, never resent. A
