@@ -473,61 +473,50 @@ mod tests {
         }
     }
 
-    /// An answer longer than the limit, announced or streamed without a length, is read as
-    /// no body: the status stands and the id in it is not taken, and the call ends without
-    /// reading the rest.
+    /// An answer one byte longer than the limit, announced or streamed without a length, is
+    /// read as no body: the status stands and the id in it is not taken. One of just the
+    /// limit is read either way, and its id taken.
     #[tokio::test]
     async fn an_answer_longer_than_the_limit_is_not_read() {
         let key: ActionKey = "po:acme:int_01m91z8h05n91he8sex76r3432"
             .parse()
             .expect("a key");
-        let body = format!(
-            "{{\"id\":\"po_1\",\"pad\":\"{}\"}}",
-            "x".repeat(MAX_ANSWER_BYTES)
-        );
-        let chunked: String = body
-            .as_bytes()
-            .chunks(64 * 1024)
-            .map(|c| format!("{:x}\r\n{}\r\n", c.len(), String::from_utf8_lossy(c)))
-            .collect();
-        let head = "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\n";
-        let answers = [
-            format!("{head}content-length: {}\r\n\r\n{body}", body.len()),
-            format!("{head}transfer-encoding: chunked\r\n\r\n{chunked}0\r\n\r\n"),
-        ];
-        for (n, answer) in answers.iter().enumerate() {
-            let (url, _) = answering_downstream(answer).await;
-            let erp = connector(&url, 4000);
-            let downstream =
-                HttpDownstream::new(None, std::slice::from_ref(&erp)).expect("a client");
-            let call = downstream.create(&erp, "purchase-orders", &key, "{}").await;
-            assert!(
-                matches!(&call, Call::Replied(r) if r.status == 201 && r.body.is_null()),
-                "answer {n}: {:?}",
-                match &call {
-                    Call::Replied(r) => (r.status, r.downstream_id()),
-                    Call::Failed { detail, .. } => (0, Some(detail.clone())),
-                }
+        // A record with the id `id`, exactly `len` bytes long.
+        let padded = |id: &str, len: usize| {
+            let frame = format!("{{\"id\":\"{id}\",\"pad\":\"\"}}");
+            let body = format!(
+                "{{\"id\":\"{id}\",\"pad\":\"{}\"}}",
+                "x".repeat(len - frame.len())
             );
+            assert_eq!(body.len(), len);
+            body
+        };
+        let head = "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\n";
+        for (len, read) in [(MAX_ANSWER_BYTES + 1, false), (MAX_ANSWER_BYTES, true)] {
+            let body = padded("po_1", len);
+            let chunked: String = body
+                .as_bytes()
+                .chunks(64 * 1024)
+                .map(|c| format!("{:x}\r\n{}\r\n", c.len(), String::from_utf8_lossy(c)))
+                .collect();
+            let answers = [
+                format!("{head}content-length: {}\r\n\r\n{body}", body.len()),
+                format!("{head}transfer-encoding: chunked\r\n\r\n{chunked}0\r\n\r\n"),
+            ];
+            for (n, answer) in answers.iter().enumerate() {
+                let (url, _) = answering_downstream(answer).await;
+                let erp = connector(&url, 4000);
+                let downstream =
+                    HttpDownstream::new(None, std::slice::from_ref(&erp)).expect("a client");
+                let call = downstream.create(&erp, "purchase-orders", &key, "{}").await;
+                let Call::Replied(reply) = &call else {
+                    panic!("{len} bytes, answer {n}: {call:?}");
+                };
+                assert_eq!(reply.status, 201);
+                let expected = read.then(|| "po_1".to_string());
+                assert_eq!(reply.downstream_id(), expected, "{len} bytes, answer {n}");
+                assert_eq!(reply.body.is_null(), !read, "{len} bytes, answer {n}");
+            }
         }
-        // An answer of just the limit is read, and its id taken.
-        let frame = r#"{"id":"po_2","pad":""}"#;
-        let whole = format!(
-            "{{\"id\":\"po_2\",\"pad\":\"{}\"}}",
-            "x".repeat(MAX_ANSWER_BYTES - frame.len())
-        );
-        assert_eq!(whole.len(), MAX_ANSWER_BYTES);
-        let answer = format!(
-            "HTTP/1.1 201 Created\r\ncontent-length: {}\r\n\r\n{whole}",
-            whole.len()
-        );
-        let (url, _) = answering_downstream(&answer).await;
-        let erp = connector(&url, 4000);
-        let downstream = HttpDownstream::new(None, std::slice::from_ref(&erp)).expect("a client");
-        let call = downstream.create(&erp, "purchase-orders", &key, "{}").await;
-        assert!(
-            matches!(&call, Call::Replied(r) if r.downstream_id().as_deref() == Some("po_2")),
-            "{call:?}"
-        );
     }
 }
