@@ -29,6 +29,8 @@ pub struct Faults {
     pub bare_overload: f64,
     /// Applied, then a bare 503 (a proxy timing out after the write).
     pub bare_503_after_commit: f64,
+    /// Applied, then 303 See Other ("created, see there").
+    pub see_other_after_commit: f64,
     /// Not applied: 422, the downstream refuses the order.
     pub refuse: f64,
     /// Not applied: the connection could not be opened.
@@ -56,6 +58,7 @@ impl Faults {
             overload: 0.0,
             bare_overload: 0.0,
             bare_503_after_commit: 0.0,
+            see_other_after_commit: 0.0,
             refuse: 0.0,
             connect_fail: 0.0,
             lookup_fail: 0.0,
@@ -83,6 +86,9 @@ impl Faults {
             overload: rate(dice),
             bare_overload: rate(dice),
             bare_503_after_commit: rate(dice),
+            // Dealt apart (`Setup::deal`), so the worlds of seeds dealt before it stay
+            // the same.
+            see_other_after_commit: 0.0,
             refuse: rate(dice) / 3.0,
             connect_fail: rate(dice),
             lookup_fail: rate(dice),
@@ -236,6 +242,10 @@ impl World {
         }
         if self.dice.chance(f.bare_503_after_commit) {
             return reply(503, None, Value::Null);
+        }
+        // Drawn only where the fault is dealt: a world without it rolls as it always did.
+        if f.see_other_after_commit > 0.0 && self.dice.chance(f.see_other_after_commit) {
+            return reply(303, None, Value::Null);
         }
         answer
     }

@@ -216,6 +216,14 @@ pub fn after_step(world: &mut World) -> anyhow::Result<()> {
                     ),
                 ));
             }
+            // Rejected means nothing was applied, unless the connector's owner vouched for
+            // answers the downstream then broke (an honest world's downstream never does).
+            if honest && row.state == "rejected" && !records.is_empty() {
+                found.push((
+                    "a_rejected_intent_has_no_effect",
+                    format!("{} is rejected; the downstream holds {records:?}", row.id),
+                ));
+            }
             if row.state == "cancelled" && !records.is_empty() {
                 found.push((
                     "a_cancelled_intent_has_no_effect",

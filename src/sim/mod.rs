@@ -31,6 +31,7 @@ pub const REGRESSION_SEEDS: &[u64] = &[
     1010, // a planned send left pending, and sent, after the intent was closed
     1005, // an in-flight create guard only a finished request clears: the key sticks
     1085, // a vouched-for bare 503 that had applied, judged against the key's retention
+    441,  // a create answered 303 after it applied, rejected as if nothing had been
 ];
 
 /// Steps a world runs when not told otherwise.
