@@ -186,7 +186,7 @@ fn no_client(e: &str) -> Call {
 }
 
 fn client(ca_file: Option<&std::path::Path>, idle_ms: u64) -> Result<reqwest::Client, String> {
-    // Redirects come back as answers (the decision table stops on them), never followed.
+    // Redirects come back as answers (a create's is unproven and looked up), never followed.
     let builder = crate::tls::client(ca_file).map_err(|e| e.to_string())?;
     let builder = if idle_ms == 0 {
         builder.pool_max_idle_per_host(0)

@@ -285,7 +285,7 @@ async fn send_and_record(state: &AppState, row: ClaimedRow, cancels: u64) {
 async fn record(state: &AppState, row: ClaimedRow, result: SendResult) {
     let now = state.clock.now_ms();
     let entropy = state.entropy.clone();
-    let receipt = result.downstream_id().map(str::to_string);
+    let fenced = result.clone();
     let fenced_row = row.clone();
     let outcome = state
         .db
@@ -300,18 +300,12 @@ async fn record(state: &AppState, row: ClaimedRow, result: SendResult) {
                 outbox = fenced_row.outbox_seq,
                 "the claim was taken over while the send was on its way; its outcome is left to the reconciler"
             );
-            if let Some(downstream_id) = receipt {
+            if fenced.downstream_id().is_some() {
                 let entropy = state.entropy.clone();
                 if let Err(e) = state
                     .db
                     .write(move |s| {
-                        dispatch::observe_fenced_receipt(
-                            s,
-                            &fenced_row,
-                            &downstream_id,
-                            now,
-                            &*entropy,
-                        )
+                        dispatch::observe_fenced_receipt(s, &fenced_row, &fenced, now, &*entropy)
                     })
                     .await
                 {

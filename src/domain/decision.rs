@@ -10,7 +10,8 @@
 //! | 4xx except 401, 403, 408, 429              | permanent       | permanent         | permanent        |
 //! | policy refusal                             | permanent       | permanent         | permanent        |
 //! | 401, 403, stale authorisation              | policy stop     | policy stop       | policy stop      |
-//! | incompatible output, 1xx, 3xx, non-HTTP code | policy stop   | policy stop       | policy stop      |
+//! | incompatible output                        | policy stop     | policy stop       | policy stop      |
+//! | 1xx, 3xx, non-HTTP code                    | policy stop     | policy stop       | indeterminate    |
 //! | 429, 503 with `Retry-After` (explicit refusal) | overloaded  | overloaded        | overloaded       |
 //! | 429, 503 without `Retry-After`             | overloaded      | overloaded        | indeterminate¹   |
 //! | connect failed, timeout before send        | pre-dispatch    | pre-dispatch      | pre-dispatch     |

@@ -22,11 +22,6 @@ pub enum ReceiptObservation {
     /// The intent is in a state a receipt cannot move (e.g. closed as cancelled, which the
     /// receipt contradicts; it is kept as evidence for an operator).
     Contradicts { state: IntentState },
-    /// The record named is already another intent's receipt at the same connector and
-    /// operation: one record is one order's outcome, so it proves nothing about this intent
-    /// (a downstream that answered from the wrong record). Nothing is kept: the record may
-    /// be another tenant's.
-    HeldByAnother,
 }
 
 /// Receipts from every source and webhook deliveries.
@@ -69,12 +64,18 @@ pub trait Receipts {
     /// Every receipt of one intent, oldest first.
     fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError>;
 
-    /// Whether `downstream_id` already commits another intent of `intent_id`'s connector
-    /// and operation (see [`ReceiptObservation::HeldByAnother`]).
+    /// Whether `downstream_id` is a record the coordinator's own calls (a create's answer or
+    /// a lookup) already proved to be another intent's, of the same connector and operation,
+    /// within `intent_id`'s key retention (a day when it has none) before `now_ms`. One record
+    /// is one order's outcome: asked of an answer that named no key, a yes means the
+    /// downstream answered from the wrong record, and the answer proves nothing. Receipts a
+    /// webhook brought do not count (a connector's token could name any id), nor do older
+    /// ones (a downstream whose ids start over after a reset).
     fn held_by_another(
         &mut self,
         intent_id: &IntentId,
         downstream_id: &str,
+        now_ms: u64,
     ) -> Result<bool, StoreError>;
 
     /// [`Receipts::held_by_another`] for an intent this write locked.
@@ -82,6 +83,7 @@ pub trait Receipts {
         &mut self,
         locked: &Locked,
         downstream_id: &str,
+        now_ms: u64,
     ) -> Result<bool, StoreError>;
 }
 
@@ -181,17 +183,25 @@ impl Receipts for Store {
         &mut self,
         intent_id: &IntentId,
         downstream_id: &str,
+        now_ms: u64,
     ) -> Result<bool, StoreError> {
         let (seq, intent) = super::intents::load(&*self.conn, intent_id)?;
-        held_elsewhere(&*self.conn, seq, &intent, downstream_id)
+        held_elsewhere(&*self.conn, seq, &intent, downstream_id, now_ms)
     }
 
     fn held_by_another_than(
         &mut self,
         locked: &Locked,
         downstream_id: &str,
+        now_ms: u64,
     ) -> Result<bool, StoreError> {
-        held_elsewhere(&*self.conn, locked.seq(), &locked.intent, downstream_id)
+        held_elsewhere(
+            &*self.conn,
+            locked.seq(),
+            &locked.intent,
+            downstream_id,
+            now_ms,
+        )
     }
 
     fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError> {
@@ -255,21 +265,31 @@ pub(crate) fn insert(
     Ok(())
 }
 
-/// Whether `downstream_id` commits an intent other than `intent` (whose row is `seq`) of
-/// the same connector and operation: a downstream's ids are its records' within one kind
-/// of record (a purchase order and a payment may both be `17`).
+/// [`Receipts::held_by_another`] for `intent`, whose row is `seq`.
 fn held_elsewhere(
     tx: &dyn Conn,
     seq: i64,
     intent: &Intent,
     downstream_id: &str,
+    now_ms: u64,
 ) -> Result<bool, StoreError> {
+    let retention_ms = intent
+        .key_retention_secs
+        .unwrap_or(86_400)
+        .saturating_mul(1000);
     Ok(tx
         .one(
             "SELECT 1 FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
              WHERE r.downstream_id = ?1 AND r.authoritative = 1 AND r.intent_seq <> ?2 \
-             AND i.connector = ?3 AND i.operation = ?4 LIMIT 1",
-            params![downstream_id, seq, intent.connector, intent.operation],
+             AND r.source IN ('dispatch', 'lookup') AND r.received_at_ms >= ?3 \
+             AND i.connector = ?4 AND i.operation = ?5 LIMIT 1",
+            params![
+                downstream_id,
+                seq,
+                to_i64(now_ms.saturating_sub(retention_ms)),
+                intent.connector,
+                intent.operation
+            ],
             |r| r.get::<i64>(0),
         )
         .optional()?
@@ -296,12 +316,6 @@ fn observe_loaded(
 ) -> Result<ReceiptObservation, StoreError> {
     let intent_id = &intent.id;
     match intent.state {
-        IntentState::Executing | IntentState::Indeterminate
-            if intent.consequence.is_mutating()
-                && held_elsewhere(tx, seq, intent, &source.downstream_id)? =>
-        {
-            Ok(ReceiptObservation::HeldByAnother)
-        }
         IntentState::Executing | IntentState::Indeterminate => {
             let ctx = ApplyContext {
                 now_ms,

@@ -59,6 +59,12 @@ impl Reply {
             .is_some_and(|named| named.as_str() != Some(key.as_str()))
     }
 
+    /// Whether a body names `key` itself as its record's `external_ref`: the downstream says
+    /// which order the record is, and no other intent's receipt can make it another's.
+    pub fn names_key(&self, key: &ActionKey) -> bool {
+        self.body.get("external_ref").and_then(Value::as_str) == Some(key.as_str())
+    }
+
     /// The downstream id in a success body.
     pub fn downstream_id(&self) -> Option<String> {
         self.body

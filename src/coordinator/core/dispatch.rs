@@ -77,9 +77,11 @@ pub fn may_begin(row: &ClaimedRow, now: u64, timeout_ms: u64) -> bool {
 /// What a send's answer says, before the intent is looked at.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SendResult {
-    /// The downstream created (or replayed) the record: this is its id.
+    /// The downstream created (or replayed) the record: this is its id. `keyed` when the
+    /// answer named the action key as the record's `external_ref`.
     Receipt {
         downstream_id: String,
+        keyed: bool,
         finish: AttemptFinish,
     },
     /// The request may have been applied and nothing proves it either way.
@@ -98,6 +100,19 @@ impl SendResult {
     pub fn downstream_id(&self) -> Option<&str> {
         match self {
             SendResult::Receipt { downstream_id, .. } => Some(downstream_id),
+            _ => None,
+        }
+    }
+
+    /// The downstream id of an answer that named no key: the one receipt that another
+    /// intent's receipt can prove to be someone else's record.
+    pub fn unkeyed_receipt(&self) -> Option<&str> {
+        match self {
+            SendResult::Receipt {
+                downstream_id,
+                keyed: false,
+                ..
+            } => Some(downstream_id),
             _ => None,
         }
     }
@@ -157,6 +172,7 @@ pub fn interpret(call: &Call, key: &ActionKey, bare_overload: BareOverload) -> S
                     unproven("a success answer about another action key's record".to_string())
                 }
                 (false, Some(downstream_id)) => SendResult::Receipt {
+                    keyed: reply.names_key(key),
                     finish: AttemptFinish {
                         outcome: Some(AttemptOutcome::Succeeded),
                         http_status: Some(reply.status),
@@ -217,6 +233,7 @@ pub fn decide(
         SendResult::Receipt {
             downstream_id,
             finish,
+            ..
         } => {
             return SendEffects {
                 finish,
@@ -329,11 +346,8 @@ pub fn record(
     s.finish_claim(row.outbox_seq, row.fence, now)?;
     // The intent is read once: each step below keeps what it changes of it.
     let mut locked = s.lock_intent(&row.intent_id)?;
-    let result = match result.downstream_id() {
-        Some(downstream_id)
-            if locked.intent.consequence.is_mutating()
-                && s.held_by_another_than(&locked, downstream_id)? =>
-        {
+    let result = match result.unkeyed_receipt() {
+        Some(downstream_id) if s.held_by_another_than(&locked, downstream_id, now)? => {
             result.held_by_another()
         }
         _ => result,
@@ -422,14 +436,23 @@ pub fn withdraw_if_cancelled(
 }
 
 /// A fenced claimant's receipt, observed all the same: the downstream's answer is evidence
-/// whoever holds the claim; only the attempt's record is the new claimant's.
+/// whoever holds the claim; only the attempt's record is the new claimant's. An answer that
+/// named no key and whose record another intent holds proves nothing, and is left.
 pub fn observe_fenced_receipt(
     s: &mut Store,
     row: &ClaimedRow,
-    downstream_id: &str,
+    result: &SendResult,
     now: u64,
     ids: &dyn Entropy,
 ) -> Result<(), StoreError> {
+    let Some(downstream_id) = result.downstream_id() else {
+        return Ok(());
+    };
+    if let Some(unkeyed) = result.unkeyed_receipt()
+        && s.held_by_another(&row.intent_id, unkeyed, now)?
+    {
+        return Ok(());
+    }
     let source = ReceiptSource {
         receipt_id: ReceiptId::generate(now, ids.next_u128()),
         downstream_id: downstream_id.to_string(),

@@ -204,8 +204,9 @@ pub fn begin(
 /// What a lookup's answer says.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Found {
-    /// A record exists downstream under the key: this is its id.
-    Yes(String),
+    /// A record exists downstream under the key: this is its id. `keyed` when the answer
+    /// named the action key as the record's `external_ref`.
+    Yes { downstream_id: String, keyed: bool },
     /// The downstream answered that no record has the key.
     No,
     /// No usable answer.
@@ -237,7 +238,10 @@ pub fn interpret(call: &Call, key: &ActionKey) -> (AttemptFinish, Found) {
                         detail: Some("found by action key".to_string()),
                         ..AttemptFinish::default()
                     },
-                    Found::Yes(downstream_id),
+                    Found::Yes {
+                        keyed: reply.names_key(key),
+                        downstream_id,
+                    },
                 ),
                 (false, None) => unknown("a lookup answer without a downstream id".to_string()),
             }
@@ -314,7 +318,10 @@ fn settle(
     let (mut attempt, mut found) = interpret(call, &ask.action_key);
     let id = &ask.intent_id;
     let held = match &found {
-        Found::Yes(downstream_id) => s.held_by_another(id, downstream_id)?,
+        Found::Yes {
+            downstream_id,
+            keyed: false,
+        } => s.held_by_another(id, downstream_id, now)?,
         _ => false,
     };
     if held {
@@ -329,7 +336,7 @@ fn settle(
     }
     s.finish_attempt(id, &ask.attempt_id, &attempt, now)?;
     match found {
-        Found::Yes(downstream_id) => {
+        Found::Yes { downstream_id, .. } => {
             let source = ReceiptSource {
                 receipt_id: ReceiptId::generate(now, ids.next_u128()),
                 downstream_id: downstream_id.clone(),
@@ -439,13 +446,25 @@ mod tests {
         let detail = finish.detail.expect("a detail");
         assert!(detail.contains("another action key"), "{detail}");
         assert!(!detail.contains(other), "{detail}");
-        for body in [
-            serde_json::json!({"id": "po-1", "external_ref": key.as_str()}),
-            serde_json::json!({"id": "po-1"}),
-            serde_json::json!({"id": "po-1", "external_ref": null}),
+        for (body, keyed) in [
+            (
+                serde_json::json!({"id": "po-1", "external_ref": key.as_str()}),
+                true,
+            ),
+            (serde_json::json!({"id": "po-1"}), false),
+            (
+                serde_json::json!({"id": "po-1", "external_ref": null}),
+                false,
+            ),
         ] {
             let (_, found) = interpret(&answer(body), &key);
-            assert_eq!(found, Found::Yes("po-1".to_string()));
+            assert_eq!(
+                found,
+                Found::Yes {
+                    downstream_id: "po-1".to_string(),
+                    keyed
+                }
+            );
         }
     }
 

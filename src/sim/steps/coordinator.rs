@@ -152,13 +152,11 @@ pub fn record(world: &mut World, i: usize) -> anyhow::Result<()> {
         }
         Err(StoreError::Fenced { .. }) => {
             if let Some(downstream_id) = receipt {
-                let (row, entropy, id) = (
-                    sent.row.clone(),
-                    world.entropy.clone(),
-                    downstream_id.clone(),
-                );
-                let observed = world
-                    .write(move |s| dispatch::observe_fenced_receipt(s, &row, &id, now, &*entropy));
+                let (row, entropy, result) =
+                    (sent.row.clone(), world.entropy.clone(), sent.result.clone());
+                let observed = world.write(move |s| {
+                    dispatch::observe_fenced_receipt(s, &row, &result, now, &*entropy)
+                });
                 world
                     .history
                     .note(format!("… fenced; its receipt observed: {observed:?}"));

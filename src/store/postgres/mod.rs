@@ -132,30 +132,10 @@ fn open_for_reads(url: &str) -> Result<Store, StoreError> {
     Ok(store)
 }
 
-/// [`open_for_reads`] for the pool's reader threads, which serve requests: a statement
-/// that runs past [`READ_STATEMENT_TIMEOUT`] (unless the URL's `options` set
-/// `statement_timeout`) is ended and answered as unavailable. Its request has been answered
-/// 503 by then (the coordinator's `request_timeout_ms`, 30 s unless set), and without the
-/// limit the statement would go on holding one of the [`READERS`] for nobody, a pathological
-/// filter at a time until every list waited behind them.
-fn open_for_requests(url: &str) -> Result<Store, StoreError> {
-    let store = open_for_reads(url)?;
-    if !names_option(url, "statement_timeout") {
-        store.conn().batch(&format!(
-            "SET statement_timeout = {}",
-            READ_STATEMENT_TIMEOUT.as_millis()
-        ))?;
-    }
-    Ok(store)
-}
-
-/// How long a statement of a pool reader may run.
-pub const READ_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// [`open_for_reads`] for a long read on a connection of its own (the metric index's
 /// whole load and its follower: 19-28 s a statement at a million intents): no statement
-/// limit, whatever the URL's `options` set, which would otherwise end the load every
-/// time and leave the index unloaded for ever.
+/// limit, whatever the URL's `options` set for the pool, which would otherwise end the
+/// load every time and leave the index unloaded for ever.
 fn open_for_long_reads(url: &str) -> Result<Store, StoreError> {
     let store = open_for_reads(url)?;
     store.conn().batch("SET statement_timeout = 0")?;
@@ -266,7 +246,7 @@ impl PgBackend {
                 start(
                     &format!("store-reader-{n}"),
                     url,
-                    open_for_requests,
+                    open_for_reads,
                     move |store, url| {
                         let next = || {
                             queue
@@ -275,13 +255,9 @@ impl PgBackend {
                                 .recv()
                                 .ok()
                         };
-                        serve(
-                            store,
-                            url,
-                            open_for_requests,
-                            next,
-                            |store, job: ReadJob| job(store),
-                        )
+                        serve(store, url, open_for_reads, next, |store, job: ReadJob| {
+                            job(store)
+                        })
                     },
                 )?;
             }
@@ -379,7 +355,7 @@ fn start(
         .map_err(|_| StoreError::Unavailable("a store thread stopped while connecting".into()))?
 }
 
-/// How a store thread connects: [`open_for_writes`] or [`open_for_requests`].
+/// How a store thread connects: [`open_for_writes`] or [`open_for_reads`].
 type Opener = fn(&str) -> Result<Store, StoreError>;
 
 /// Take jobs from `next` until it has none, reconnecting (with `open`) when the server was
