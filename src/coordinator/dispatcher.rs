@@ -285,7 +285,8 @@ async fn send_and_record(state: &AppState, row: ClaimedRow, cancels: u64) {
 async fn record(state: &AppState, row: ClaimedRow, result: SendResult) {
     let now = state.clock.now_ms();
     let entropy = state.entropy.clone();
-    let fenced = result.clone();
+    // Kept for a fenced claimant only when the answer carried a record to observe.
+    let fenced = result.downstream_id().is_some().then(|| result.clone());
     let fenced_row = row.clone();
     let outcome = state
         .db
@@ -300,7 +301,7 @@ async fn record(state: &AppState, row: ClaimedRow, result: SendResult) {
                 outbox = fenced_row.outbox_seq,
                 "the claim was taken over while the send was on its way; its outcome is left to the reconciler"
             );
-            if fenced.downstream_id().is_some() {
+            if let Some(fenced) = fenced {
                 let entropy = state.entropy.clone();
                 if let Err(e) = state
                     .db

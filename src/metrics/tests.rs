@@ -572,8 +572,8 @@ fn catching_up_a_stretch_at_a_time_reads_what_a_whole_load_reads() {
             for (downstream, k) in [("po-a", 1), ("po-b", 2)] {
                 let source = ReceiptSource {
                     receipt_id: ReceiptId::generate(END + HOUR / 2, u128::from(n) * 3 + k),
-                    // Each intent's own records: one already committing another intent
-                    // would commit nothing.
+                    // Each intent's own records, as a downstream that keeps one record per
+                    // order answers.
                     downstream_id: format!("{downstream}-{n}"),
                     source: "lookup",
                     event_id: None,

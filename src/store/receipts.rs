@@ -66,11 +66,12 @@ pub trait Receipts {
 
     /// Whether `downstream_id` is a record the coordinator's own calls (a create's answer or
     /// a lookup) already proved to be another intent's, of the same connector and operation,
-    /// within `intent_id`'s key retention (a day when it has none) before `now_ms`. One record
-    /// is one order's outcome: asked of an answer that named no key, a yes means the
-    /// downstream answered from the wrong record, and the answer proves nothing. Receipts a
-    /// webhook brought do not count (a connector's token could name any id), nor do older
-    /// ones (a downstream whose ids start over after a reset).
+    /// within `intent_id`'s key retention (a day when it has none, no time at all when it
+    /// is 0) before `now_ms`. One record is one order's outcome: asked of an answer that
+    /// named no key, a yes means the downstream answered from the wrong record, and the
+    /// answer proves nothing. Receipts a webhook brought do not count (a connector's token
+    /// could name any id), nor do older ones (a downstream whose ids start over after a
+    /// reset).
     fn held_by_another(
         &mut self,
         intent_id: &IntentId,

@@ -117,9 +117,9 @@ impl SendResult {
         }
     }
 
-    /// This result once its record is found to be another intent's receipt already: the
-    /// send was answered, and what it made is unproven (the store's
-    /// `ReceiptObservation::HeldByAnother`). Nothing of the record is kept.
+    /// This result once its record is found to be another intent's receipt already (the
+    /// store's `Receipts::held_by_another`): the send was answered, and what it made is
+    /// unproven. Nothing of the record is kept.
     pub fn held_by_another(self) -> SendResult {
         match self {
             SendResult::Receipt { finish, .. } => SendResult::Unknown {
