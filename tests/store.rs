@@ -5,6 +5,8 @@
 
 use std::process::{Command, Stdio};
 
+use intentdesk::clock::SeededEntropy;
+use intentdesk::coordinator::core::dispatch::{self, SendResult};
 use intentdesk::domain::canonical::canonicalize;
 use intentdesk::domain::{
     AttemptId, AttemptOutcome, CommandId, CommandKind, ConsequenceTier, Disposition, Event,
@@ -13,9 +15,9 @@ use intentdesk::domain::{
 use intentdesk::store::ops::*;
 use intentdesk::store::sql::{ConnExt, params};
 use intentdesk::store::{
-    ApplyContext, Approval, CommandAction, CreateOutcome, DispatchPlan, Durability, IntentFilter,
-    NewCommand, NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand, SendTerms, SortKey,
-    Store, StoreError, search_form,
+    ApplyContext, Approval, AttemptFinish, CommandAction, CreateOutcome, DispatchPlan, Durability,
+    IntentFilter, NewCommand, NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand,
+    SendTerms, SortKey, Store, StoreError, search_form,
 };
 use intentdesk::wire::{PauseScope, WebhookOutcome};
 use serde_json::json;
@@ -611,6 +613,28 @@ on_both_backends! {
         store
             .claim_outbox("w1", T0 + 6, 1_000, 10, &erp)
             .expect("claim");
+        // Keys first sent to a downstream that promised no retention (0), and to one that
+        // kept them ten minutes: their record ids are held a day and ten minutes.
+        let sent_under = |retention_ms| {
+            move |connector: &str, operation: &str| {
+                erp(connector, operation).map(|mut terms| {
+                    terms.key.retention_ms = retention_ms;
+                    terms
+                })
+            }
+        };
+        let unpromised = dispatched(&mut store, 7);
+        store
+            .claim_outbox("w1", T0 + 8, 1_000, 10, &sent_under(0))
+            .expect("claim");
+        let brief = dispatched(&mut store, 9);
+        store
+            .claim_outbox("w1", T0 + 10, 1_000, 10, &sent_under(600_000))
+            .expect("claim");
+        for (id, secs) in [(&unpromised, 0), (&brief, 600)] {
+            let sent = store.intent(id).expect("intent").key_retention_secs;
+            assert_eq!(sent, Some(secs));
+        }
         let source = |n: u128, id: &str, from: &'static str| ReceiptSource {
             receipt_id: ReceiptId::generate(T0 + 50, n),
             downstream_id: id.into(),
@@ -638,7 +662,69 @@ on_both_backends! {
         let later = T0 + 50 + 86_400_000;
         assert!(store.held_by_another(&second, "po-1", later).expect("asked"));
         assert!(!store.held_by_another(&second, "po-1", later + 1).expect("asked"));
-        assert_eq!(store.intent(&second).expect("intent").state, IntentState::Executing);
+        assert!(store.held_by_another(&unpromised, "po-1", later).expect("asked"));
+        assert!(!store.held_by_another(&unpromised, "po-1", later + 1).expect("asked"));
+        let soon = T0 + 50 + 600_000;
+        assert!(store.held_by_another(&brief, "po-1", soon).expect("asked"));
+        assert!(!store.held_by_another(&brief, "po-1", soon + 1).expect("asked"));
+
+        // The webhook's record, once the intent's own create answer names it too, is held
+        // from then on.
+        let confirmed = store
+            .observe_receipt(&hooked, &source(3, "po-7", "dispatch"), T0 + 70)
+            .expect("observe");
+        assert!(matches!(confirmed, ReceiptObservation::AlreadyCommitted));
+        assert!(store.held_by_another(&second, "po-7", T0 + 70).expect("asked"));
+        assert!(!store.held_by_another(&hooked, "po-7", T0 + 70).expect("asked"));
+        let day_after = T0 + 70 + 86_400_000;
+        assert!(store.held_by_another(&second, "po-7", day_after).expect("asked"));
+        assert!(!store.held_by_another(&second, "po-7", day_after + 1).expect("asked"));
+    }
+}
+
+on_both_backends! {
+    fn an_answer_naming_its_key_is_taken_where_one_naming_none_is_not(store) {
+        // Three sends answered with the same record: the first commits it; the second's
+        // answer names no key, so the record proves nothing for it; the third's names its
+        // own key, which the downstream vouches for, and commits it (the holder was wrong).
+        let first = dispatched(&mut store, 1);
+        let second = dispatched(&mut store, 2);
+        let third = dispatched(&mut store, 3);
+        let claim = store
+            .claim_outbox("w1", T0 + 4, 1_000, 10, &erp)
+            .expect("claim");
+        let row = |id: &IntentId| {
+            claim
+                .rows
+                .iter()
+                .find(|r| &r.intent_id == id)
+                .expect("claimed")
+                .clone()
+        };
+        let answer = |keyed| SendResult::Receipt {
+            downstream_id: "po-1".into(),
+            keyed,
+            finish: AttemptFinish {
+                outcome: Some(AttemptOutcome::Succeeded),
+                http_status: Some(201),
+                sent: Some(true),
+                ..AttemptFinish::default()
+            },
+        };
+        let ids = SeededEntropy::new(1);
+        for (id, keyed, at) in [(&first, false, 10), (&second, false, 20), (&third, true, 30)] {
+            dispatch::record(&mut store, &row(id), answer(keyed), T0 + at, &ids).expect("record");
+        }
+        let first = store.intent(&first).expect("intent");
+        assert_eq!(first.state, IntentState::Committed);
+        assert_eq!(first.downstream_ref.as_deref(), Some("po-1"));
+        let second_detail = store.receipts_of(&second).expect("receipts");
+        let second = store.intent(&second).expect("intent");
+        assert_eq!(second.state, IntentState::Indeterminate);
+        assert!(second_detail.is_empty(), "{second_detail:?}");
+        let third = store.intent(&third).expect("intent");
+        assert_eq!(third.state, IntentState::Committed);
+        assert_eq!(third.downstream_ref.as_deref(), Some("po-1"));
     }
 }
 
@@ -1044,6 +1130,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
              ALTER TABLE intents DROP COLUMN next_lookup_at_ms; \
              ALTER TABLE intents DROP COLUMN lookups_exhausted_at_ms; \
              DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
+             ALTER TABLE receipts DROP COLUMN confirmed_at_ms; \
              ALTER TABLE attempts DROP COLUMN downstream_resource; \
              ALTER TABLE attempts DROP COLUMN key_retention_secs; \
              DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
@@ -1085,7 +1172,7 @@ fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one
     let plain = rusqlite::Connection::open(&path).expect("plain connection");
     plain
         .execute_batch(&format!(
-            "DROP TABLE webhook_arrivals; \
+            "DROP TABLE webhook_arrivals; ALTER TABLE receipts DROP COLUMN confirmed_at_ms; \
              INSERT INTO webhook_events VALUES ('erp', 'evt-1', '{key}', {T0}, 2); \
              INSERT INTO webhook_events VALUES ('erp', 'evt-9', 'po:acme:{other}', {T0}, 1); \
              PRAGMA user_version = 13;"
@@ -1645,6 +1732,81 @@ async fn statement_limits(db: &intentdesk::store::db::Db) -> (String, String) {
     .expect("the long read ran")
     .expect("a long read");
     (pooled, long)
+}
+
+/// Two coordinators on one PostgreSQL database given one record, naming no key, for two
+/// intents at once: the second asks whether another intent holds it only once the first
+/// committed it, so only the first commits it. The first's transaction is held open while
+/// the second's runs; without the turn on the record, both would commit it.
+#[test]
+fn two_writers_given_one_record_for_two_intents_take_turns_on_it() {
+    let Some(url) = common::backends::fresh_postgres() else {
+        return;
+    };
+    let open = || intentdesk::store::postgres::open(&url).expect("the store opens");
+    let (mut one, mut other) = (open(), open());
+    let first = dispatched(&mut one, 1);
+    let second = dispatched(&mut one, 2);
+    let claim = one
+        .claim_outbox("w1", T0 + 3, 1_000, 10, &erp)
+        .expect("claim");
+    let row = |id: &IntentId| {
+        claim
+            .rows
+            .iter()
+            .find(|r| &r.intent_id == id)
+            .expect("claimed")
+            .clone()
+    };
+    let answer = || SendResult::Receipt {
+        downstream_id: "po-1".into(),
+        keyed: false,
+        finish: AttemptFinish {
+            outcome: Some(AttemptOutcome::Succeeded),
+            http_status: Some(201),
+            sent: Some(true),
+            ..AttemptFinish::default()
+        },
+    };
+    let ids = SeededEntropy::new(1);
+    one.conn().batch("BEGIN").expect("begin");
+    dispatch::record(&mut one, &row(&first), answer(), T0 + 10, &ids).expect("first");
+    let mut watcher = postgres::Client::connect(&url, postgres::NoTls).expect("a watcher");
+    std::thread::scope(|s| {
+        let (second_row, ids) = (row(&second), SeededEntropy::new(2));
+        let racing = s.spawn(move || {
+            other.conn().batch("BEGIN").expect("begin");
+            dispatch::record(&mut other, &second_row, answer(), T0 + 11, &ids).expect("second");
+            other.conn().batch("COMMIT").expect("commit");
+        });
+        // The second write either waits for the record (the turn) or runs to its end.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let waiting: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                    &[],
+                )
+                .expect("locks")
+                .get(0);
+            if waiting > 0 || racing.is_finished() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the second write hangs"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        one.conn().batch("COMMIT").expect("commit");
+        racing.join().expect("the second write ends");
+    });
+    let first = one.intent(&first).expect("intent");
+    assert_eq!(first.state, IntentState::Committed);
+    assert_eq!(first.downstream_ref.as_deref(), Some("po-1"));
+    let second = one.intent(&second).expect("intent");
+    assert_eq!(second.state, IntentState::Indeterminate, "{second:?}");
+    assert!(one.receipts_of(&second.id).expect("receipts").is_empty());
 }
 
 /// The pool's readers keep the statement limit the URL sets (none unless it does), and a

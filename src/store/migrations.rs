@@ -389,6 +389,13 @@ INSERT INTO webhook_arrivals (intent_seq, event_id, received_at_ms, deliveries)
     SELECT i.seq, w.event_id, w.received_at_ms, w.deliveries
     FROM webhook_events w JOIN intents i ON i.action_key = w.action_key AND i.connector = w.connector;
 "#,
+    // 15: when the coordinator's own create answer or lookup last named the record a webhook
+    // committed an intent to. A webhook's receipt alone holds no record against other intents
+    // (a connector's token could name any id); confirmed by the coordinator's own call, it
+    // does, as a receipt that call brought would have.
+    r#"
+ALTER TABLE receipts ADD COLUMN confirmed_at_ms INTEGER;
+"#,
 ];
 
 /// A migration as PostgreSQL runs it.

@@ -5,7 +5,7 @@
 
 use super::apply::apply_loaded;
 use super::intents::load_for_update;
-use super::sql::{Conn, ConnExt, Optional, params};
+use super::sql::{Conn, ConnExt, Dialect, Optional, params};
 use super::{Applied, ApplyContext, Locked, ReceiptSource, Store, StoreError, to_i64, to_u64};
 use crate::domain::{ActionKey, Event, IntentId, IntentState};
 use crate::wire::{Intent, Receipt, WebhookOutcome};
@@ -66,12 +66,13 @@ pub trait Receipts {
 
     /// Whether `downstream_id` is a record the coordinator's own calls (a create's answer or
     /// a lookup) already proved to be another intent's, of the same connector and operation,
-    /// within `intent_id`'s key retention (a day when it has none, no time at all when it
-    /// is 0) before `now_ms`. One record is one order's outcome: asked of an answer that
-    /// named no key, a yes means the downstream answered from the wrong record, and the
-    /// answer proves nothing. Receipts a webhook brought do not count (a connector's token
-    /// could name any id), nor do older ones (a downstream whose ids start over after a
-    /// reset).
+    /// within `intent_id`'s key retention (a day when it has none or it is 0) before
+    /// `now_ms`. One record is one order's outcome: asked of an answer that named no key, a
+    /// yes means the downstream answered from the wrong record, and the answer proves
+    /// nothing. A receipt a webhook brought counts only once such a call named its record
+    /// too (a connector's token could name any id); older proofs do not count (a downstream
+    /// whose ids start over after a reset). On PostgreSQL the record stays locked until
+    /// the transaction ends, so a yes or no holds while this transaction commits.
     fn held_by_another(
         &mut self,
         intent_id: &IntentId,
@@ -249,6 +250,9 @@ pub(crate) fn insert(
     authoritative: bool,
     now_ms: u64,
 ) -> Result<(), StoreError> {
+    if authoritative && proves_holding(source.source) {
+        hold_record(tx, intent, &source.downstream_id)?;
+    }
     tx.run_held(
         "INSERT INTO receipts (id, intent_seq, action_key, downstream_id, source, event_id, authoritative, received_at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -266,6 +270,37 @@ pub(crate) fn insert(
     Ok(())
 }
 
+/// Whether a receipt from `source` is the coordinator's own proof of whose a record is: a
+/// create's answer or a lookup. A webhook's or an agent's could name any id.
+fn proves_holding(source: &str) -> bool {
+    matches!(source, "dispatch" | "lookup")
+}
+
+/// How long a record proved to be one intent's is held against others: the key retention
+/// the asking intent was sent under, or a day when it has none (or 0, a downstream that
+/// promises none: its record ids are not forgotten any sooner for that).
+const HELD_WITHOUT_RETENTION_SECS: u64 = 86_400;
+
+/// On PostgreSQL, wait for and hold until this transaction ends the lock on the record
+/// `downstream_id` of `intent`'s connector and operation; nothing on SQLite, whose single
+/// writer holds everything already. Taken before a record is proved to be an intent's and
+/// before asking whether another intent holds it, so that two coordinators given one record
+/// for two intents at the same moment take turns: the second asks after the first
+/// committed, and sees it. Sent without waiting for its answer: the statements after it run
+/// after it, each reading what was committed when it starts (writers read committed).
+fn hold_record(tx: &dyn Conn, intent: &Intent, downstream_id: &str) -> Result<(), StoreError> {
+    if tx.dialect() != Dialect::Postgres {
+        return Ok(());
+    }
+    tx.run_held(
+        "SELECT pg_advisory_xact_lock(hashtextextended(?1, 0))::text",
+        params![format!(
+            "record\n{}\n{}\n{downstream_id}",
+            intent.connector, intent.operation
+        )],
+    )
+}
+
 /// [`Receipts::held_by_another`] for `intent`, whose row is `seq`.
 fn held_elsewhere(
     tx: &dyn Conn,
@@ -276,13 +311,16 @@ fn held_elsewhere(
 ) -> Result<bool, StoreError> {
     let retention_ms = intent
         .key_retention_secs
-        .unwrap_or(86_400)
+        .filter(|&secs| secs > 0)
+        .unwrap_or(HELD_WITHOUT_RETENTION_SECS)
         .saturating_mul(1000);
+    hold_record(tx, intent, downstream_id)?;
     Ok(tx
         .one(
             "SELECT 1 FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
              WHERE r.downstream_id = ?1 AND r.authoritative = 1 AND r.intent_seq <> ?2 \
-             AND r.source IN ('dispatch', 'lookup') AND r.received_at_ms >= ?3 \
+             AND (r.source IN ('dispatch', 'lookup') AND r.received_at_ms >= ?3 \
+                  OR r.confirmed_at_ms >= ?3) \
              AND i.connector = ?4 AND i.operation = ?5 LIMIT 1",
             params![
                 downstream_id,
@@ -333,6 +371,15 @@ fn observe_loaded(
         IntentState::Committed
             if intent.downstream_ref.as_deref() == Some(source.downstream_id.as_str()) =>
         {
+            if proves_holding(source.source) {
+                // A receipt a webhook brought, now proved by the coordinator's own call.
+                hold_record(tx, intent, &source.downstream_id)?;
+                tx.run_held(
+                    "UPDATE receipts SET confirmed_at_ms = ?1 \
+                     WHERE intent_seq = ?2 AND authoritative = 1 AND source NOT IN ('dispatch', 'lookup')",
+                    params![to_i64(now_ms), seq],
+                )?;
+            }
             Ok(ReceiptObservation::AlreadyCommitted)
         }
         state => {
