@@ -32,6 +32,7 @@ on_both_backends_tokio! {
     a_bare_503_on_a_write_is_looked_up_not_resent,
     a_see_other_after_a_create_is_looked_up_never_rejected,
     an_answer_naming_another_intents_record_commits_nothing,
+    a_lookup_naming_another_intents_record_commits_nothing,
     command_ids_are_any_opaque_client_id,
     receipts_and_logs_keep_tokens_out_of_the_logs,
 }
@@ -1104,6 +1105,51 @@ async fn an_answer_naming_another_intents_record_commits_nothing(backend: Backen
         .await;
     assert_eq!(first_after["receipts"].as_array().map(Vec::len), Some(1));
     assert_eq!(first_after["intent"]["state"], "committed");
+}
+
+async fn a_lookup_naming_another_intents_record_commits_nothing(backend: Backend) {
+    // Creates and lookups alike are answered with the first record the downstream made,
+    // naming no key. The second order's create answer and then its lookups name the first
+    // order's record: none of them commits it, and it stays indeterminate with its lookups
+    // saying why. Once lookups answer from the right record, it is committed to its own.
+    let rig = Rig::start(&backend, "wrong_record=1,wrong_lookup=1", false, |_| {}).await;
+    let (first, _) = rig
+        .dispatched(AGENT_ACME, "mixed-1", &order("acme", "4700"))
+        .await;
+    let first = rig.wait_for_state(&first, "committed").await;
+    let first_record = first["receipts"][0]["downstream_id"].clone();
+    assert!(first_record.is_string(), "{first:#}");
+
+    let (second, second_key) = rig
+        .dispatched(AGENT_ACME, "mixed-2", &order("acme", "4800"))
+        .await;
+    let held = rig
+        .wait_for(&second, "a lookup answered with the first record", |d| {
+            attempts_of(d, "lookup")
+                .iter()
+                .any(|a| a["detail"] == "a lookup answer naming a record another intent holds")
+        })
+        .await;
+    assert_eq!(held["intent"]["state"], "indeterminate", "{held:#}");
+    assert_eq!(
+        held["receipts"].as_array().map(Vec::len),
+        Some(0),
+        "{held:#}"
+    );
+
+    rig.sandbox
+        .set_faults(intentdesk::sandbox::FaultSpec::none());
+    let second = rig.wait_for_state(&second, "committed").await;
+    let receipts = second["receipts"].as_array().expect("receipts");
+    assert_eq!(receipts.len(), 1, "{second:#}");
+    assert_ne!(receipts[0]["downstream_id"], first_record, "{second:#}");
+    assert_eq!(receipts[0]["source"], "lookup", "{second:#}");
+    assert_eq!(
+        attempts_of(&second, "dispatch").len(),
+        1,
+        "not resent: {second:#}"
+    );
+    assert_eq!(rig.effects(&second_key), 1);
 }
 
 async fn command_ids_are_any_opaque_client_id(backend: Backend) {

@@ -13,6 +13,7 @@
 //! | `bare_503_after_commit=P` | commit the effect, then answer 503 without `Retry-After`, as a proxy in front that gave up waiting |
 //! | `redirect_after_commit=P` | commit the effect, then answer 303 See Other with the record's lookup as its `Location` |
 //! | `wrong_record=P` | commit the effect, then answer with the first record of its kind (another key's, unless it is the first) and no `external_ref`, as a downstream that mixed its answers up |
+//! | `wrong_lookup=P` | answer a lookup that finds its record with the first record of its kind instead, without `external_ref` |
 //! | `retry_after_secs=N` | the `Retry-After` value (default 1) |
 //! | `refuse=P` | accept a TCP connection and close it at once, reading nothing |
 //! | `redeliver=N` | deliver every webhook N times in total (default 1, at least 1) |
@@ -76,6 +77,7 @@ pub struct FaultSpec {
     pub bare_503_after_commit: Probability,
     pub redirect_after_commit: Probability,
     pub wrong_record: Probability,
+    pub wrong_lookup: Probability,
     pub retry_after_secs: u64,
     pub refuse: Probability,
     /// How many times each webhook is delivered in total; at least 1.
@@ -111,6 +113,7 @@ impl Default for FaultSpec {
             bare_503_after_commit: Probability::NEVER,
             redirect_after_commit: Probability::NEVER,
             wrong_record: Probability::NEVER,
+            wrong_lookup: Probability::NEVER,
             retry_after_secs: Self::DEFAULT_RETRY_AFTER_SECS,
             refuse: Probability::NEVER,
             redeliver: 1,
@@ -141,7 +144,7 @@ impl fmt::Display for FaultSpecProblem {
             Self::EmptyItem => "empty item between commas",
             Self::UnknownName => {
                 "unknown name; expected one of drop_after_commit, drop_first, delay_ms, overload, \
-                 overload_writes, fail_lookups, bare_503_after_commit, redirect_after_commit, wrong_record, retry_after_secs, refuse, redeliver, \
+                 overload_writes, fail_lookups, bare_503_after_commit, redirect_after_commit, wrong_record, wrong_lookup, retry_after_secs, refuse, redeliver, \
                  retention_secs, ignore_keys"
             }
             Self::NotANumber => "value is not a number",
@@ -215,6 +218,7 @@ fn apply(out: &mut FaultSpec, name: &str, value: &str) -> Result<(), FaultSpecPr
         "bare_503_after_commit" => out.bare_503_after_commit = probability(value)?,
         "redirect_after_commit" => out.redirect_after_commit = probability(value)?,
         "wrong_record" => out.wrong_record = probability(value)?,
+        "wrong_lookup" => out.wrong_lookup = probability(value)?,
         "retry_after_secs" => out.retry_after_secs = number(value)?,
         "refuse" => out.refuse = probability(value)?,
         "redeliver" => {
@@ -299,6 +303,9 @@ impl fmt::Display for FaultSpec {
         }
         if !self.wrong_record.is_never() {
             items.push(format!("wrong_record={}", self.wrong_record));
+        }
+        if !self.wrong_lookup.is_never() {
+            items.push(format!("wrong_lookup={}", self.wrong_lookup));
         }
         if self.retry_after_secs != Self::DEFAULT_RETRY_AFTER_SECS {
             items.push(format!("retry_after_secs={}", self.retry_after_secs));

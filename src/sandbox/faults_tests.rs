@@ -101,13 +101,14 @@ fn canonical_spec_parses_back_to_the_same_settings() {
 #[test]
 fn the_after_commit_answers_print_in_the_tables_order() {
     let spec = parse(
-        "retry_after_secs=2,wrong_record=0.25,redirect_after_commit=0.5,bare_503_after_commit=1",
+        "retry_after_secs=2,wrong_lookup=0.75,wrong_record=0.25,redirect_after_commit=0.5,bare_503_after_commit=1",
     );
     assert_eq!(spec.redirect_after_commit, p(0.5));
     assert_eq!(spec.wrong_record, p(0.25));
+    assert_eq!(spec.wrong_lookup, p(0.75));
     assert_eq!(
         spec.to_string(),
-        "bare_503_after_commit=1,redirect_after_commit=0.5,wrong_record=0.25,retry_after_secs=2"
+        "bare_503_after_commit=1,redirect_after_commit=0.5,wrong_record=0.25,wrong_lookup=0.75,retry_after_secs=2"
     );
     assert_eq!(parse(&spec.to_string()), spec);
     assert_eq!(

@@ -267,12 +267,23 @@ pub(crate) async fn lookup(
     let key: ExternalRef = raw
         .parse()
         .map_err(|e: StoreError| ApiError::bad_request("bad_external_ref", e.to_string()))?;
-    state.lookup(resource, &key).map(Json).ok_or_else(|| {
+    let found = state.lookup(resource, &key).ok_or_else(|| {
         ApiError::not_found(
             "not_found",
             format!("no {resource} with external_ref `{key}`"),
         )
-    })
+    })?;
+    if state.roll(faults.wrong_lookup) {
+        let shown = state
+            .first_record(resource)
+            .unwrap_or_else(|| found.clone());
+        tracing::info!(id = %found.id, shown = %shown.id, "answering a lookup with another record");
+        return Ok(Json(Record {
+            external_ref: None,
+            ..shown
+        }));
+    }
+    Ok(Json(found))
 }
 
 #[derive(Debug, Deserialize)]

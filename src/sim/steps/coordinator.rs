@@ -131,7 +131,19 @@ pub fn record(world: &mut World, i: usize) -> anyhow::Result<()> {
         world.now(),
         world.entropy.clone(),
     );
-    let receipt = result.downstream_id().map(str::to_string);
+    // An answer naming a record another intent already holds is no receipt for this one
+    // (`Receipts::held_by_another`): nothing of it is owed to the store. Asked before the
+    // answer is recorded, as the coordinator asks it.
+    let receipt = result
+        .downstream_id()
+        .filter(|id| {
+            result.unkeyed_receipt().is_none()
+                || !world
+                    .reader
+                    .held_by_another(&sent.row.intent_id, id, now)
+                    .unwrap_or(false)
+        })
+        .map(str::to_string);
     let outcome = world.write(move |s| dispatch::record(s, &row, result.clone(), now, &*entropy));
     world.history.note(format!(
         "records the answer for {} (fence {}, process {}): {outcome:?}",
