@@ -15,9 +15,9 @@ use intentdesk::domain::{
 use intentdesk::store::ops::*;
 use intentdesk::store::sql::{ConnExt, params};
 use intentdesk::store::{
-    ApplyContext, Approval, AttemptFinish, CommandAction, CreateOutcome, DispatchPlan, Durability,
-    IntentFilter, NewCommand, NewIntent, ReceiptObservation, ReceiptSource, RecordedCommand,
-    SendTerms, SortKey, Store, StoreError, search_form,
+    ApplyContext, Approval, AttemptFinish, Claim, ClaimedRow, CommandAction, CreateOutcome,
+    DispatchPlan, Durability, IntentFilter, NewCommand, NewIntent, ReceiptObservation,
+    ReceiptSource, RecordedCommand, SendTerms, SortKey, Store, StoreError, search_form,
 };
 use intentdesk::wire::{PauseScope, WebhookOutcome};
 use serde_json::json;
@@ -64,6 +64,30 @@ fn erp(_connector: &str, _operation: &str) -> Result<SendTerms, String> {
         },
         resource: "purchase-orders".into(),
     })
+}
+
+/// The claimed send of the intent `id`.
+fn claimed(claim: &Claim, id: &IntentId) -> ClaimedRow {
+    claim
+        .rows
+        .iter()
+        .find(|r| &r.intent_id == id)
+        .expect("claimed")
+        .clone()
+}
+
+/// A downstream's 201 creating `downstream_id`, naming the key when `keyed`.
+fn created_answer(downstream_id: &str, keyed: bool) -> SendResult {
+    SendResult::Receipt {
+        downstream_id: downstream_id.into(),
+        keyed,
+        finish: AttemptFinish {
+            outcome: Some(AttemptOutcome::Succeeded),
+            http_status: Some(201),
+            sent: Some(true),
+            ..AttemptFinish::default()
+        },
+    }
 }
 
 fn created(outcome: CreateOutcome) -> intentdesk::wire::Intent {
@@ -693,24 +717,8 @@ on_both_backends! {
         let claim = store
             .claim_outbox("w1", T0 + 4, 1_000, 10, &erp)
             .expect("claim");
-        let row = |id: &IntentId| {
-            claim
-                .rows
-                .iter()
-                .find(|r| &r.intent_id == id)
-                .expect("claimed")
-                .clone()
-        };
-        let answer = |keyed| SendResult::Receipt {
-            downstream_id: "po-1".into(),
-            keyed,
-            finish: AttemptFinish {
-                outcome: Some(AttemptOutcome::Succeeded),
-                http_status: Some(201),
-                sent: Some(true),
-                ..AttemptFinish::default()
-            },
-        };
+        let row = |id: &IntentId| claimed(&claim, id);
+        let answer = |keyed| created_answer("po-1", keyed);
         let ids = SeededEntropy::new(1);
         for (id, keyed, at) in [(&first, false, 10), (&second, false, 20), (&third, true, 30)] {
             dispatch::record(&mut store, &row(id), answer(keyed), T0 + at, &ids).expect("record");
@@ -1750,24 +1758,8 @@ fn two_writers_given_one_record_for_two_intents_take_turns_on_it() {
     let claim = one
         .claim_outbox("w1", T0 + 3, 1_000, 10, &erp)
         .expect("claim");
-    let row = |id: &IntentId| {
-        claim
-            .rows
-            .iter()
-            .find(|r| &r.intent_id == id)
-            .expect("claimed")
-            .clone()
-    };
-    let answer = || SendResult::Receipt {
-        downstream_id: "po-1".into(),
-        keyed: false,
-        finish: AttemptFinish {
-            outcome: Some(AttemptOutcome::Succeeded),
-            http_status: Some(201),
-            sent: Some(true),
-            ..AttemptFinish::default()
-        },
-    };
+    let row = |id: &IntentId| claimed(&claim, id);
+    let answer = || created_answer("po-1", false);
     let ids = SeededEntropy::new(1);
     one.conn().batch("BEGIN").expect("begin");
     dispatch::record(&mut one, &row(&first), answer(), T0 + 10, &ids).expect("first");

@@ -1068,6 +1068,18 @@ async fn a_see_other_after_a_create_is_looked_up_never_rejected(backend: Backend
     assert_eq!(dispatches[0]["http_status"], 303, "{detail:#}");
 }
 
+/// The first order through a downstream that answers with the first record it made: its
+/// own, so it commits. Its detail, action key and record.
+async fn first_order_committed(rig: &Rig) -> (Value, String, Value) {
+    let (first, first_key) = rig
+        .dispatched(AGENT_ACME, "mixed-1", &order("acme", "4700"))
+        .await;
+    let first = rig.wait_for_state(&first, "committed").await;
+    let first_record = first["receipts"][0]["downstream_id"].clone();
+    assert!(first_record.is_string(), "{first:#}");
+    (first, first_key, first_record)
+}
+
 async fn an_answer_naming_another_intents_record_commits_nothing(backend: Backend) {
     // The downstream makes every order, but answers each with the first record it ever
     // made, naming no key: a downstream that mixed its answers up. The first order's answer
@@ -1075,12 +1087,7 @@ async fn an_answer_naming_another_intents_record_commits_nothing(backend: Backen
     // could be another tenant's): it proves nothing, so the second order is looked up by
     // its own key and committed to its own record.
     let rig = Rig::start(&backend, "wrong_record=1", false, |_| {}).await;
-    let (first, first_key) = rig
-        .dispatched(AGENT_ACME, "mixed-1", &order("acme", "4700"))
-        .await;
-    let first = rig.wait_for_state(&first, "committed").await;
-    let first_record = first["receipts"][0]["downstream_id"].clone();
-    assert!(first_record.is_string(), "{first:#}");
+    let (first, first_key, first_record) = first_order_committed(&rig).await;
 
     let (second, second_key) = rig
         .dispatched(AGENT_ACME, "mixed-2", &order("acme", "4800"))
@@ -1113,12 +1120,7 @@ async fn a_lookup_naming_another_intents_record_commits_nothing(backend: Backend
     // order's record: none of them commits it, and it stays indeterminate with its lookups
     // saying why. Once lookups answer from the right record, it is committed to its own.
     let rig = Rig::start(&backend, "wrong_record=1,wrong_lookup=1", false, |_| {}).await;
-    let (first, _) = rig
-        .dispatched(AGENT_ACME, "mixed-1", &order("acme", "4700"))
-        .await;
-    let first = rig.wait_for_state(&first, "committed").await;
-    let first_record = first["receipts"][0]["downstream_id"].clone();
-    assert!(first_record.is_string(), "{first:#}");
+    let (_, _, first_record) = first_order_committed(&rig).await;
 
     let (second, second_key) = rig
         .dispatched(AGENT_ACME, "mixed-2", &order("acme", "4800"))
