@@ -270,10 +270,21 @@ pub(crate) fn insert(
     Ok(())
 }
 
-/// Whether a receipt from `source` is the coordinator's own proof of whose a record is: a
+/// The sources of a receipt that are the coordinator's own proof of whose a record is: a
 /// create's answer or a lookup. A webhook's or an agent's could name any id.
+const PROVING_SOURCES: [&str; 2] = ["dispatch", "lookup"];
+
+/// [`PROVING_SOURCES`] as an SQL list, for the statements that ask which receipts hold a
+/// record (a literal, so each statement stays one cached text).
+macro_rules! proving_sources_sql {
+    () => {
+        "('dispatch', 'lookup')"
+    };
+}
+
+/// Whether a receipt from `source` is one of [`PROVING_SOURCES`].
 fn proves_holding(source: &str) -> bool {
-    matches!(source, "dispatch" | "lookup")
+    PROVING_SOURCES.contains(&source)
 }
 
 /// How long a record proved to be one intent's is held against others: the key retention
@@ -317,11 +328,14 @@ fn held_elsewhere(
     hold_record(tx, intent, downstream_id)?;
     Ok(tx
         .one(
-            "SELECT 1 FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
-             WHERE r.downstream_id = ?1 AND r.authoritative = 1 AND r.intent_seq <> ?2 \
-             AND (r.source IN ('dispatch', 'lookup') AND r.received_at_ms >= ?3 \
-                  OR r.confirmed_at_ms >= ?3) \
-             AND i.connector = ?4 AND i.operation = ?5 LIMIT 1",
+            concat!(
+                "SELECT 1 FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
+                 WHERE r.downstream_id = ?1 AND r.authoritative = 1 AND r.intent_seq <> ?2 \
+                 AND (r.source IN ",
+                proving_sources_sql!(),
+                " AND r.received_at_ms >= ?3 OR r.confirmed_at_ms >= ?3) \
+                 AND i.connector = ?4 AND i.operation = ?5 LIMIT 1"
+            ),
             params![
                 downstream_id,
                 seq,
@@ -372,11 +386,15 @@ fn observe_loaded(
             if intent.downstream_ref.as_deref() == Some(source.downstream_id.as_str()) =>
         {
             if proves_holding(source.source) {
-                // A receipt a webhook brought, now proved by the coordinator's own call.
+                // The receipt that committed it came from outside (a webhook, an agent's
+                // report, an operator) and is now proved by the coordinator's own call.
                 hold_record(tx, intent, &source.downstream_id)?;
                 tx.run_held(
-                    "UPDATE receipts SET confirmed_at_ms = ?1 \
-                     WHERE intent_seq = ?2 AND authoritative = 1 AND source NOT IN ('dispatch', 'lookup')",
+                    concat!(
+                        "UPDATE receipts SET confirmed_at_ms = ?1 \
+                         WHERE intent_seq = ?2 AND authoritative = 1 AND source NOT IN ",
+                        proving_sources_sql!()
+                    ),
                     params![to_i64(now_ms), seq],
                 )?;
             }
@@ -395,5 +413,16 @@ fn observe_loaded(
                 (state, _) => ReceiptObservation::Contradicts { state },
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PROVING_SOURCES;
+
+    #[test]
+    fn the_sql_list_of_proving_sources_is_the_list_the_code_checks() {
+        let quoted: Vec<String> = PROVING_SOURCES.iter().map(|s| format!("'{s}'")).collect();
+        assert_eq!(proving_sources_sql!(), format!("({})", quoted.join(", ")));
     }
 }
