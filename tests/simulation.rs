@@ -140,3 +140,48 @@ fn the_checks_catch_an_answered_intent_that_vanished() {
         "{names:?}"
     );
 }
+
+#[test]
+fn the_checks_catch_one_record_committed_for_two_intents() {
+    let (mut world, _, _) = world_with_a_commit(14);
+    // Two intents of one connector and operation, each committed by the coordinator's own
+    // call; the later one's receipt is made to name the earlier one's record, a moment
+    // after it (well within any hold).
+    let pair = "SELECT r1.downstream_id, r1.received_at_ms, r2.seq FROM receipts r1 \
+                JOIN intents i1 ON i1.seq = r1.intent_seq \
+                JOIN receipts r2 ON r2.intent_seq <> r1.intent_seq AND r2.received_at_ms >= r1.received_at_ms \
+                JOIN intents i2 ON i2.seq = r2.intent_seq \
+                WHERE r1.authoritative = 1 AND r2.authoritative = 1 \
+                AND r1.source IN ('dispatch', 'lookup') AND r2.source IN ('dispatch', 'lookup') \
+                AND i1.connector = i2.connector AND i1.operation = i2.operation LIMIT 1";
+    let mut found = None;
+    for step in world.step + 1..world.step + 5_000 {
+        world.step = step;
+        steps::run_step(&mut world).expect("step");
+        found = world
+            .reader
+            .conn()
+            .one(pair, params![], |r| {
+                Ok((r.get::<String>(0)?, r.get::<i64>(1)?, r.get::<i64>(2)?))
+            })
+            .ok();
+        if found.is_some() {
+            break;
+        }
+    }
+    let (record, at_ms, second) =
+        found.expect("two intents of one kind committed by our own calls");
+    invariants::after_step(&mut world).expect("checks run");
+    assert!(world.violations.is_empty(), "{:?}", world.violations);
+    world
+        .write(move |s| {
+            s.conn().run(
+                "UPDATE receipts SET downstream_id = ?1, received_at_ms = ?2 WHERE seq = ?3",
+                params![record.as_str(), at_ms + 1, second],
+            )
+        })
+        .expect("tampered");
+    invariants::after_step(&mut world).expect("checks run");
+    let names: Vec<&str> = world.violations.iter().map(|v| v.name).collect();
+    assert!(names.contains(&"one_record_one_intent"), "{names:?}");
+}

@@ -67,7 +67,8 @@ pub fn run_cli(args: SimulateArgs) -> anyhow::Result<u8> {
         writeln!(
             out,
             "{} worlds, {} steps in {:.1} s ({:.0} steps/s, {:.0} worlds/min): {} intents, {} effects, \
-             {} committed, {} indeterminate at rest, {} crashes; {} violations",
+             {} committed, {} indeterminate at rest, {} answers refused as another intent's record, \
+             {} crashes; {} violations",
             summary.seeds,
             summary.steps,
             summary.seconds,
@@ -77,6 +78,7 @@ pub fn run_cli(args: SimulateArgs) -> anyhow::Result<u8> {
             summary.effects,
             summary.committed,
             summary.indeterminate_at_rest,
+            summary.refused_held,
             summary.crashes,
             summary.violations.len()
         )?;

@@ -47,6 +47,10 @@ pub struct Faults {
     pub ignore_keys: bool,
     /// What `Retry-After` says, in seconds.
     pub retry_after_secs: u64,
+    /// A create's or a lookup's success names a record made under another key (the first
+    /// such record in key order, as a downstream answering from the wrong row would), with
+    /// no key in the answer to tell: what its key really did stays unproven.
+    pub wrong_record: f64,
 }
 
 impl Faults {
@@ -67,6 +71,7 @@ impl Faults {
             retention_ms: None,
             ignore_keys: false,
             retry_after_secs: 1,
+            wrong_record: 0.0,
         }
     }
 
@@ -97,6 +102,8 @@ impl Faults {
             retention_ms: None,
             ignore_keys: false,
             retry_after_secs: dice.between(1, 5),
+            // Dealt apart (`Setup::deal`), as `see_other_after_commit`.
+            wrong_record: 0.0,
         }
     }
 }
@@ -228,6 +235,13 @@ impl World {
                 json!({"error": {"message": "the key was used for another body"}}),
             ),
         };
+        let answer = match answer {
+            Call::Replied(r) if r.status < 300 => match self.wrong_record(key) {
+                Some(other) => reply(r.status, None, json!({"id": other, "replayed": false})),
+                None => Call::Replied(r),
+            },
+            other => other,
+        };
         if self.dice.chance(f.drop_after_commit) {
             return Call::Failed {
                 observation: Observation::ConnectionLostAfterSend,
@@ -260,6 +274,9 @@ impl World {
         else {
             return reply(404, None, Value::Null);
         };
+        if let Some(other) = self.wrong_record(key) {
+            return reply(200, None, json!({"id": other}));
+        }
         // Either answer is proof of what the key holds now.
         self.unproven.remove(key);
         match self
@@ -269,6 +286,29 @@ impl World {
             Some(record) => reply(200, None, json!({"id": record.id.as_str()})),
             None => reply(404, None, json!({"error": {"message": "not found"}})),
         }
+    }
+}
+
+impl World {
+    /// When the `wrong_record` fault strikes this answer about `key`: the record a
+    /// downstream answering from the wrong row names instead, the first made under another
+    /// key (drawn only where the fault is dealt, so a world without it rolls as it always
+    /// did).
+    fn wrong_record(&mut self, key: &str) -> Option<String> {
+        let rate = self.faults.wrong_record;
+        if rate <= 0.0 || !self.dice.chance(rate) {
+            return None;
+        }
+        self.records
+            .iter()
+            .filter(|(k, ids)| k.as_str() != key && !ids.is_empty())
+            .min_by(|a, b| a.0.cmp(b.0))
+            .map(|(_, ids)| ids[0].clone())
+    }
+
+    /// Whether `id` is a record the downstream made, under any key.
+    pub fn holds_record(&self, id: &str) -> bool {
+        self.records.values().any(|ids| ids.iter().any(|r| r == id))
     }
 }
 

@@ -183,6 +183,7 @@ fn intents(world: &World) -> Vec<Row> {
 pub fn after_step(world: &mut World) -> anyhow::Result<()> {
     lookups_paced(world);
     let honest = world.setup.downstream_is_honest();
+    let own_records = world.setup.answers_name_their_own_records();
     let rows = intents(world);
     let mut found = Vec::new();
     {
@@ -202,12 +203,18 @@ pub fn after_step(world: &mut World) -> anyhow::Result<()> {
                 continue;
             }
             let records = downstream.records_for(&row.action_key);
-            if row.state == "committed"
-                && !row
-                    .downstream_ref
-                    .as_ref()
-                    .is_some_and(|r| records.contains(r))
-            {
+            // Where the downstream answers from the wrong record, naming no key, the
+            // coordinator cannot tell a record it has not seen before from the right one:
+            // it may commit to any record the downstream made (and refuses one another
+            // intent holds: `one_record_one_intent`).
+            let evidenced = |r: &String| {
+                if own_records {
+                    records.contains(r)
+                } else {
+                    downstream.holds_record(r)
+                }
+            };
+            if row.state == "committed" && !row.downstream_ref.as_ref().is_some_and(evidenced) {
                 found.push((
                     "committed_only_with_evidence",
                     format!(
@@ -300,10 +307,45 @@ pub fn after_step(world: &mut World) -> anyhow::Result<()> {
         }
     }
     world.checked.evidence = world.evidence.len();
+    found.extend(
+        records_held_twice(world)?
+            .into_iter()
+            .map(|detail| ("one_record_one_intent", detail)),
+    );
     for (name, detail) in found {
         world.violate(name, detail);
     }
     Ok(())
+}
+
+/// Records two intents of one connector and operation were committed to by the
+/// coordinator's own calls (a create's answer or a lookup), the second within the first's
+/// hold (the second intent's key retention, or a day when it has none): each a record
+/// another intent held when it was taken.
+fn records_held_twice(world: &World) -> anyhow::Result<Vec<String>> {
+    Ok(world
+        .reader
+        .conn()
+        .rows(
+            "SELECT r2.downstream_id, i1.id, i2.id FROM receipts r1 \
+             JOIN intents i1 ON i1.seq = r1.intent_seq \
+             JOIN receipts r2 ON r2.downstream_id = r1.downstream_id AND r2.intent_seq <> r1.intent_seq \
+             JOIN intents i2 ON i2.seq = r2.intent_seq \
+             WHERE r1.authoritative = 1 AND r2.authoritative = 1 \
+             AND r1.source IN ('dispatch', 'lookup') AND r2.source IN ('dispatch', 'lookup') \
+             AND i1.connector = i2.connector AND i1.operation = i2.operation \
+             AND (r1.received_at_ms < r2.received_at_ms \
+                  OR r1.received_at_ms = r2.received_at_ms AND r1.seq < r2.seq) \
+             AND r2.received_at_ms - r1.received_at_ms \
+                 < coalesce(nullif(i2.key_retention_secs, 0), 86400) * 1000",
+            params![],
+            |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<String>(2)?)),
+        )?
+        .into_iter()
+        .map(|(record, first, second)| {
+            format!("{record} commits {first} and then {second}, which it was held against")
+        })
+        .collect())
 }
 
 /// The checks once the world has settled: every effect's intent is committed or visibly

@@ -32,6 +32,7 @@ pub const REGRESSION_SEEDS: &[u64] = &[
     1005, // an in-flight create guard only a finished request clears: the key sticks
     1085, // a vouched-for bare 503 that had applied, judged against the key's retention
     441,  // a create answered 303 after it applied, rejected as if nothing had been
+    57,   // an answer naming no key and a record another intent holds, taken as a receipt
 ];
 
 /// Steps a world runs when not told otherwise.
@@ -47,6 +48,8 @@ pub struct Outcome {
     pub effects: u64,
     pub committed: i64,
     pub indeterminate: i64,
+    /// Answers refused for naming a record another intent held.
+    pub refused_held: i64,
     pub crashes: u32,
     #[serde(skip)]
     pub history: String,
@@ -84,6 +87,14 @@ pub fn run_world(seed: u64, steps: u64, skip: &BTreeSet<u64>) -> anyhow::Result<
         indeterminate: invariants::count(
             &world,
             "SELECT count(*) FROM intents WHERE state = 'indeterminate'",
+        ),
+        refused_held: invariants::count(
+            &world,
+            &format!(
+                "SELECT count(*) FROM attempts WHERE detail IN ('{}', '{}')",
+                crate::coordinator::core::dispatch::HELD_BY_ANOTHER,
+                crate::coordinator::core::reconcile::LOOKUP_HELD_BY_ANOTHER
+            ),
         ),
         effects,
         crashes: world.incarnation,
@@ -181,6 +192,8 @@ pub struct Summary {
     pub effects: u64,
     pub committed: i64,
     pub indeterminate_at_rest: i64,
+    /// Answers (a create's or a lookup's) refused for naming a record another intent held.
+    pub refused_held: i64,
     pub crashes: u64,
     pub seconds: f64,
     pub steps_per_second: f64,
@@ -245,6 +258,7 @@ pub fn run_many(
         effects: outcomes.iter().map(|o| o.effects).sum(),
         committed: outcomes.iter().map(|o| o.committed).sum(),
         indeterminate_at_rest: outcomes.iter().map(|o| o.indeterminate).sum(),
+        refused_held: outcomes.iter().map(|o| o.refused_held).sum(),
         crashes: outcomes.iter().map(|o| u64::from(o.crashes)).sum(),
         seconds,
         steps_per_second: total_steps as f64 / seconds.max(1e-9),

@@ -144,6 +144,8 @@ pub fn record(world: &mut World, i: usize) -> anyhow::Result<()> {
                     .unwrap_or(false)
         })
         .map(str::to_string);
+    // A success refused so proves nothing of what its key did.
+    let refused = receipt.is_none() && result.downstream_id().is_some();
     let outcome = world.write(move |s| dispatch::record(s, &row, result.clone(), now, &*entropy));
     world.history.note(format!(
         "records the answer for {} (fence {}, process {}): {outcome:?}",
@@ -151,7 +153,7 @@ pub fn record(world: &mut World, i: usize) -> anyhow::Result<()> {
     ));
     match outcome {
         Ok(_) => {
-            if sent.definitive {
+            if sent.definitive && !refused {
                 world
                     .downstream
                     .lock()
