@@ -292,6 +292,26 @@ impl Rig {
         }
     }
 
+    /// `intentdesk_refused_answers_total` by connector, as the admin reads `/metrics`.
+    async fn refused_answers(&self) -> Vec<(String, u64)> {
+        let response = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("the coordinator answers");
+        assert_eq!(response.status(), StatusCode::OK);
+        let text = response.text().await.expect("a body");
+        text.lines()
+            .filter_map(|l| l.strip_prefix("intentdesk_refused_answers_total{connector=\""))
+            .map(|rest| {
+                let (connector, n) = rest.split_once("\"} ").expect("a sample");
+                (connector.to_string(), n.parse().expect("a count"))
+            })
+            .collect()
+    }
+
     async fn wait_for_state(&self, id: &str, state: &str) -> Value {
         self.wait_for(id, state, |d| d["intent"]["state"] == state)
             .await
@@ -1121,6 +1141,8 @@ async fn a_lookup_naming_another_intents_record_commits_nothing(backend: Backend
     // saying why. Once lookups answer from the right record, it is committed to its own.
     let rig = Rig::start(&backend, "wrong_record=1,wrong_lookup=1", false, |_| {}).await;
     let (_, _, first_record) = first_order_committed(&rig).await;
+    let none = vec![("bank".to_string(), 0), ("erp".to_string(), 0)];
+    assert_eq!(rig.refused_answers().await, none);
 
     let (second, second_key) = rig
         .dispatched(AGENT_ACME, "mixed-2", &order("acme", "4800"))
@@ -1138,6 +1160,12 @@ async fn a_lookup_naming_another_intents_record_commits_nothing(backend: Backend
         Some(0),
         "{held:#}"
     );
+    // Its create's answer and a lookup at least, each counted under the connector that
+    // gave it, for the alert that says why the intent waits.
+    let refused = rig.refused_answers().await;
+    assert_eq!(refused[0], ("bank".to_string(), 0), "{refused:?}");
+    assert_eq!(refused[1].0, "erp", "{refused:?}");
+    assert!(refused[1].1 >= 2, "{refused:?}");
 
     rig.sandbox
         .set_faults(intentdesk::sandbox::FaultSpec::none());

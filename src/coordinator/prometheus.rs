@@ -28,7 +28,10 @@
 //!   `intentdesk_store_syncs_total` and `intentdesk_store_sync_seconds_total`; and SQLite's
 //!   write-ahead log: `intentdesk_store_log_bytes` and `intentdesk_store_log_restarts_total`;
 //!   and `intentdesk_store_groups_rerun_total` (group commits SQLite's writer ran again with
-//!   savepoints after a write failed once it had changed rows).
+//!   savepoints after a write failed once it had changed rows); and
+//!   `intentdesk_refused_answers_total{connector}` (a create's or a lookup's answer that
+//!   named no key and a record another intent held: a downstream answering from the wrong
+//!   record; counted in the store, through an index of those attempts alone).
 //!
 //! The per-tenant and per-provider families use their own names so that summing a family
 //! never counts an intent twice; an intent that used two providers is under both in the
@@ -68,6 +71,9 @@ struct Process {
     ingest: IngestLoad,
     writes: WriteStats,
     index_bytes: usize,
+    /// Answers that named no key and a record another intent held, by connector: every
+    /// configured connector (0 when none), and any other that has some.
+    refused_answers: Vec<(String, u64)>,
 }
 
 pub(super) async fn scrape(
@@ -83,6 +89,12 @@ pub(super) async fn scrape(
     let now = state.clock.now_ms();
     let ingest = state.db.ingest_load();
     let writes = state.db.write_stats();
+    let connectors: Vec<String> = state
+        .config
+        .connectors
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
     let scrape = super::charts::with_index(&state, move |s, index| {
         Ok(Scrape {
             summary: crate::metrics::summary(s, index, &filter, now)?,
@@ -94,6 +106,7 @@ pub(super) async fn scrape(
                     ingest,
                     writes,
                     index_bytes: index.memory_bytes(),
+                    refused_answers: by_connector(connectors, s.refused_answers()?),
                 })
             } else {
                 None
@@ -107,6 +120,15 @@ pub(super) async fn scrape(
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     Ok(response)
+}
+
+/// `counted` beside every name in `configured` (0 where it has none), in name order, so a
+/// connector's series exists before its first count and an alert sees its first rise.
+fn by_connector(configured: Vec<String>, counted: Vec<(String, u64)>) -> Vec<(String, u64)> {
+    let mut all: std::collections::BTreeMap<String, u64> =
+        configured.into_iter().map(|name| (name, 0)).collect();
+    all.extend(counted);
+    all.into_iter().collect()
 }
 
 /// A label value with `\`, `"` and line breaks escaped.
@@ -429,4 +451,18 @@ fn render_process(out: &mut String, p: &Process) {
         "intentdesk_store_sync_seconds_total {}",
         p.writes.sync_micros as f64 / 1e6
     );
+    family(
+        out,
+        "intentdesk_refused_answers_total",
+        "counter",
+        "Answers, a create's or a lookup's, that named no key and a record another intent held \
+         (a downstream answering from the wrong record), by connector; each left its intent to be looked up.",
+    );
+    for (connector, n) in &p.refused_answers {
+        let _ = writeln!(
+            out,
+            "intentdesk_refused_answers_total{{connector=\"{}\"}} {n}",
+            label(connector)
+        );
+    }
 }

@@ -88,14 +88,12 @@ pub fn run_world(seed: u64, steps: u64, skip: &BTreeSet<u64>) -> anyhow::Result<
             &world,
             "SELECT count(*) FROM intents WHERE state = 'indeterminate'",
         ),
-        refused_held: invariants::count(
-            &world,
-            &format!(
-                "SELECT count(*) FROM attempts WHERE detail IN ('{}', '{}')",
-                crate::coordinator::core::dispatch::HELD_BY_ANOTHER,
-                crate::coordinator::core::reconcile::LOOKUP_HELD_BY_ANOTHER
-            ),
-        ),
+        refused_held: world
+            .reader
+            .refused_answers()?
+            .iter()
+            .map(|(_, n)| *n as i64)
+            .sum(),
         effects,
         crashes: world.incarnation,
         history: world.history.render(),

@@ -396,6 +396,15 @@ INSERT INTO webhook_arrivals (intent_seq, event_id, received_at_ms, deliveries)
     r#"
 ALTER TABLE receipts ADD COLUMN confirmed_at_ms INTEGER;
 "#,
+    // 16: the attempts whose answer named no key and a record another intent held (a
+    // downstream answering from the wrong record), counted at every scrape of `/metrics`:
+    // a partial index holds only them, so the count reads no other attempt. Its predicate is
+    // the store's `refused_answers_sql!`, word for word.
+    r#"
+CREATE INDEX attempts_refused_answers ON attempts (intent_seq)
+    WHERE detail IN ('a success answer naming a record another intent holds',
+         'a lookup answer naming a record another intent holds');
+"#,
 ];
 
 /// A migration as PostgreSQL runs it.

@@ -123,7 +123,7 @@ pub use intents::{CreateOutcome, LinkRefusal, Links, NewIntent};
 pub use metrics::{MetricFilter, SERIES_METRICS};
 pub use outbox::{Claim, ClaimedRow, ContractOf, HeldSend, SendTerms};
 pub use query::{Cursor, IntentFilter, MAX_PAGE, SortKey, forget_at, search_form};
-pub use receipts::ReceiptObservation;
+pub use receipts::{HELD_BY_ANOTHER, LOOKUP_HELD_BY_ANOTHER, ReceiptObservation};
 pub use revisits::{MAX_REVISITS, Sighting};
 
 /// Everything that can go wrong in the store.

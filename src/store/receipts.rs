@@ -24,6 +24,23 @@ pub enum ReceiptObservation {
     Contradicts { state: IntentState },
 }
 
+/// The detail of a send's attempt whose answer named no key and a record another intent's
+/// receipt already names (an attempt with it is counted by [`Receipts::refused_answers`]).
+pub const HELD_BY_ANOTHER: &str = "a success answer naming a record another intent holds";
+
+/// Why a lookup whose record already commits another intent proves nothing (as
+/// [`HELD_BY_ANOTHER`], for a lookup's attempt).
+pub const LOOKUP_HELD_BY_ANOTHER: &str = "a lookup answer naming a record another intent holds";
+
+/// The attempts [`Receipts::refused_answers`] counts, as the predicate of their partial
+/// index (migration 16; the query must say it in the same words for the index to serve it).
+macro_rules! refused_answers_sql {
+    () => {
+        "a.detail IN ('a success answer naming a record another intent holds', \
+         'a lookup answer naming a record another intent holds')"
+    };
+}
+
 /// Receipts from every source and webhook deliveries.
 pub trait Receipts {
     /// Observe a receipt for `intent_id` from any source.
@@ -63,6 +80,12 @@ pub trait Receipts {
 
     /// Every receipt of one intent, oldest first.
     fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError>;
+
+    /// How many answers, a create's or a lookup's, each connector gave that named no key
+    /// and a record another intent held ([`HELD_BY_ANOTHER`], [`LOOKUP_HELD_BY_ANOTHER`]):
+    /// a downstream answering from the wrong record. Every connector with one at least,
+    /// by name. Read through a partial index that holds only those attempts.
+    fn refused_answers(&mut self) -> Result<Vec<(String, u64)>, StoreError>;
 
     /// Whether `downstream_id` is a record the coordinator's own calls (a create's answer or
     /// a lookup) already proved to be another intent's, of the same connector and operation,
@@ -204,6 +227,19 @@ impl Receipts for Store {
             downstream_id,
             now_ms,
         )
+    }
+
+    fn refused_answers(&mut self) -> Result<Vec<(String, u64)>, StoreError> {
+        let rows = self.conn.rows(
+            concat!(
+                "SELECT i.connector, count(*) FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE ",
+                refused_answers_sql!(),
+                " GROUP BY i.connector ORDER BY i.connector"
+            ),
+            params![],
+            |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)),
+        )?;
+        Ok(rows.into_iter().map(|(c, n)| (c, to_u64(n))).collect())
     }
 
     fn receipts_of(&mut self, intent_id: &IntentId) -> Result<Vec<Receipt>, StoreError> {
@@ -418,7 +454,20 @@ fn observe_loaded(
 
 #[cfg(test)]
 mod tests {
-    use super::PROVING_SOURCES;
+    use super::{HELD_BY_ANOTHER, LOOKUP_HELD_BY_ANOTHER, PROVING_SOURCES};
+    use crate::store::migrations::MIGRATIONS;
+
+    #[test]
+    fn the_refused_answers_index_and_query_name_the_details_written() {
+        for detail in [HELD_BY_ANOTHER, LOOKUP_HELD_BY_ANOTHER] {
+            let quoted = format!("'{detail}'");
+            assert!(refused_answers_sql!().contains(&quoted), "{detail}");
+            assert!(MIGRATIONS[15].contains(&quoted), "{detail}");
+        }
+        let predicate = refused_answers_sql!().trim_start_matches("a.");
+        let squeeze = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(squeeze(MIGRATIONS[15]).contains(&squeeze(predicate)));
+    }
 
     #[test]
     fn the_sql_list_of_proving_sources_is_the_list_the_code_checks() {

@@ -137,8 +137,7 @@ impl SendResult {
     }
 }
 
-/// The detail of an answer whose record another intent's receipt already names.
-pub const HELD_BY_ANOTHER: &str = "a success answer naming a record another intent holds";
+pub use crate::store::HELD_BY_ANOTHER;
 
 /// What a claim that was taken over means: the earlier claimant may have sent it.
 pub fn reclaimed() -> SendResult {

@@ -95,8 +95,7 @@ impl ConnectorRate {
     }
 }
 
-/// Why a lookup whose record already commits another intent proves nothing.
-pub const LOOKUP_HELD_BY_ANOTHER: &str = "a lookup answer naming a record another intent holds";
+pub use crate::store::LOOKUP_HELD_BY_ANOTHER;
 
 impl LookupResult {
     fn still(why: &str) -> LookupResult {
