@@ -47,9 +47,9 @@ pub struct Faults {
     pub ignore_keys: bool,
     /// What `Retry-After` says, in seconds.
     pub retry_after_secs: u64,
-    /// A create's or a lookup's success names a record made under another key (the first
-    /// such record in key order, as a downstream answering from the wrong row would), with
-    /// no key in the answer to tell: what its key really did stays unproven.
+    /// A create's or a lookup's success names a record of the same kind made under another
+    /// key (the first such record in key order, as a downstream answering from the wrong row
+    /// would), with no key in the answer to tell: what its key really did stays unproven.
     pub wrong_record: f64,
 }
 
@@ -134,6 +134,8 @@ pub struct World {
     /// Keys whose last create landed and whose outcome the coordinator has not learnt for
     /// certain since: no answer recorded, an answer that proves nothing, or no lookup yet.
     pub unproven: HashSet<String>,
+    /// Keys some answer about named another key's record (`Faults::wrong_record`).
+    pub lied_about: HashSet<String>,
 }
 
 impl World {
@@ -147,6 +149,7 @@ impl World {
             dice: Dice::new(0),
             landings: HashMap::new(),
             unproven: HashSet::new(),
+            lied_about: HashSet::new(),
         }
     }
 
@@ -292,18 +295,23 @@ impl World {
 impl World {
     /// When the `wrong_record` fault strikes this answer about `key`: the record a
     /// downstream answering from the wrong row names instead, the first made under another
-    /// key (drawn only where the fault is dealt, so a world without it rolls as it always
-    /// did).
+    /// key of the same kind (its action key's first part: `po`, `inv`, …). Drawn only where
+    /// the fault is dealt, so a world without it rolls as it always did.
     fn wrong_record(&mut self, key: &str) -> Option<String> {
         let rate = self.faults.wrong_record;
         if rate <= 0.0 || !self.dice.chance(rate) {
             return None;
         }
-        self.records
+        let kind = |k: &str| k.split(':').next().unwrap_or_default().to_string();
+        let wanted = kind(key);
+        let other = self
+            .records
             .iter()
-            .filter(|(k, ids)| k.as_str() != key && !ids.is_empty())
+            .filter(|(k, ids)| k.as_str() != key && kind(k) == wanted && !ids.is_empty())
             .min_by(|a, b| a.0.cmp(b.0))
-            .map(|(_, ids)| ids[0].clone())
+            .map(|(_, ids)| ids[0].clone())?;
+        self.lied_about.insert(key.to_string());
+        Some(other)
     }
 
     /// Whether `id` is a record the downstream made, under any key.

@@ -183,7 +183,6 @@ fn intents(world: &World) -> Vec<Row> {
 pub fn after_step(world: &mut World) -> anyhow::Result<()> {
     lookups_paced(world);
     let honest = world.setup.downstream_is_honest();
-    let own_records = world.setup.answers_name_their_own_records();
     let rows = intents(world);
     let mut found = Vec::new();
     {
@@ -203,15 +202,16 @@ pub fn after_step(world: &mut World) -> anyhow::Result<()> {
                 continue;
             }
             let records = downstream.records_for(&row.action_key);
-            // Where the downstream answers from the wrong record, naming no key, the
-            // coordinator cannot tell a record it has not seen before from the right one:
-            // it may commit to any record the downstream made (and refuses one another
+            // A key some answer named another key's record for, naming no key: the
+            // coordinator cannot tell a record it has not seen before from the right one,
+            // so it may commit to any record the downstream made (and refuses one another
             // intent holds: `one_record_one_intent`).
+            let lied_about = downstream.lied_about.contains(&row.action_key);
             let evidenced = |r: &String| {
-                if own_records {
-                    records.contains(r)
-                } else {
+                if lied_about {
                     downstream.holds_record(r)
+                } else {
+                    records.contains(r)
                 }
             };
             if row.state == "committed" && !row.downstream_ref.as_ref().is_some_and(evidenced) {

@@ -41,6 +41,13 @@ macro_rules! refused_answers_sql {
     };
 }
 
+/// [`Receipts::refused_answers`]'s count, by connector.
+const REFUSED_ANSWERS_SQL: &str = concat!(
+    "SELECT i.connector, count(*) FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE ",
+    refused_answers_sql!(),
+    " GROUP BY i.connector ORDER BY i.connector"
+);
+
 /// Receipts from every source and webhook deliveries.
 pub trait Receipts {
     /// Observe a receipt for `intent_id` from any source.
@@ -230,15 +237,9 @@ impl Receipts for Store {
     }
 
     fn refused_answers(&mut self) -> Result<Vec<(String, u64)>, StoreError> {
-        let rows = self.conn.rows(
-            concat!(
-                "SELECT i.connector, count(*) FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE ",
-                refused_answers_sql!(),
-                " GROUP BY i.connector ORDER BY i.connector"
-            ),
-            params![],
-            |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)),
-        )?;
+        let rows = self.conn.rows(REFUSED_ANSWERS_SQL, params![], |r| {
+            Ok((r.get::<String>(0)?, r.get::<i64>(1)?))
+        })?;
         Ok(rows.into_iter().map(|(c, n)| (c, to_u64(n))).collect())
     }
 
@@ -456,6 +457,29 @@ fn observe_loaded(
 mod tests {
     use super::{HELD_BY_ANOTHER, LOOKUP_HELD_BY_ANOTHER, PROVING_SOURCES};
     use crate::store::migrations::MIGRATIONS;
+
+    /// The count runs at every scrape: it must read only the refused answers' attempts,
+    /// through their partial index, never the whole table.
+    #[test]
+    fn the_refused_answers_are_counted_through_their_index() {
+        use crate::store::Store;
+        use crate::store::sql::{ConnExt, params};
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = Store::open(&dir.path().join("db.sqlite")).expect("store opens");
+        let plan: Vec<String> = store
+            .conn
+            .rows(
+                &format!("EXPLAIN QUERY PLAN {}", super::REFUSED_ANSWERS_SQL),
+                params![],
+                |r| r.get(3),
+            )
+            .expect("plan");
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING INDEX attempts_refused_answers")),
+            "{plan:?}"
+        );
+    }
 
     #[test]
     fn the_refused_answers_index_and_query_name_the_details_written() {
