@@ -51,6 +51,9 @@ pub struct Faults {
     /// key (the first such record in key order, as a downstream answering from the wrong row
     /// would), with no key in the answer to tell: what its key really did stays unproven.
     pub wrong_record: f64,
+    /// Every success names its record's key as `external_ref`, as the sandbox does (a
+    /// wrong record's answer then names the other key).
+    pub names_keys: bool,
 }
 
 impl Faults {
@@ -72,6 +75,7 @@ impl Faults {
             ignore_keys: false,
             retry_after_secs: 1,
             wrong_record: 0.0,
+            names_keys: false,
         }
     }
 
@@ -104,6 +108,7 @@ impl Faults {
             retry_after_secs: dice.between(1, 5),
             // Dealt apart (`Setup::deal`), as `see_other_after_commit`.
             wrong_record: 0.0,
+            names_keys: false,
         }
     }
 }
@@ -134,7 +139,8 @@ pub struct World {
     /// Keys whose last create landed and whose outcome the coordinator has not learnt for
     /// certain since: no answer recorded, an answer that proves nothing, or no lookup yet.
     pub unproven: HashSet<String>,
-    /// Keys some answer about named another key's record (`Faults::wrong_record`).
+    /// Keys some answer about named another key's record without naming any key
+    /// (`Faults::wrong_record` where the downstream does not name keys).
     pub lied_about: HashSet<String>,
 }
 
@@ -225,12 +231,12 @@ impl World {
                         left: self.dice.between(1, f.deliveries.max(1) as u64) as u32,
                     });
                 }
-                reply(201, None, json!({"id": id, "replayed": false}))
+                reply(201, None, self.record_body(&id, key, Some(false)))
             }
             CreateOutcome::Replayed(record) => reply(
                 200,
                 None,
-                json!({"id": record.id.as_str(), "replayed": true}),
+                self.record_body(record.id.as_str(), key, Some(true)),
             ),
             CreateOutcome::Mismatch(_) => reply(
                 409,
@@ -240,7 +246,11 @@ impl World {
         };
         let answer = match answer {
             Call::Replied(r) if r.status < 300 => match self.wrong_record(key) {
-                Some(other) => reply(r.status, None, json!({"id": other, "replayed": false})),
+                Some((owner, other)) => reply(
+                    r.status,
+                    None,
+                    self.record_body(&other, &owner, Some(false)),
+                ),
                 None => Call::Replied(r),
             },
             other => other,
@@ -277,8 +287,8 @@ impl World {
         else {
             return reply(404, None, Value::Null);
         };
-        if let Some(other) = self.wrong_record(key) {
-            return reply(200, None, json!({"id": other}));
+        if let Some((owner, other)) = self.wrong_record(key) {
+            return reply(200, None, self.record_body(&other, &owner, None));
         }
         // Either answer is proof of what the key holds now.
         self.unproven.remove(key);
@@ -286,7 +296,7 @@ impl World {
             .store
             .lookup(resource, &external, now, self.faults.retention_ms)
         {
-            Some(record) => reply(200, None, json!({"id": record.id.as_str()})),
+            Some(record) => reply(200, None, self.record_body(record.id.as_str(), key, None)),
             None => reply(404, None, json!({"error": {"message": "not found"}})),
         }
     }
@@ -297,7 +307,7 @@ impl World {
     /// downstream answering from the wrong row names instead, the first made under another
     /// key of the same kind (its action key's first part: `po`, `inv`, …). Drawn only where
     /// the fault is dealt, so a world without it rolls as it always did.
-    fn wrong_record(&mut self, key: &str) -> Option<String> {
+    fn wrong_record(&mut self, key: &str) -> Option<(String, String)> {
         let rate = self.faults.wrong_record;
         if rate <= 0.0 || !self.dice.chance(rate) {
             return None;
@@ -309,9 +319,26 @@ impl World {
             .iter()
             .filter(|(k, ids)| k.as_str() != key && kind(k) == wanted && !ids.is_empty())
             .min_by(|a, b| a.0.cmp(b.0))
-            .map(|(_, ids)| ids[0].clone())?;
-        self.lied_about.insert(key.to_string());
+            .map(|(owner, ids)| (owner.clone(), ids[0].clone()))?;
+        // Named with its own key, the wrong record is no receipt for this one, and the
+        // coordinator can tell: only a lie that names no key is one it may believe.
+        if !self.faults.names_keys {
+            self.lied_about.insert(key.to_string());
+        }
         Some(other)
+    }
+
+    /// The body of an answer naming record `id`, made under `key`: its `external_ref` too
+    /// where the downstream names keys, and whether it was replayed (creates only).
+    fn record_body(&self, id: &str, key: &str, replayed: Option<bool>) -> Value {
+        let mut body = json!({"id": id});
+        if let Some(replayed) = replayed {
+            body["replayed"] = json!(replayed);
+        }
+        if self.faults.names_keys {
+            body["external_ref"] = json!(key);
+        }
+        body
     }
 
     /// Whether `id` is a record the downstream made, under any key.

@@ -32,7 +32,8 @@ pub const REGRESSION_SEEDS: &[u64] = &[
     1005, // an in-flight create guard only a finished request clears: the key sticks
     1085, // a vouched-for bare 503 that had applied, judged against the key's retention
     441,  // a create answered 303 after it applied, rejected as if nothing had been
-    57,   // an answer naming no key and a record another intent holds, taken as a receipt
+    516,  // an answer naming no key and a record another intent holds, taken as a receipt
+    169,  // an answer naming another key's record, taken as a receipt
 ];
 
 /// Steps a world runs when not told otherwise.

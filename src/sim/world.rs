@@ -111,6 +111,9 @@ impl Setup {
         let mut lying = Dice::for_step(seed, u64::MAX, 3);
         if faults.see_other_after_commit == 0.0 && lying.chance(0.2) {
             faults.wrong_record = lying.between(1, 33) as f64 / 100.0;
+            // In half of those the answers name their record's key, as the sandbox's do:
+            // a wrong record's answer then names another key, and proves nothing for that.
+            faults.names_keys = Dice::for_step(seed, u64::MAX, 4).chance(0.5);
         }
         let declared_retention_secs = *dice.pick(&[30, 120, 86_400]).unwrap_or(&86_400);
         // Most downstreams keep keys as long as they say (or longer); some forget early or
