@@ -174,21 +174,38 @@ fn the_checks_catch_one_record_committed_for_two_intents() {
     invariants::after_step(&mut world).expect("checks run");
     assert!(world.violations.is_empty(), "{:?}", world.violations);
     // What the promise leaves out is no violation: the same record brought by a webhook (a
-    // connector's token could name any id), or proved a year later (past any hold).
+    // connector's token could name any id), proved a year later (past any hold), or the
+    // same id for another operation (another kind of record).
     let year_ms: i64 = 365 * 86_400_000;
     let cases = [
-        ("webhook", at_ms + 1, false),
-        ("dispatch", at_ms + year_ms, false),
-        ("lookup", at_ms + 1, true),
+        ("webhook", at_ms + 1, "", false),
+        ("dispatch", at_ms + year_ms, "", false),
+        ("dispatch", at_ms + 1, " (another operation)", false),
+        ("lookup", at_ms + 1, "", true),
     ];
-    for (source, received_at_ms, broken) in cases {
-        let record = record.clone();
+    let operation: String = world
+        .reader
+        .conn()
+        .one(
+            "SELECT i.operation FROM intents i JOIN receipts r ON r.intent_seq = i.seq WHERE r.seq = ?1",
+            params![second],
+            |r| r.get(0),
+        )
+        .expect("the second intent's operation");
+    for (source, received_at_ms, suffix, broken) in cases {
+        let (record, operation) = (record.clone(), operation.clone());
         world
             .write(move |s| {
                 s.conn().run(
                     "UPDATE receipts SET downstream_id = ?1, source = ?2, received_at_ms = ?3 \
                      WHERE seq = ?4",
                     params![record.as_str(), source, received_at_ms, second],
+                )?;
+                // The second intent's operation, with `suffix` after it (none: as it was).
+                s.conn().run(
+                    "UPDATE intents SET operation = ?1 \
+                     WHERE seq = (SELECT intent_seq FROM receipts WHERE seq = ?2)",
+                    params![format!("{operation}{suffix}"), second],
                 )
             })
             .expect("tampered");
@@ -197,7 +214,7 @@ fn the_checks_catch_one_record_committed_for_two_intents() {
         assert_eq!(
             names.contains(&"one_record_one_intent"),
             broken,
-            "{source} at {received_at_ms}: {names:?}"
+            "{source} at {received_at_ms}{suffix}: {names:?}"
         );
     }
 }
