@@ -300,9 +300,7 @@ impl World {
             None => reply(404, None, json!({"error": {"message": "not found"}})),
         }
     }
-}
 
-impl World {
     /// When the `wrong_record` fault strikes this answer about `key`: the record a
     /// downstream answering from the wrong row names instead, the first made under another
     /// key of the same kind (its action key's first part: `po`, `inv`, …). Drawn only where
@@ -312,7 +310,9 @@ impl World {
         if rate <= 0.0 || !self.dice.chance(rate) {
             return None;
         }
-        let kind = |k: &str| k.split(':').next().unwrap_or_default().to_string();
+        fn kind(key: &str) -> &str {
+            key.split(':').next().unwrap_or_default()
+        }
         let wanted = kind(key);
         let other = self
             .records

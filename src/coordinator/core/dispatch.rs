@@ -18,8 +18,8 @@ use crate::domain::{
 };
 use crate::store::ops::*;
 use crate::store::{
-    ApplyContext, AttemptFinish, Claim, ClaimedRow, DispatchPlan, ReceiptSource, SendTerms, Store,
-    StoreError,
+    ApplyContext, AttemptFinish, Claim, ClaimedRow, DispatchPlan, HELD_BY_ANOTHER, ReceiptSource,
+    SendTerms, Store, StoreError,
 };
 use crate::wire::Intent;
 
@@ -136,8 +136,6 @@ impl SendResult {
         }
     }
 }
-
-pub use crate::store::HELD_BY_ANOTHER;
 
 /// What a claim that was taken over means: the earlier claimant may have sent it.
 pub fn reclaimed() -> SendResult {

@@ -23,7 +23,10 @@ use crate::domain::{
     ActionKey, AttemptId, AttemptKind, AttemptOutcome, Event, IntentId, IntentState, ReceiptId,
 };
 use crate::store::ops::*;
-use crate::store::{ApplyContext, AttemptFinish, DispatchPlan, ReceiptSource, Store, StoreError};
+use crate::store::{
+    ApplyContext, AttemptFinish, DispatchPlan, LOOKUP_HELD_BY_ANOTHER, ReceiptSource, Store,
+    StoreError,
+};
 use crate::wire::NewAttempt;
 
 /// What one lookup found and did.
@@ -94,8 +97,6 @@ impl ConnectorRate {
         true
     }
 }
-
-pub use crate::store::LOOKUP_HELD_BY_ANOTHER;
 
 impl LookupResult {
     fn still(why: &str) -> LookupResult {
