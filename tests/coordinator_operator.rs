@@ -262,6 +262,17 @@ async fn another_tenants_intent_is_404_and_absent_from_lists_and_metrics(backend
         text.contains("tenant=\"acme\"") && !text.contains("globex"),
         "{text}"
     );
+    // The coordinator's own figures describe what every tenant shares: a token of some
+    // tenants sees none of them, the connectors' refused answers among them.
+    for shared in [
+        "intentdesk_dispatcher_queue_depth",
+        "intentdesk_refused_answers_total",
+    ] {
+        assert!(
+            !text.contains(shared),
+            "`{shared}` shown to one tenant:\n{text}"
+        );
+    }
 
     let close = json!({ "command_id": new_command_id(), "kind": "close", "target": { "intent_id": their_id },
                         "reason": "duplicate", "disposition": "cancelled", "evidence": { "note": "checked" } });
