@@ -307,6 +307,98 @@ on_both_backends! {
     }
 }
 
+/// A coordinator's configuration with the erp connector, whose keys are kept `retention_secs`.
+fn erp_config(retention_secs: u64) -> intentdesk::coordinator::Config {
+    intentdesk::coordinator::Config::parse(
+        &format!(
+            "listen = \"127.0.0.1:0\"\ndatabase = \"unused.sqlite\"\n\
+             [[tokens]]\nname = \"agent\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
+             may_approve_own = true\n\
+             [[connectors]]\nname = \"erp\"\nbase_url = \"http://127.0.0.1:9\"\n\
+             key_retention_secs = {retention_secs}\n\
+             operations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
+            intentdesk::coordinator::token_sha256("agent")
+        ),
+        "test",
+    )
+    .expect("config")
+}
+
+on_both_backends! {
+    fn the_dispatch_answer_is_the_intent_as_its_write_left_it(store) {
+        use intentdesk::coordinator::auth::Principal;
+        use intentdesk::coordinator::core::ingest;
+        // The connector keeps keys an hour, the intent was made to keep its key a day: the
+        // claim sets the retention the send crossed under.
+        let config = erp_config(3_600);
+        let agent = Principal {
+            name: "agent".into(),
+            role: Role::Admin,
+            tenants: None,
+            connectors: vec!["erp".into()],
+            may_approve_own: true,
+        };
+        let intent = created(
+            store
+                .create_or_replay(&new_intent(1, "acme", "k1", json!({"qty": 5})))
+                .expect("create"),
+        );
+        let approve = intentdesk::wire::Authorize {
+            authorization_version: "v1".into(),
+            approver: None,
+            policy_version: None,
+            valid_for_secs: None,
+        };
+        ingest::authorize(&mut store, &config, &agent, &intent.id, &approve, T0 + 5)
+            .expect("authorize")
+            .expect("approved");
+        let attempt = AttemptId::generate(T0 + 10, 1);
+        let (fresh, answered, claim) = ingest::dispatch_and_claim(
+            &mut store,
+            &config,
+            &agent,
+            &intent.id,
+            attempt,
+            T0 + 10,
+            Some(("w1", T0 + 11)),
+        )
+        .expect("dispatch")
+        .expect("dispatched");
+        assert!(fresh);
+        assert_eq!(claim.expect("claimed in the same write").rows.len(), 1);
+        let stored = store.intent(&intent.id).expect("intent");
+        assert!(stored.may_have_crossed_boundary && stored.first_dispatch_at_ms == Some(T0 + 11));
+        assert_eq!(stored.key_retention_secs, Some(3_600));
+        // The answer leaves the arguments out, as a dispatch's answer does.
+        let as_answered = |stored: intentdesk::wire::Intent| intentdesk::wire::Intent {
+            args: None,
+            canonical_args: None,
+            ..stored
+        };
+        assert_eq!(answered, as_answered(stored), "the answer is what the write stored");
+
+        // Without a claimant the dispatcher claims it later, and the answer is as stored too.
+        let other = created(
+            store
+                .create_or_replay(&new_intent(2, "acme", "k2", json!({"qty": 6})))
+                .expect("create"),
+        );
+        ingest::authorize(&mut store, &config, &agent, &other.id, &approve, T0 + 5)
+            .expect("authorize")
+            .expect("approved");
+        let attempt = AttemptId::generate(T0 + 12, 2);
+        let (_, answered, claim) = ingest::dispatch_and_claim(
+            &mut store, &config, &agent, &other.id, attempt, T0 + 12, None,
+        )
+        .expect("dispatch")
+        .expect("dispatched");
+        assert!(claim.is_none());
+        let stored = store.intent(&other.id).expect("intent");
+        assert!(!stored.may_have_crossed_boundary);
+        assert_eq!(answered, as_answered(stored));
+    }
+}
+
 on_both_backends! {
     fn a_planned_send_the_gate_stops_is_held_back_in_its_own_write(store) {
         let id = dispatched(&mut store, 1);

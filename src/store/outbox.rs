@@ -43,6 +43,10 @@ pub struct ClaimedRow {
     pub fence: u32,
     /// When the claim's lease runs out; a send must not begin unless it ends before.
     pub lease_expires_at_ms: u64,
+    /// The intent's first send and how long its key is kept, as this claim left them: the
+    /// claim is the intent's crossing of the action boundary.
+    pub first_dispatch_at_ms: u64,
+    pub key_retention_secs: Option<u64>,
 }
 
 /// A due send the gate held back, carried out in the claim's transaction.
@@ -489,7 +493,7 @@ fn claim_row(
     }
     let row = tx.one(
             "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms, \
-             a.downstream_resource \
+             a.downstream_resource, i.first_dispatch_at_ms, i.key_retention_secs \
              FROM outbox o JOIN intents i ON i.seq = o.intent_seq JOIN attempts a ON a.seq = o.attempt_seq \
              WHERE o.seq = ?1",
             params![outbox_seq],
@@ -503,6 +507,8 @@ fn claim_row(
                     r.get::<String>(5)?,
                     r.get::<i64>(6)?,
                     r.get::<Option<String>>(7)?,
+                    r.get::<i64>(8)?,
+                    r.get::<Option<i64>>(9)?,
                 ))
             },
         )?;
@@ -520,6 +526,8 @@ fn claim_row(
         deadline_at_ms: to_u64(row.6),
         fence,
         lease_expires_at_ms,
+        first_dispatch_at_ms: to_u64(row.8),
+        key_retention_secs: row.9.map(to_u64),
     });
     Ok(())
 }

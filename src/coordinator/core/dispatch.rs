@@ -690,6 +690,8 @@ mod tests {
             deadline_at_ms: i.deadline_at_ms,
             fence: 1,
             lease_expires_at_ms: NOW,
+            first_dispatch_at_ms: NOW,
+            key_retention_secs: Some(86_400),
         }
     }
 }

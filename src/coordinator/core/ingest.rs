@@ -211,10 +211,17 @@ pub fn dispatch_and_claim(
     let Ok(claim) = super::dispatch::claim_planned(s, config, worker, claim_now, &intent) else {
         return Ok(Ok((fresh, intent, None)));
     };
-    let intent = if claim.held.is_empty() {
+    let mut intent = if claim.held.is_empty() {
         intent
     } else {
         s.intent(id)?
     };
+    // The send claimed in this write crossed the boundary in it: the answer says so, with
+    // what the claim stored, not what the dispatch left before it.
+    if let Some(row) = claim.rows.iter().find(|r| r.intent_id == intent.id) {
+        intent.may_have_crossed_boundary = true;
+        intent.first_dispatch_at_ms = Some(row.first_dispatch_at_ms);
+        intent.key_retention_secs = row.key_retention_secs;
+    }
     Ok(Ok((fresh, intent, Some(claim))))
 }
