@@ -112,6 +112,16 @@ pub fn canonicalize(args: &Value) -> Result<CanonicalArgs, CanonicalError> {
 /// The text rules (rule 2): NFC, Arabic yeh and kaf to Persian, Persian and Arabic-Indic
 /// digits to ASCII, outer whitespace trimmed. Used for keys, strings and search terms.
 pub fn normalize_text(s: &str) -> String {
+    // ASCII text is its own NFC and holds no letter or digit the rules change: only the
+    // trim applies (most keys and values an agent sends; held to the full rules by a test).
+    if s.is_ascii() {
+        return s.trim().to_owned();
+    }
+    normalize_any_text(s)
+}
+
+/// [`normalize_text`] by the full rules, for any text.
+fn normalize_any_text(s: &str) -> String {
     let unified: String = s.nfc().map(unify_char).collect();
     let trimmed = unified.trim();
     if trimmed.len() == unified.len() {
@@ -490,6 +500,26 @@ fn all_digits(s: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn ascii_text_is_normalized_as_the_full_rules_do() {
+        // Every ASCII character alone, between letters, and around them (whitespace and
+        // control characters among them: the trim is the only rule that applies).
+        for byte in 0u8..=0x7f {
+            let c = char::from(byte);
+            for text in [
+                c.to_string(),
+                format!("a{c}b"),
+                format!("{c}a{c}"),
+                format!("{c}{c}"),
+            ] {
+                assert_eq!(normalize_text(&text), normalize_any_text(&text), "{text:?}");
+            }
+        }
+        assert_eq!(normalize_text("  PO-17 \t"), "PO-17");
+        // Past ASCII the full rules run.
+        assert_eq!(normalize_text(" ي "), "ی");
+    }
 
     fn canon(value: Value) -> String {
         canonicalize(&value).expect("canonicalises").json

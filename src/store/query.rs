@@ -190,6 +190,11 @@ fn names<T: Copy>(list: &[T], f: impl Fn(T) -> &'static str) -> Vec<String> {
 
 /// Text as search compares it: normalised like canonical args, digits folded, lower case.
 pub fn search_form(s: &str) -> String {
+    // ASCII has no digit to fold and lowercases byte by byte (held to the full form by a
+    // test).
+    if s.is_ascii() {
+        return s.trim().to_ascii_lowercase();
+    }
     fold_digits(&normalize_text(s)).to_lowercase()
 }
 
@@ -533,4 +538,21 @@ fn revisions(s: &mut Store, intent: &Intent) -> Result<Vec<LinkedIntent>, StoreE
 /// sent under.
 pub fn forget_at(intent: &Intent) -> Option<u64> {
     Some(intent.first_dispatch_at_ms? + intent.key_retention_secs? * 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_search_text_takes_the_form_the_full_rules_give() {
+        for byte in 0u8..=0x7f {
+            let c = char::from(byte);
+            for text in [c.to_string(), format!("Po{c}7"), format!("{c}AB{c}")] {
+                let full = fold_digits(&normalize_text(&text)).to_lowercase();
+                assert_eq!(search_form(&text), full, "{text:?}");
+            }
+        }
+        assert_eq!(search_form(" PO-۱۷ "), "po-17");
+    }
 }
