@@ -18,7 +18,9 @@
 # The machine's speed can move by a fifth within minutes, and a ratio from one pair of runs
 # moves with it: ROUNDS=n repeats the whole (Restate, then ours) n times, one after the
 # other, and ends with each round's ratio of our `power_loss` drain to Restate's `send`
-# drain and their median.
+# drain and their median. Under each round's ratio: the CPU an order cost the coordinator,
+# the sandbox and the load generator, and how many orders a second the machine's cores
+# could give at that cost with none of them idle, beside three times the peer's drain.
 #
 # Knobs: CONCURRENCY (32), DURATION (20), WARMUP (2), DURABILITIES ("power_loss
 # process_crash"), ROUNDS (1), PORT (7410; the sandbox takes PORT+10), BIN (built here if
@@ -191,6 +193,15 @@ node -e '
       const ratio = ours.drain.e2e_completed_per_s / peer.drain.e2e_completed_per_s;
       ratios.push(ratio);
       out.push(`round ${round}: ${ours.drain.e2e_completed_per_s} against ${peer.drain.e2e_completed_per_s} drained: ${ratio.toFixed(2)}x`);
+      // What an order cost each process in CPU over the measured window, and how many orders
+      // a second the cores of this machine could give at that cost if nothing stood idle:
+      // with the ceiling above three times the peer, idle time stood between, not CPU.
+      const parts = ["coordinator", "sandbox", "loadgen"].map((name) => [name, 1e4 * (cpu(ours, name) || 0) / ours.fresh.rps]);
+      const each = parts.reduce((sum, [, us]) => sum + us, 0);
+      const cores = require("os").cpus().length;
+      out.push(`  CPU an order: ${parts.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(", ")} µs; ` +
+        `${each.toFixed(0)} µs in all, a ceiling of ${(cores * 1e6 / each).toFixed(0)} orders/s on ${cores} cores ` +
+        `against 3x the peer, ${(3 * peer.drain.e2e_completed_per_s).toFixed(0)}/s; machine ${ours.machine_cpu_busy_pct} % busy`);
     }
   }
   if (ratios.length > 1) {
