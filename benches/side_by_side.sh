@@ -196,12 +196,17 @@ node -e '
       // What an order cost each process in CPU over the measured window, and how many orders
       // a second the cores of this machine could give at that cost if nothing stood idle:
       // with the ceiling above three times the peer, idle time stood between, not CPU.
-      const parts = ["coordinator", "sandbox", "loadgen"].map((name) => [name, 1e4 * (cpu(ours, name) || 0) / ours.fresh.rps]);
-      const each = parts.reduce((sum, [, us]) => sum + us, 0);
-      const cores = require("os").cpus().length;
-      out.push(`  CPU an order: ${parts.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(", ")} µs; ` +
-        `${each.toFixed(0)} µs in all, a ceiling of ${(cores * 1e6 / each).toFixed(0)} orders/s on ${cores} cores ` +
-        `against 3x the peer, ${(3 * peer.drain.e2e_completed_per_s).toFixed(0)}/s; machine ${ours.machine_cpu_busy_pct} % busy`);
+      const names = ["coordinator", "sandbox", "loadgen"];
+      if (ours.fresh.rps > 0 && names.every((name) => cpu(ours, name) !== undefined)) {
+        const parts = names.map((name) => [name, 1e4 * cpu(ours, name) / ours.fresh.rps]);
+        const each = parts.reduce((sum, [, us]) => sum + us, 0);
+        const cores = require("os").cpus().length;
+        out.push(`  CPU an order: ${parts.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(", ")} µs; ` +
+          `${each.toFixed(0)} µs in all, a ceiling of ${(cores * 1e6 / each).toFixed(0)} orders/s on ${cores} cores ` +
+          `against 3x the peer, ${(3 * peer.drain.e2e_completed_per_s).toFixed(0)}/s; machine ${ours.machine_cpu_busy_pct} % busy`);
+      } else {
+        out.push("  CPU an order: not measured in this round (no orders, or a process unwatched)");
+      }
     }
   }
   if (ratios.length > 1) {

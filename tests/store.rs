@@ -369,7 +369,8 @@ on_both_backends! {
         let stored = store.intent(&intent.id).expect("intent");
         assert!(stored.may_have_crossed_boundary && stored.first_dispatch_at_ms == Some(T0 + 11));
         assert_eq!(stored.key_retention_secs, Some(3_600));
-        // The answer leaves the arguments out, as a dispatch's answer does.
+        // A dispatch that claimed its send answers with the intent as it loaded it, which
+        // leaves the arguments out: compared without them.
         let as_answered = |stored: intentdesk::wire::Intent| intentdesk::wire::Intent {
             args: None,
             canonical_args: None,

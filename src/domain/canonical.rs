@@ -121,7 +121,7 @@ pub fn normalize_text(s: &str) -> String {
 }
 
 /// [`normalize_text`] by the full rules, for any text.
-fn normalize_any_text(s: &str) -> String {
+pub(crate) fn normalize_any_text(s: &str) -> String {
     let unified: String = s.nfc().map(unify_char).collect();
     let trimmed = unified.trim();
     if trimmed.len() == unified.len() {
