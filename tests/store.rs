@@ -369,14 +369,24 @@ on_both_backends! {
         let stored = store.intent(&intent.id).expect("intent");
         assert!(stored.may_have_crossed_boundary && stored.first_dispatch_at_ms == Some(T0 + 11));
         assert_eq!(stored.key_retention_secs, Some(3_600));
-        // A dispatch that claimed its send answers with the intent as it loaded it, which
-        // leaves the arguments out: compared without them.
+        // A dispatch's answer leaves the arguments out, as a create's and an authorization's
+        // do: compared without them.
         let as_answered = |stored: intentdesk::wire::Intent| intentdesk::wire::Intent {
             args: None,
             canonical_args: None,
             ..stored
         };
-        assert_eq!(answered, as_answered(stored), "the answer is what the write stored");
+        assert_eq!(answered, as_answered(stored.clone()), "the answer is what the write stored");
+
+        // Repeated, it sends nothing and answers with the intent in the same shape.
+        let attempt = AttemptId::generate(T0 + 20, 3);
+        let (fresh, again, claim) = ingest::dispatch_and_claim(
+            &mut store, &config, &agent, &intent.id, attempt, T0 + 20, Some(("w1", T0 + 21)),
+        )
+        .expect("dispatch")
+        .expect("answered");
+        assert!(!fresh && claim.is_none());
+        assert_eq!(again, as_answered(stored), "a repeat answers as the first did");
 
         // Without a claimant the dispatcher claims it later, and the answer is as stored too.
         let other = created(

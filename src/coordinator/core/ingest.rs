@@ -171,7 +171,8 @@ pub fn dispatch(
         _ => false,
     };
     if already {
-        return Ok(Ok((false, s.intent(id)?)));
+        // Answered as it stands, in the shape of every dispatch's answer (no arguments).
+        return Ok(Ok((false, locked.intent)));
     }
     let ctx = ApplyContext {
         now_ms: now,
@@ -214,7 +215,7 @@ pub fn dispatch_and_claim(
     let mut intent = if claim.held.is_empty() {
         intent
     } else {
-        s.intent(id)?
+        s.lock_intent(id)?.intent
     };
     // The send claimed in this write crossed the boundary in it: the answer says so, with
     // what the claim stored, not what the dispatch left before it.
