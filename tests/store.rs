@@ -307,16 +307,21 @@ on_both_backends! {
     }
 }
 
-/// A coordinator's configuration with the erp connector, whose keys are kept `retention_secs`.
-fn erp_config(retention_secs: u64) -> intentdesk::coordinator::Config {
+/// A coordinator's configuration with the erp connector, whose keys are kept `retention_secs`
+/// and whose resource for purchase orders is `resource` (none when empty).
+fn erp_config(retention_secs: u64, resource: &str) -> intentdesk::coordinator::Config {
+    let operations = if resource.is_empty() {
+        String::new()
+    } else {
+        format!("operations = {{ \"purchase_order.create\" = \"{resource}\" }}\n")
+    };
     intentdesk::coordinator::Config::parse(
         &format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"unused.sqlite\"\n\
              [[tokens]]\nname = \"agent\"\ntoken_sha256 = \"{}\"\nrole = \"admin\"\ntenants = [\"*\"]\n\
              may_approve_own = true\n\
              [[connectors]]\nname = \"erp\"\nbase_url = \"http://127.0.0.1:9\"\n\
-             key_retention_secs = {retention_secs}\n\
-             operations = {{ \"purchase_order.create\" = \"purchase-orders\" }}\n",
+             key_retention_secs = {retention_secs}\n{operations}",
             intentdesk::coordinator::token_sha256("agent")
         ),
         "test",
@@ -330,7 +335,7 @@ on_both_backends! {
         use intentdesk::coordinator::core::ingest;
         // The connector keeps keys an hour, the intent was made to keep its key a day: the
         // claim sets the retention the send crossed under.
-        let config = erp_config(3_600);
+        let config = erp_config(3_600, "purchase-orders");
         let agent = Principal {
             name: "agent".into(),
             role: Role::Admin,
@@ -406,6 +411,29 @@ on_both_backends! {
         assert!(claim.is_none());
         let stored = store.intent(&other.id).expect("intent");
         assert!(!stored.may_have_crossed_boundary);
+        assert_eq!(answered, as_answered(stored));
+
+        // A send the gate holds back (the connector has no resource for the operation) is
+        // answered as the hold left the intent, in the same shape.
+        let unsendable = erp_config(3_600, "");
+        let held = created(
+            store
+                .create_or_replay(&new_intent(3, "acme", "k3", json!({"qty": 7})))
+                .expect("create"),
+        );
+        ingest::authorize(&mut store, &unsendable, &agent, &held.id, &approve, T0 + 5)
+            .expect("authorize")
+            .expect("approved");
+        let attempt = AttemptId::generate(T0 + 30, 4);
+        let (_, answered, claim) = ingest::dispatch_and_claim(
+            &mut store, &unsendable, &agent, &held.id, attempt, T0 + 30, Some(("w1", T0 + 31)),
+        )
+        .expect("dispatch")
+        .expect("dispatched");
+        let claim = claim.expect("a claim that held the send back");
+        assert!(claim.rows.is_empty() && claim.held.len() == 1);
+        let stored = store.intent(&held.id).expect("intent");
+        assert_eq!(stored.state, IntentState::Rejected, "refused, never sent");
         assert_eq!(answered, as_answered(stored));
     }
 }
