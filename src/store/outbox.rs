@@ -221,9 +221,7 @@ impl Outbox for Store {
         let mut claim = Claim::default();
         let planned: Option<i64> = tx
             .one(
-                "SELECT o.seq FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
-                 WHERE i.id = ?1 AND o.status = 'pending' AND o.available_at_ms <= ?2 \
-                 ORDER BY o.seq DESC LIMIT 1",
+                PLANNED_SEND_SQL,
                 params![intent.id.as_str(), to_i64(now_ms)],
                 |r| r.get(0),
             )
@@ -394,6 +392,14 @@ struct Due<'a> {
     /// Its intent as this transaction left it and locked it, when the caller has it.
     intent: Option<&'a Intent>,
 }
+
+/// The newest pending send of intent `?1` due by `?2`: found by the intent's own rows
+/// (`outbox_intent`), newest first. The unary plus keeps SQLite from choosing the ready
+/// index instead, which it did: read over every pending send due by now, of every intent,
+/// and sorted, at each dispatch.
+const PLANNED_SEND_SQL: &str = "SELECT o.seq FROM outbox o JOIN intents i ON i.seq = o.intent_seq \
+     WHERE i.id = ?1 AND o.status = 'pending' AND +o.available_at_ms <= ?2 \
+     ORDER BY o.seq DESC LIMIT 1";
 
 /// Claim one due row into `claim`: put a fresh send to the gate with its intent as it stands
 /// in this transaction, then claim it or carry out the gate's stop; a reclaimed row is
@@ -634,4 +640,37 @@ fn lock_intent_of(conn: &dyn Conn, outbox_seq: i64) -> Result<(), StoreError> {
     );
     conn.rows(&sql, params![outbox_seq], |r| r.get::<i64>(0))
         .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PLANNED_SEND_SQL;
+    use crate::store::Store;
+    use crate::store::sql::{ConnExt, params};
+
+    /// A dispatch's claim looks for its own send among its intent's rows, not along the
+    /// ready index over every intent's pending sends (then sorted), which grows with the
+    /// dispatcher's backlog.
+    #[test]
+    fn the_planned_send_is_found_among_its_intents_rows() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = Store::open(&dir.path().join("db.sqlite")).expect("store opens");
+        let plan: Vec<String> = store
+            .conn
+            .rows(
+                &format!("EXPLAIN QUERY PLAN {PLANNED_SEND_SQL}"),
+                params!["int_x", 0],
+                |r| r.get(3),
+            )
+            .expect("plan");
+        assert!(
+            plan.iter()
+                .any(|step| step.contains("USING INDEX outbox_intent")),
+            "{plan:?}"
+        );
+        assert!(
+            !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
+    }
 }
