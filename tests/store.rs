@@ -307,6 +307,54 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    fn a_finished_attempt_is_answered_as_it_was_stored(store) {
+        // The finish writes the attempt whole from what it read and what the finish says,
+        // and answers that, without reading it back: the answer must be the stored row,
+        // for the fields a finish names and for those it leaves as they were, and for
+        // numbers past what the store keeps.
+        let id = dispatched(&mut store, 1);
+        let attempt = AttemptId::generate(T0 + 1, 1);
+        let stored = |store: &mut Store| {
+            store
+                .attempts_of(&id)
+                .expect("attempts")
+                .into_iter()
+                .find(|a| a.id == attempt)
+                .expect("the dispatch's attempt")
+        };
+        let first = AttemptFinish {
+            outcome: Some(AttemptOutcome::TimedOut),
+            error_class: Some("timeout".into()),
+            retry_after_ms: Some(u64::MAX),
+            provider_request_id: Some("req-1".into()),
+            sent: Some(true),
+            detail: Some("no answer in 2 s".into()),
+            cost_micros: Some(u64::MAX),
+            ..AttemptFinish::default()
+        };
+        let answered = store.finish_attempt(&id, &attempt, &first, T0 + 5).expect("finish");
+        assert_eq!(answered, stored(&mut store));
+        assert_eq!(answered.provider_request_id.as_deref(), Some("req-1"));
+        assert!(answered.sent && answered.ended_at_ms == Some(T0 + 5));
+
+        // A second finish names other fields: the first's stay.
+        let second = AttemptFinish {
+            outcome: Some(AttemptOutcome::Succeeded),
+            http_status: Some(201),
+            replayed: Some(true),
+            proposal_hash: Some("p-1".into()),
+            ..AttemptFinish::default()
+        };
+        let answered = store.finish_attempt(&id, &attempt, &second, T0 + 7).expect("finish");
+        assert_eq!(answered, stored(&mut store));
+        assert_eq!(
+            (answered.outcome, answered.error_class.as_deref(), answered.detail.as_deref()),
+            (AttemptOutcome::Succeeded, Some("timeout"), Some("no answer in 2 s"))
+        );
+    }
+}
+
 /// A coordinator's configuration with the erp connector, whose keys are kept `retention_secs`
 /// and whose resource for purchase orders is `resource` (none when empty).
 fn erp_config(retention_secs: u64, resource: &str) -> intentdesk::coordinator::Config {

@@ -100,15 +100,25 @@ pub(crate) fn announce(
     now_ms: u64,
 ) -> Result<Attempt, StoreError> {
     let attempt = load_attempt(tx, attempt_id)?;
+    announce_as_written(tx, intent, &attempt, now_ms)?;
+    Ok(attempt)
+}
+
+/// Announce a change of `attempt`, which this transaction wrote as it stands.
+fn announce_as_written(
+    tx: &dyn Conn,
+    intent: &Intent,
+    attempt: &Attempt,
+    now_ms: u64,
+) -> Result<(), StoreError> {
     events::append_ref(
         tx,
         "attempt",
         &intent.tenant,
         &intent.id,
-        attempt_id.as_str(),
+        attempt.id.as_str(),
         now_ms,
-    )?;
-    Ok(attempt)
+    )
 }
 
 /// The attempt `id`, if there is one.
@@ -513,26 +523,48 @@ fn finish_in(
     let late = now_ms > intent.deadline_at_ms
         || (intent.state.is_terminal() && !own_result)
         || after_cancel;
+    // The attempt as this finish leaves it: what the finish says, and what it leaves out
+    // as it was. Written whole, and answered as written, so it is not read back.
+    let stored = |v: Option<u64>| v.map(|v| to_u64(to_i64(v)));
+    let after = Attempt {
+        outcome: finish.outcome.unwrap_or(before.outcome),
+        error_class: finish.error_class.clone().or(before.error_class.clone()),
+        http_status: finish.http_status.or(before.http_status),
+        retry_after_ms: stored(finish.retry_after_ms).or(before.retry_after_ms),
+        provider_request_id: finish
+            .provider_request_id
+            .clone()
+            .or(before.provider_request_id.clone()),
+        proposal_hash: finish
+            .proposal_hash
+            .clone()
+            .or(before.proposal_hash.clone()),
+        replayed: finish.replayed.or(before.replayed),
+        sent: finish.sent.unwrap_or(before.sent),
+        detail: finish.detail.clone().or(before.detail.clone()),
+        late,
+        ended_at_ms: stored(Some(now_ms)),
+        cost_micros: stored(finish.cost_micros).or(before.cost_micros),
+        ..before
+    };
     tx.run_held(
-        "UPDATE attempts SET outcome = coalesce(?2, outcome), error_class = coalesce(?3, error_class), \
-         http_status = coalesce(?4, http_status), retry_after_ms = coalesce(?5, retry_after_ms), \
-         provider_request_id = coalesce(?6, provider_request_id), proposal_hash = coalesce(?7, proposal_hash), \
-         replayed = coalesce(?8, replayed), sent = coalesce(?9, sent), detail = coalesce(?10, detail), \
-         late = ?11, ended_at_ms = ?12, cost_micros = coalesce(?13, cost_micros) WHERE id = ?1",
+        "UPDATE attempts SET outcome = ?2, error_class = ?3, http_status = ?4, retry_after_ms = ?5, \
+         provider_request_id = ?6, proposal_hash = ?7, replayed = ?8, sent = ?9, detail = ?10, \
+         late = ?11, ended_at_ms = ?12, cost_micros = ?13 WHERE id = ?1",
         params![
             attempt_id.as_str(),
-            finish.outcome.map(AttemptOutcome::as_str),
-            finish.error_class,
-            finish.http_status,
-            finish.retry_after_ms.map(to_i64),
-            finish.provider_request_id,
-            finish.proposal_hash,
-            finish.replayed,
-            finish.sent,
-            finish.detail,
-            late,
-            to_i64(now_ms),
-            finish.cost_micros.map(to_i64)
+            after.outcome.as_str(),
+            after.error_class,
+            after.http_status,
+            after.retry_after_ms.map(to_i64),
+            after.provider_request_id,
+            after.proposal_hash,
+            after.replayed,
+            after.sent,
+            after.detail,
+            after.late,
+            after.ended_at_ms.map(to_i64),
+            after.cost_micros.map(to_i64)
         ],
     )?;
     let crossed = match finish.sent {
@@ -556,6 +588,6 @@ fn finish_in(
         )?),
         None => None,
     };
-    let attempt = announce(tx, intent, attempt_id, now_ms)?;
-    Ok((attempt, crossed))
+    announce_as_written(tx, intent, &after, now_ms)?;
+    Ok((after, crossed))
 }
