@@ -4,7 +4,7 @@
 //! they receipt (whose connector and action key they named) and their event id.
 
 use super::apply::apply_loaded;
-use super::intents::load_for_update;
+use super::intents::{INTENT_COLUMNS, intent_from_row, load_for_update};
 use super::sql::{Conn, ConnExt, Dialect, Optional, params};
 use super::{Applied, ApplyContext, Locked, ReceiptSource, Store, StoreError, to_i64, to_u64};
 use crate::domain::{ActionKey, Event, IntentId, IntentState};
@@ -155,23 +155,26 @@ impl Receipts for Store {
         let event_id = source.event_id.clone().unwrap_or_default();
         let tx = self.conn.savepoint()?;
         // Only an intent whose command was handed to this connector (a dispatch claimed at
-        // least once) can have an effect there to receipt.
-        let target: Option<(i64, String, String, String)> = tx
+        // least once) can have an effect there to receipt. The intent is read whole and
+        // locked here, once: the receipt is observed on it as read.
+        let target: Option<(i64, Intent)> = tx
             .one(
                 &format!(
-                    "SELECT i.seq, i.id, i.tenant, i.connector FROM intents i WHERE i.action_key = ?1 \
+                    "SELECT {INTENT_COLUMNS} FROM intents i WHERE i.action_key = ?1 \
                      AND i.tier IN ('write', 'financial') AND i.first_dispatch_at_ms IS NOT NULL{}",
                     tx.dialect().for_update("i")
                 ),
                 params![action_key.as_str()],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                intent_from_row,
             )
             .optional()?;
-        let (seq, intent_id) = match target {
-            Some((seq, id, tenant, owner))
-                if owner == connector && tenants.is_none_or(|list| list.contains(&tenant)) =>
+        let (seq, intent) = match target {
+            Some((seq, intent))
+                if intent.connector == connector
+                    && tenants
+                        .is_none_or(|list| list.iter().any(|t| t == intent.tenant.as_str())) =>
             {
-                (seq, id.parse::<IntentId>()?)
+                (seq, intent)
             }
             _ => {
                 return Err(StoreError::NotFound {
@@ -200,7 +203,7 @@ impl Receipts for Store {
             tx.commit()?;
             return Ok(WebhookOutcome::Duplicate { deliveries });
         }
-        let observation = observe_in(&tx, &intent_id, source, now_ms)?;
+        let observation = observe_loaded(&tx, seq, &intent, source, now_ms)?;
         tx.run_held(
             "INSERT INTO webhook_arrivals (intent_seq, event_id, received_at_ms) VALUES (?1, ?2, ?3)",
             params![seq, event_id, to_i64(now_ms)],
