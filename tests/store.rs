@@ -1318,6 +1318,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
              ALTER TABLE intents DROP COLUMN lookups_exhausted_at_ms; \
              DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
              ALTER TABLE receipts DROP COLUMN confirmed_at_ms; DROP INDEX attempts_refused_answers; \
+             DROP INDEX pauses_active; \
              ALTER TABLE attempts DROP COLUMN downstream_resource; \
              ALTER TABLE attempts DROP COLUMN key_retention_secs; \
              DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
@@ -1360,7 +1361,7 @@ fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one
     plain
         .execute_batch(&format!(
             "DROP TABLE webhook_arrivals; ALTER TABLE receipts DROP COLUMN confirmed_at_ms; \
-             DROP INDEX attempts_refused_answers; \
+             DROP INDEX attempts_refused_answers; DROP INDEX pauses_active; \
              INSERT INTO webhook_events VALUES ('erp', 'evt-1', '{key}', {T0}, 2); \
              INSERT INTO webhook_events VALUES ('erp', 'evt-9', 'po:acme:{other}', {T0}, 1); \
              PRAGMA user_version = 13;"
