@@ -7,7 +7,9 @@
 //! Run: `cargo bench --bench order_path [-- ORDERS]` (20,000 orders by default);
 //! `STATEMENTS=1` adds each step's costliest statements, `STATEMENTS=full` all of them
 //! whole; `EXPERIMENT_DROP=index,index` drops those indexes first, to measure what each
-//! costs the writer (the figures in BENCHMARKS.md). The file is synced at checkpoints only
+//! costs the writer (the figures in BENCHMARKS.md); `HISTORY=n` and `RESUMED_PAUSES=n` give
+//! the store a past first (finished intents, pauses made and resumed), to measure whether
+//! an order costs more on a store that has run for a while. The file is synced at checkpoints only
 //! (`process_crash`), as the writer's own connection commits when a syncer of its own
 //! answers the writes (`store::sqlite::sync`): the sync is not the writer's time.
 
@@ -23,6 +25,7 @@ use intentdesk::coordinator::{Config, token_sha256};
 use intentdesk::domain::canonical::canonicalize;
 use intentdesk::domain::decision::BareOverload;
 use intentdesk::domain::{AttemptId, ConsequenceTier, IntentId, Locale, ReceiptId, Role};
+use intentdesk::store::bulk::BulkSpec;
 use intentdesk::store::ops::*;
 use intentdesk::store::sql::{ConnExt, params};
 use intentdesk::store::{ClaimedRow, Durability, NewIntent, ReceiptSource, Store, search_form};
@@ -63,6 +66,7 @@ fn main() {
                 .expect("drop");
         }
     }
+    history(&mut store);
     let config = Config::parse(
         &format!(
             "listen = \"127.0.0.1:0\"\ndatabase = \"{}\"\n\
@@ -158,12 +162,62 @@ fn main() {
     let committed: i64 = store
         .conn()
         .one(
-            "SELECT count(*) FROM intents WHERE state = 'committed'",
-            params![],
+            "SELECT count(*) FROM intents WHERE state = 'committed' AND created_at_ms >= ?1",
+            params![START_MS as i64],
             |r| r.get(0),
         )
         .expect("count");
     assert_eq!(committed as usize, orders, "every order committed");
+}
+
+/// A store with a past, when asked for: `HISTORY=n` finished intents (with their attempts
+/// and receipts) spread over the 30 days before the orders, and `RESUMED_PAUSES=n` pauses
+/// an operator made and resumed. Whatever the orders' writes read that grows with either
+/// shows as a dearer step than on a fresh store.
+fn history(store: &mut Store) {
+    let count = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    if let Some(intents) = count("HISTORY") {
+        let started = Instant::now();
+        let made = store
+            .generate_bulk(&BulkSpec {
+                intents,
+                mean_attempts: 1.6,
+                span_ms: 30 * 86_400_000,
+                end_ms: START_MS - 60_000,
+                seed: 11,
+            })
+            .expect("history");
+        println!(
+            "history: {} intents and {} attempts before the orders ({:.1?})",
+            made.intents,
+            made.attempts,
+            started.elapsed()
+        );
+    }
+    if let Some(pauses) = count("RESUMED_PAUSES") {
+        let conn = store.conn();
+        conn.batch("BEGIN").expect("begin");
+        for n in 0..pauses {
+            let at = START_MS - 60_000 - pauses + n;
+            let command: i64 = conn
+                .one(
+                    "INSERT INTO commands (id, kind, actor, role, body_hash, body_json, dry_run, status, \
+                     result_json, created_at_ms) VALUES (?1, 'pause', 'ops', 'operator', '', '{}', 0, \
+                     'applied', '{}', ?2) RETURNING seq",
+                    params![format!("cmd-{n}"), at as i64],
+                    |r| r.get(0),
+                )
+                .expect("command");
+            conn.run_held(
+                "INSERT INTO pauses (command_seq, tenant, reason, created_by, created_at_ms, resumed_at_ms) \
+                 VALUES (?1, ?2, 'incident', 'ops', ?3, ?4)",
+                params![command, format!("tenant-{}", n % 16), at as i64, at as i64 + 1],
+            )
+            .expect("pause");
+        }
+        conn.batch("COMMIT").expect("commit");
+        println!("history: {pauses} pauses made and resumed before the orders");
+    }
 }
 
 /// Run `write` for `0..count` in group commits, each write in its own savepoint as the
