@@ -311,10 +311,13 @@ on_both_backends! {
     fn a_finished_attempt_is_answered_as_it_was_stored(store) {
         // The finish writes the attempt whole from what it read and what the finish says,
         // and answers that, without reading it back: the answer must be the stored row,
-        // for the fields a finish names and for those it leaves as they were, and for
-        // numbers past what the store keeps.
+        // for the fields a finish names (they win), for those it leaves out (they stay as
+        // the claim or an earlier finish left them), and for numbers past what the store
+        // keeps.
         let id = dispatched(&mut store, 1);
         let attempt = AttemptId::generate(T0 + 1, 1);
+        let claimed = store.claim_outbox("w1", T0 + 2, 1_000, 10, &erp).expect("claim").rows;
+        assert_eq!(claimed.len(), 1);
         let stored = |store: &mut Store| {
             store
                 .attempts_of(&id)
@@ -328,29 +331,51 @@ on_both_backends! {
             error_class: Some("timeout".into()),
             retry_after_ms: Some(u64::MAX),
             provider_request_id: Some("req-1".into()),
-            sent: Some(true),
             detail: Some("no answer in 2 s".into()),
             cost_micros: Some(u64::MAX),
             ..AttemptFinish::default()
         };
         let answered = store.finish_attempt(&id, &attempt, &first, T0 + 5).expect("finish");
         assert_eq!(answered, stored(&mut store));
-        assert_eq!(answered.provider_request_id.as_deref(), Some("req-1"));
-        assert!(answered.sent && answered.ended_at_ms == Some(T0 + 5));
+        assert_eq!(
+            (answered.sent, answered.downstream_resource.as_deref(), answered.late),
+            (true, Some("purchase-orders"), false),
+            "what the claim wrote stays"
+        );
+        assert_eq!(answered.ended_at_ms, Some(T0 + 5));
 
-        // A second finish names other fields: the first's stay.
+        // A second finish, past the deadline, names some of the same fields again (its
+        // values win) and others for the first time; what it leaves out stays.
+        let deadline = store.intent(&id).expect("intent").deadline_at_ms;
         let second = AttemptFinish {
             outcome: Some(AttemptOutcome::Succeeded),
+            error_class: Some("overloaded".into()),
+            retry_after_ms: Some(250),
+            cost_micros: Some(7),
+            sent: Some(false),
             http_status: Some(201),
             replayed: Some(true),
             proposal_hash: Some("p-1".into()),
             ..AttemptFinish::default()
         };
-        let answered = store.finish_attempt(&id, &attempt, &second, T0 + 7).expect("finish");
+        let answered = store
+            .finish_attempt(&id, &attempt, &second, deadline + 1)
+            .expect("finish");
         assert_eq!(answered, stored(&mut store));
         assert_eq!(
-            (answered.outcome, answered.error_class.as_deref(), answered.detail.as_deref()),
-            (AttemptOutcome::Succeeded, Some("timeout"), Some("no answer in 2 s"))
+            (
+                answered.outcome,
+                answered.error_class.as_deref(),
+                answered.retry_after_ms,
+                answered.cost_micros,
+                answered.sent,
+                answered.late,
+            ),
+            (AttemptOutcome::Succeeded, Some("overloaded"), Some(250), Some(7), false, true)
+        );
+        assert_eq!(
+            (answered.detail.as_deref(), answered.provider_request_id.as_deref()),
+            (Some("no answer in 2 s"), Some("req-1"))
         );
     }
 }
