@@ -1336,7 +1336,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
              ALTER TABLE intents DROP COLUMN supersedes; ALTER TABLE intents DROP COLUMN superseded_by; \
              ALTER TABLE intents DROP COLUMN created_by; ALTER TABLE intents DROP COLUMN policy_version; \
              ALTER TABLE attempts DROP COLUMN cost_micros; ALTER TABLE attempts DROP COLUMN hedge_lost; \
-             DROP INDEX intents_lookup_due; ALTER TABLE intents DROP COLUMN lookups; \
+             DROP INDEX intents_lookups_due; ALTER TABLE intents DROP COLUMN lookups; \
              ALTER TABLE intents DROP COLUMN automatic_lookups; \
              ALTER TABLE intents DROP COLUMN last_lookup_at_ms; \
              ALTER TABLE intents DROP COLUMN next_lookup_at_ms; \
@@ -1387,6 +1387,8 @@ fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one
         .execute_batch(&format!(
             "DROP TABLE webhook_arrivals; ALTER TABLE receipts DROP COLUMN confirmed_at_ms; \
              DROP INDEX attempts_refused_answers; DROP INDEX pauses_active; \
+             DROP INDEX intents_lookups_due; \
+             CREATE INDEX intents_lookup_due ON intents (next_lookup_at_ms) WHERE state = 'indeterminate'; \
              INSERT INTO webhook_events VALUES ('erp', 'evt-1', '{key}', {T0}, 2); \
              INSERT INTO webhook_events VALUES ('erp', 'evt-9', 'po:acme:{other}', {T0}, 1); \
              PRAGMA user_version = 13;"

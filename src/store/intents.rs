@@ -603,34 +603,3 @@ fn with_args(store: &mut Store, id: &IntentId, load: Loader) -> Result<Intent, S
     tx.commit()?;
     Ok(intent)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::INTENT_COLUMNS;
-    use crate::store::Store;
-    use crate::store::sql::{ConnExt, params};
-
-    /// Whether a pause holds an intent is asked at every read of one: it must read only the
-    /// pauses in force, never every pause made and resumed since the store began.
-    #[test]
-    fn an_intents_pause_is_looked_for_among_the_pauses_in_force() {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let store = Store::open(&dir.path().join("db.sqlite")).expect("store opens");
-        let plan: Vec<String> = store
-            .conn
-            .rows(
-                &format!(
-                    "EXPLAIN QUERY PLAN SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1"
-                ),
-                params!["int_x"],
-                |r| r.get(3),
-            )
-            .expect("plan");
-        let pauses: Vec<&String> = plan.iter().filter(|step| step.contains(" z")).collect();
-        assert!(!pauses.is_empty(), "{plan:?}");
-        assert!(
-            pauses.iter().all(|step| step.contains("pauses_active")),
-            "{plan:?}"
-        );
-    }
-}

@@ -4,7 +4,7 @@
 //! ran out. Kept with the intent so a restart neither looks everything up at once nor
 //! forgets how far each intent's backoff had come.
 
-use super::sql::{ConnExt, Optional, params};
+use super::sql::{ConnExt, Dialect, Optional, params};
 use super::{Store, StoreError, to_i64};
 use crate::domain::IntentId;
 
@@ -55,16 +55,27 @@ pub trait Lookups {
     ) -> Result<(), StoreError>;
 }
 
+/// The indeterminate intents whose next lookup is due by `?1` (never planned: due at once),
+/// in the order they came due, at most `?2`: read along `intents_lookups_due` (migration 18),
+/// which holds only those whose budget is not spent, in that order, so a pass reads what it
+/// takes and no more. SQLite is told to: left to itself it reads every indeterminate intent
+/// along the state index and sorts them.
+pub(crate) fn due_lookups_sql(dialect: Dialect) -> String {
+    format!(
+        "SELECT id, connector FROM intents {} WHERE state = 'indeterminate' \
+         AND lookups_exhausted_at_ms IS NULL AND coalesce(next_lookup_at_ms, 0) <= ?1 \
+         ORDER BY coalesce(next_lookup_at_ms, 0), indeterminate_since_ms LIMIT ?2",
+        dialect.index_hint("INDEXED BY intents_lookups_due")
+    )
+}
+
 impl Lookups for Store {
     fn due_lookups(&mut self, now_ms: u64, limit: u32) -> Result<Vec<DueLookup>, StoreError> {
-        let rows: Vec<(String, String)> = self.conn.rows(
-            "SELECT id, connector FROM intents WHERE state = 'indeterminate' \
-             AND lookups_exhausted_at_ms IS NULL \
-             AND (next_lookup_at_ms IS NULL OR next_lookup_at_ms <= ?1) \
-             ORDER BY coalesce(next_lookup_at_ms, 0), indeterminate_since_ms LIMIT ?2",
-            params![to_i64(now_ms), limit],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        let sql = due_lookups_sql(self.conn.dialect());
+        let rows: Vec<(String, String)> =
+            self.conn.rows(&sql, params![to_i64(now_ms), limit], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
         rows.into_iter()
             .map(|(id, connector)| {
                 Ok(DueLookup {

@@ -413,6 +413,15 @@ CREATE INDEX attempts_refused_answers ON attempts (intent_seq)
 CREATE INDEX pauses_active ON pauses (tenant, tool, operation, intent_id, provider)
     WHERE resumed_at_ms IS NULL;
 "#,
+    // 18: the lookups due, in the order they came due. The reconciler's pass read every
+    // indeterminate intent, those whose lookup budget is spent (left for an operator, and
+    // piling up) included, and sorted them all for a page. The index holds only those with
+    // budget left, in the pass's order, and replaces migration 9's, which no query used.
+    r#"
+DROP INDEX intents_lookup_due;
+CREATE INDEX intents_lookups_due ON intents ((coalesce(next_lookup_at_ms, 0)), indeterminate_since_ms)
+    WHERE state = 'indeterminate' AND lookups_exhausted_at_ms IS NULL;
+"#,
 ];
 
 /// A migration as PostgreSQL runs it.

@@ -29,6 +29,8 @@ pub mod operator_queries;
 mod outbox;
 mod paging;
 mod pauses;
+#[cfg(test)]
+mod plans;
 pub mod postgres;
 mod query;
 pub mod queue;

@@ -427,13 +427,12 @@ impl Queries for Store {
             )?
             };
             let (replays, mismatches): (u32, u32) = self
-            .conn.one(
-                "SELECT k.replays, k.mismatches FROM ingest_keys k JOIN intents i ON i.seq = k.intent_seq WHERE i.id = ?1",
-                params![id.as_str()],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?
-            .unwrap_or((0, 0));
+                .conn
+                .one(CALLER_KEY_COUNTS_SQL, params![id.as_str()], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?
+                .unwrap_or((0, 0));
             let key_forget_at_ms = forget_at(&intent);
             let workflow = match &intent.workflow_id {
                 Some(w) => self
@@ -533,6 +532,13 @@ fn revisions(s: &mut Store, intent: &Intent) -> Result<Vec<LinkedIntent>, StoreE
     }
     Ok(back)
 }
+
+/// How often the intent's caller key was replayed and mismatched, read by the key's own
+/// primary key: `ingest_keys` has no index on `intent_seq`, and joined on it alone the read
+/// went through every key ever used, at each intent's detail.
+pub(crate) const CALLER_KEY_COUNTS_SQL: &str = "SELECT k.replays, k.mismatches FROM intents i \
+     JOIN ingest_keys k ON k.tenant = i.tenant AND k.caller_key = i.caller_key \
+     WHERE i.id = ?1 AND k.intent_seq = i.seq";
 
 /// When the downstream may forget an intent's key: its first send plus the retention it was
 /// sent under.

@@ -1,0 +1,138 @@
+//! The plans of statements that run over and over (at every order, every dispatcher or
+//! reconciler pass, every intent read or operator command), held here so a store's past
+//! does not slow them: each must read along an index what it needs, never walk every
+//! intent, key, send or pause ever made, nor sort them. Read from a fresh SQLite store with
+//! SQLite's `EXPLAIN QUERY PLAN`; where a plan depends on the statistics `ANALYZE` leaves,
+//! the test gives the store figures like a busy one's first.
+
+use super::Store;
+use super::sql::{Conn, ConnExt, ToValue, params};
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store = Store::open(&dir.path().join("db.sqlite")).expect("store opens");
+    (dir, store)
+}
+
+/// The steps of `sql`'s plan, one line each.
+fn plan(store: &Store, sql: &str, values: &[&dyn ToValue]) -> Vec<String> {
+    store
+        .conn
+        .rows(&format!("EXPLAIN QUERY PLAN {sql}"), values, |r| r.get(3))
+        .expect("plan")
+}
+
+/// No step walks a whole table or sorts what it found.
+fn bounded(plan: &[String]) -> bool {
+    plan.iter().all(|step| {
+        let walks_a_table = step.starts_with("SCAN ") && !step.contains(" USING ");
+        !step.contains("TEMP B-TREE") && !walks_a_table
+    })
+}
+
+/// Give the store's planner the figures `ANALYZE` leaves on a busy store: `(table, index,
+/// figures)` rows of `sqlite_stat1`, in place of its own for those tables.
+fn busy(store: &Store, figures: &[(&str, Option<&str>, &str)]) {
+    store.conn.batch("ANALYZE").expect("analyse");
+    for (table, _, _) in figures {
+        store
+            .conn
+            .run("DELETE FROM sqlite_stat1 WHERE tbl = ?1", params![*table])
+            .expect("clear figures");
+    }
+    for (table, index, stat) in figures {
+        store
+            .conn
+            .run(
+                "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES (?1, ?2, ?3)",
+                params![*table, *index, *stat],
+            )
+            .expect("figures");
+    }
+    store
+        .conn
+        .batch("ANALYZE sqlite_schema")
+        .expect("reload figures");
+}
+
+/// A dispatch's claim looks for its own send among its intent's rows, not along the ready
+/// index over every intent's pending sends (then sorted), which grows with the backlog.
+#[test]
+fn the_planned_send_is_found_among_its_intents_rows() {
+    let (_dir, store) = store();
+    let steps = plan(&store, super::outbox::PLANNED_SEND_SQL, &[&"int_x", &0i64]);
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.contains("USING INDEX outbox_intent")),
+        "{steps:?}"
+    );
+    assert!(bounded(&steps), "{steps:?}");
+}
+
+/// Whether a pause holds an intent is asked at every read of one: only the pauses in force
+/// are read, never every pause made and resumed since the store began.
+#[test]
+fn an_intents_pause_is_looked_for_among_the_pauses_in_force() {
+    let (_dir, store) = store();
+    let sql = format!(
+        "SELECT {} FROM intents i WHERE i.id = ?1",
+        super::intents::INTENT_COLUMNS
+    );
+    let steps = plan(&store, &sql, &[&"int_x"]);
+    let pauses: Vec<&String> = steps
+        .iter()
+        .filter(|s| s.split_whitespace().any(|word| word == "z"))
+        .collect();
+    assert!(!pauses.is_empty(), "{steps:?}");
+    assert!(
+        pauses.iter().all(|s| s.contains("pauses_active")),
+        "{steps:?}"
+    );
+}
+
+/// An intent's detail reads its caller key's counts by the key, not through every key.
+#[test]
+fn an_intents_caller_key_is_read_by_the_key() {
+    let (_dir, store) = store();
+    let steps = plan(&store, super::query::CALLER_KEY_COUNTS_SQL, &[&"int_x"]);
+    assert!(steps.iter().any(|s| s.contains("k USING")), "{steps:?}");
+    assert!(bounded(&steps), "{steps:?}");
+}
+
+/// The reconciler's pass reads the lookups due in the order they came due and stops at its
+/// page: it neither reads the intents whose lookup budget is spent nor sorts.
+#[test]
+fn the_lookups_due_are_read_in_their_order_and_no_further() {
+    let (_dir, store) = store();
+    let sql = super::lookups::due_lookups_sql(super::sql::Dialect::Sqlite);
+    let steps = plan(&store, &sql, &[&0i64, &16i64]);
+    assert!(
+        steps.iter().any(|s| s.contains("intents_lookups_due")),
+        "{steps:?}"
+    );
+    assert!(bounded(&steps), "{steps:?}");
+}
+
+/// When the next send comes due is read from the ends of the ready index, even on a store
+/// whose statistics say every send ever made is one of two statuses: as one condition over
+/// both, SQLite read the whole table there.
+#[test]
+fn the_next_send_due_is_read_from_the_ready_index() {
+    let (_dir, store) = store();
+    busy(
+        &store,
+        &[
+            ("outbox", None, "1000000"),
+            ("outbox", Some("outbox_ready"), "1000000 500000 1"),
+            ("outbox", Some("outbox_intent"), "1000000 1 1"),
+        ],
+    );
+    let steps = plan(&store, super::outbox::NEXT_DUE_SQL, &[]);
+    let outbox: Vec<&String> = steps.iter().filter(|s| s.contains("outbox")).collect();
+    assert_eq!(outbox.len(), 2, "{steps:?}");
+    assert!(
+        outbox.iter().all(|s| s.contains("outbox_ready")),
+        "{steps:?}"
+    );
+}
