@@ -308,6 +308,22 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    fn the_next_send_due_is_the_earliest_pending_send_or_lease(store) {
+        assert_eq!(store.next_outbox_due_ms().expect("due"), None, "nothing planned");
+        let first = dispatched(&mut store, 1);
+        dispatched(&mut store, 2);
+        assert_eq!(store.next_outbox_due_ms().expect("due"), Some(T0 + 1));
+        // The earliest is claimed: the other pending send is next, before the lease.
+        let claimed = store.claim_outbox("w1", T0 + 10, 1_000, 1, &erp).expect("claim").rows;
+        assert_eq!(claimed.iter().map(|r| r.intent_id.clone()).collect::<Vec<_>>(), vec![first]);
+        assert_eq!(store.next_outbox_due_ms().expect("due"), Some(T0 + 2));
+        // Both claimed: the lease that runs out first.
+        store.claim_outbox("w1", T0 + 20, 1_000, 1, &erp).expect("claim");
+        assert_eq!(store.next_outbox_due_ms().expect("due"), Some(T0 + 1_010));
+    }
+}
+
+on_both_backends! {
     fn a_finished_attempt_is_answered_as_it_was_stored(store) {
         // The finish writes the attempt whole from what it read and what the finish says,
         // and answers that, without reading it back: the answer must be the stored row,
@@ -1336,7 +1352,8 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
              ALTER TABLE intents DROP COLUMN supersedes; ALTER TABLE intents DROP COLUMN superseded_by; \
              ALTER TABLE intents DROP COLUMN created_by; ALTER TABLE intents DROP COLUMN policy_version; \
              ALTER TABLE attempts DROP COLUMN cost_micros; ALTER TABLE attempts DROP COLUMN hedge_lost; \
-             DROP INDEX intents_lookups_due; ALTER TABLE intents DROP COLUMN lookups; \
+             DROP INDEX intents_lookup_due; DROP INDEX intents_lookups_due; \
+             ALTER TABLE intents DROP COLUMN lookups; \
              ALTER TABLE intents DROP COLUMN automatic_lookups; \
              ALTER TABLE intents DROP COLUMN last_lookup_at_ms; \
              ALTER TABLE intents DROP COLUMN next_lookup_at_ms; \
@@ -1388,7 +1405,6 @@ fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one
             "DROP TABLE webhook_arrivals; ALTER TABLE receipts DROP COLUMN confirmed_at_ms; \
              DROP INDEX attempts_refused_answers; DROP INDEX pauses_active; \
              DROP INDEX intents_lookups_due; \
-             CREATE INDEX intents_lookup_due ON intents (next_lookup_at_ms) WHERE state = 'indeterminate'; \
              INSERT INTO webhook_events VALUES ('erp', 'evt-1', '{key}', {T0}, 2); \
              INSERT INTO webhook_events VALUES ('erp', 'evt-9', 'po:acme:{other}', {T0}, 1); \
              PRAGMA user_version = 13;"

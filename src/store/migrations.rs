@@ -416,9 +416,10 @@ CREATE INDEX pauses_active ON pauses (tenant, tool, operation, intent_id, provid
     // 18: the lookups due, in the order they came due. The reconciler's pass read every
     // indeterminate intent, those whose lookup budget is spent (left for an operator, and
     // piling up) included, and sorted them all for a page. The index holds only those with
-    // budget left, in the pass's order, and replaces migration 9's, which no query used.
+    // budget left, in the pass's order. Migration 9's, which no query uses now, stays:
+    // dropping it would hold every read of `intents` on PostgreSQL until the migration ends,
+    // stalling the coordinators of the schema before that still run during an upgrade.
     r#"
-DROP INDEX intents_lookup_due;
 CREATE INDEX intents_lookups_due ON intents ((coalesce(next_lookup_at_ms, 0)), indeterminate_since_ms)
     WHERE state = 'indeterminate' AND lookups_exhausted_at_ms IS NULL;
 "#,

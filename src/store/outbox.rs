@@ -388,12 +388,13 @@ struct Due<'a> {
     intent: Option<&'a Intent>,
 }
 
-/// When the next send comes due: the earliest pending one, or the earliest lease to run out.
-/// Each half is its own read along `outbox_ready`: as one condition over both statuses, an
-/// analysed store read every send ever made.
+/// When the next send comes due: the earliest pending one, read from the end of the ready
+/// index, or the earliest lease to run out, among the claimed sends (those in flight) along
+/// it. As one condition over both statuses, an analysed store read every send ever made.
+/// (PostgreSQL before 16 wants the subquery named.)
 pub(crate) const NEXT_DUE_SQL: &str = "SELECT min(at) FROM ( \
      SELECT min(available_at_ms) AS at FROM outbox WHERE status = 'pending' \
-     UNION ALL SELECT min(claim_expires_at_ms) FROM outbox WHERE status = 'claimed')";
+     UNION ALL SELECT min(claim_expires_at_ms) FROM outbox WHERE status = 'claimed') AS due";
 
 /// The newest pending send of intent `?1` due by `?2`: found by the intent's own rows
 /// (`outbox_intent`), newest first. The unary plus keeps SQLite from choosing the ready
