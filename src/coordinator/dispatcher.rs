@@ -127,12 +127,15 @@ pub async fn run(state: AppState) {
             Ok(_) => {}
             Err(e) => tracing::error!(error = %e, "claiming dispatches failed"),
         }
-        let next_due = state
-            .db
-            .read(|s| s.next_outbox_due_ms())
-            .await
-            .ok()
-            .flatten();
+        // Without it the dispatcher still looks again within its idle poll; the failure is
+        // told, not swallowed, as it means sends go up to that late.
+        let next_due = match state.db.read(|s| s.next_outbox_due_ms()).await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading when the next send comes due failed");
+                None
+            }
+        };
         let wait = next_due.map_or(IDLE_POLL, |due| {
             Duration::from_millis(due.saturating_sub(state.clock.now_ms())).min(IDLE_POLL)
         });
