@@ -308,6 +308,47 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    fn an_intents_commands_are_those_that_touched_it_or_named_it(store) {
+        let id = dispatched(&mut store, 1);
+        let other = dispatched(&mut store, 2);
+        let command = |n: u64, target: &IntentId, dry_run: bool| NewCommand {
+            id: CommandId::generate(T0 + n, u128::from(n)),
+            kind: CommandKind::Pause,
+            actor: "eve".into(),
+            role: Role::Engineer,
+            body_hash: format!("h{n}"),
+            body_json: json!({"target": {"intent_id": target.as_str()}, "dry_run": dry_run})
+                .to_string(),
+            reason: Some("looking".into()),
+            dry_run,
+            now_ms: T0 + n,
+        };
+        let one = |target: &IntentId| CommandAction::Pause {
+            scope: PauseScope { intent_id: Some(target.to_string()), ..PauseScope::default() },
+        };
+        // A dry run names the intent and touches nothing; an applied pause of its tenant
+        // touches it without naming it; a dry run of the other intent is not this one's.
+        let named = command(10, &id, true);
+        store.run_command(&named, &one(&id), None).expect("dry run");
+        let tenant = NewCommand {
+            body_json: json!({"target": {"scope": {"tenant": "acme"}}}).to_string(),
+            ..command(11, &id, false)
+        };
+        let scope = PauseScope { tenant: Some("acme".into()), ..PauseScope::default() };
+        store.run_command(&tenant, &CommandAction::Pause { scope }, None).expect("pause");
+        store.run_command(&command(12, &other, true), &one(&other), None).expect("dry run");
+
+        let listed: Vec<String> = store
+            .audit(Some(&id), 50)
+            .expect("audit")
+            .into_iter()
+            .map(|c| c.command_id)
+            .collect();
+        assert_eq!(listed, vec![tenant.id.to_string(), named.id.to_string()], "newest first");
+    }
+}
+
+on_both_backends! {
     fn the_next_send_due_is_the_earliest_pending_send_or_lease(store) {
         assert_eq!(store.next_outbox_due_ms().expect("due"), None, "nothing planned");
         let first = dispatched(&mut store, 1);
@@ -1360,7 +1401,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
              ALTER TABLE intents DROP COLUMN lookups_exhausted_at_ms; \
              DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
              ALTER TABLE receipts DROP COLUMN confirmed_at_ms; DROP INDEX attempts_refused_answers; \
-             DROP INDEX pauses_active; \
+             DROP INDEX pauses_active; DROP INDEX commands_target_intent; \
              ALTER TABLE attempts DROP COLUMN downstream_resource; \
              ALTER TABLE attempts DROP COLUMN key_retention_secs; \
              DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
@@ -1404,7 +1445,7 @@ fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one
         .execute_batch(&format!(
             "DROP TABLE webhook_arrivals; ALTER TABLE receipts DROP COLUMN confirmed_at_ms; \
              DROP INDEX attempts_refused_answers; DROP INDEX pauses_active; \
-             DROP INDEX intents_lookups_due; \
+             DROP INDEX intents_lookups_due; DROP INDEX commands_target_intent; \
              INSERT INTO webhook_events VALUES ('erp', 'evt-1', '{key}', {T0}, 2); \
              INSERT INTO webhook_events VALUES ('erp', 'evt-9', 'po:acme:{other}', {T0}, 1); \
              PRAGMA user_version = 13;"

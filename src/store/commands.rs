@@ -8,7 +8,7 @@
 
 use super::apply::apply_in;
 use super::pauses::{self};
-use super::sql::{Conn, ConnExt, Optional, Row, params, params_of};
+use super::sql::{Conn, ConnExt, Dialect, Optional, Row, params, params_of};
 use super::{ApplyContext, Store, StoreError, to_i64};
 use crate::domain::{CommandId, CommandKind, Disposition, Event, Evidence, IntentId, Role};
 use crate::wire::CommandRecord;
@@ -129,6 +129,19 @@ fn targets(
     }
     sql.push_str(" ORDER BY i.seq");
     tx.rows(&sql, &params_of(&values), |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
+/// The commands that touched intent `?1` (applied with it among their frozen targets) or
+/// named it as their target (a dry run, a refusal), newest first, at most `?2`. Each half is
+/// read along an index, the second along migration 19's over the target a body names: a
+/// match on the body's text read every command ever recorded, at each intent's detail.
+pub(crate) fn audit_of_intent_sql(dialect: Dialect) -> String {
+    format!(
+        "SELECT {RECORD_COLUMNS} FROM commands c WHERE (c.seq IN (SELECT t.command_seq FROM command_targets t \
+         JOIN intents i ON i.seq = t.intent_seq WHERE i.id = ?1) AND c.dry_run = 0) OR {} = ?1 \
+         ORDER BY c.seq DESC LIMIT ?2",
+        dialect.json_text("c.body_json", &["target", "intent_id"])
+    )
 }
 
 /// Record a command's frozen targets, many rows to a statement.
@@ -374,14 +387,9 @@ impl Commands for Store {
     ) -> Result<Vec<CommandRecord>, StoreError> {
         let rows: Vec<CommandRecord> = match intent {
             Some(id) => {
-                let sql = format!(
-                    "SELECT {RECORD_COLUMNS} FROM commands c WHERE (c.seq IN (SELECT t.command_seq FROM command_targets t \
-                     JOIN intents i ON i.seq = t.intent_seq WHERE i.id = ?1) AND c.dry_run = 0) OR c.body_json LIKE ?2 \
-                     ORDER BY c.seq DESC LIMIT ?3"
-                );
-                let pattern = format!("%\"{}\"%", id.as_str());
+                let sql = audit_of_intent_sql(self.conn.dialect());
                 self.conn
-                    .rows(&sql, params![id.as_str(), pattern, limit], record_from_row)?
+                    .rows(&sql, params![id.as_str(), limit], record_from_row)?
             }
             None => {
                 let sql =

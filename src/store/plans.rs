@@ -135,3 +135,25 @@ fn the_next_send_due_is_read_from_the_ready_index() {
         "{steps:?}"
     );
 }
+
+/// An intent's detail reads the commands that touched it or named it along indexes, not
+/// through every command ever recorded.
+#[test]
+fn an_intents_commands_are_read_along_indexes() {
+    let (_dir, store) = store();
+    let sql = super::commands::audit_of_intent_sql(super::sql::Dialect::Sqlite);
+    let steps = plan(&store, &sql, &[&"int_x", &200i64]);
+    let commands: Vec<&String> = steps
+        .iter()
+        .filter(|s| s.split_whitespace().any(|word| word == "c"))
+        .collect();
+    assert!(!commands.is_empty(), "{steps:?}");
+    assert!(
+        commands.iter().all(|s| s.starts_with("SEARCH ")),
+        "{steps:?}"
+    );
+    assert!(
+        steps.iter().any(|s| s.contains("commands_target_intent")),
+        "{steps:?}"
+    );
+}
