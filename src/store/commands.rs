@@ -132,15 +132,25 @@ fn targets(
 }
 
 /// The commands that touched intent `?1` (applied with it among their frozen targets) or
-/// named it as their target (a dry run, a refusal), newest first, at most `?2`. Each half is
-/// read along an index, the second along migration 19's over the target a body names: a
-/// match on the body's text read every command ever recorded, at each intent's detail.
+/// named it as their target (a dry run, a refusal), newest first, at most `?2`.
 pub(crate) fn audit_of_intent_sql(dialect: Dialect) -> String {
     format!(
-        "SELECT {RECORD_COLUMNS} FROM commands c WHERE (c.seq IN (SELECT t.command_seq FROM command_targets t \
-         JOIN intents i ON i.seq = t.intent_seq WHERE i.id = ?1) AND c.dry_run = 0) OR {} = ?1 \
-         ORDER BY c.seq DESC LIMIT ?2",
-        dialect.json_text("c.body_json", &["target", "intent_id"])
+        "SELECT {RECORD_COLUMNS} FROM commands c WHERE c.seq IN ({}) ORDER BY c.seq DESC LIMIT ?2",
+        commands_of_intent_sql(dialect, "?1")
+    )
+}
+
+/// The rows of the commands that touched the intent whose id is `id` (a placeholder) or named
+/// it as their target: each half read along an index, the second along migration 19's over
+/// the target a body names. Written as one list at the top of the condition, the only form
+/// in which PostgreSQL reads both halves by their indexes; a match on the body's text, or the
+/// two halves joined by `OR`, read every command ever recorded, at each intent's detail.
+pub(crate) fn commands_of_intent_sql(dialect: Dialect, id: &str) -> String {
+    format!(
+        "SELECT t.command_seq FROM command_targets t JOIN intents i ON i.seq = t.intent_seq \
+         JOIN commands d ON d.seq = t.command_seq WHERE i.id = {id} AND d.dry_run = 0 \
+         UNION SELECT seq FROM commands WHERE {} = {id}",
+        dialect.json_text("body_json", &["target", "intent_id"])
     )
 }
 

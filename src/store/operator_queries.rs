@@ -99,7 +99,6 @@ impl OperatorQueries for Store {
             .collect();
         let marks = marks.join(", ");
         let dialect = self.conn.dialect();
-        let target_intent = dialect.json_text("c.body_json", &["target", "intent_id"]);
         let mut sql = format!(
             "SELECT c.id FROM commands c WHERE {}",
             visible_within(dialect, &marks)
@@ -107,8 +106,8 @@ impl OperatorQueries for Store {
         if let Some(id) = intent {
             let m = bind(Value::Text(id.to_string()));
             sql.push_str(&format!(
-                " AND ((c.seq IN (SELECT t.command_seq FROM command_targets t JOIN intents i ON i.seq = t.intent_seq \
-                 WHERE i.id = {m}) AND c.dry_run = 0) OR {target_intent} = {m})"
+                " AND c.seq IN ({})",
+                super::commands::commands_of_intent_sql(dialect, &m)
             ));
         }
         let l = bind(Value::Int(i64::from(limit)));
