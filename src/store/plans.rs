@@ -22,6 +22,13 @@ fn plan(store: &Store, sql: &str, values: &[&dyn ToValue]) -> Vec<String> {
         .expect("plan")
 }
 
+/// The steps that read the table its statement calls `alias`.
+fn naming<'a>(plan: &'a [String], alias: &str) -> Vec<&'a String> {
+    plan.iter()
+        .filter(|step| step.split_whitespace().any(|word| word == alias))
+        .collect()
+}
+
 /// Every step searches an index or a key for what it needs: none walks a whole table or a
 /// whole index, and none sorts what it found.
 fn bounded(plan: &[String]) -> bool {
@@ -79,10 +86,7 @@ fn an_intents_pause_is_looked_for_among_the_pauses_in_force() {
         super::intents::INTENT_COLUMNS
     );
     let steps = plan(&store, &sql, &[&"int_x"]);
-    let pauses: Vec<&String> = steps
-        .iter()
-        .filter(|s| s.split_whitespace().any(|word| word == "z"))
-        .collect();
+    let pauses = naming(&steps, "z");
     assert!(!pauses.is_empty(), "{steps:?}");
     assert!(
         pauses.iter().all(|s| s.contains("pauses_active")),
@@ -143,10 +147,7 @@ fn an_intents_commands_are_read_along_indexes() {
     let (_dir, store) = store();
     let sql = super::commands::audit_of_intent_sql(super::sql::Dialect::Sqlite);
     let steps = plan(&store, &sql, &[&"int_x", &200i64]);
-    let commands: Vec<&String> = steps
-        .iter()
-        .filter(|s| s.split_whitespace().any(|word| word == "c"))
-        .collect();
+    let commands = naming(&steps, "c");
     assert!(!commands.is_empty(), "{steps:?}");
     assert!(
         commands.iter().all(|s| s.starts_with("SEARCH ")),
