@@ -473,20 +473,25 @@ on_both_backends! {
             connectors: vec!["erp".into()],
             may_approve_own: true,
         };
-        let intent = created(
-            store
-                .create_or_replay(&new_intent(1, "acme", "k1", json!({"qty": 5})))
-                .expect("create"),
-        );
         let approve = intentdesk::wire::Authorize {
             authorization_version: "v1".into(),
             approver: None,
             policy_version: None,
             valid_for_secs: None,
         };
-        ingest::authorize(&mut store, &config, &agent, &intent.id, &approve, T0 + 5)
-            .expect("authorize")
-            .expect("approved");
+        // Intent `n`, created under key `kn` and approved under `config`.
+        let approved = |store: &mut Store, config: &intentdesk::coordinator::Config, n: u64| {
+            let intent = created(
+                store
+                    .create_or_replay(&new_intent(n, "acme", &format!("k{n}"), json!({"qty": 4 + n})))
+                    .expect("create"),
+            );
+            ingest::authorize(store, config, &agent, &intent.id, &approve, T0 + 5)
+                .expect("authorize")
+                .expect("approved");
+            intent
+        };
+        let intent = approved(&mut store, &config, 1);
         let attempt = AttemptId::generate(T0 + 10, 1);
         let (fresh, answered, claim) = ingest::dispatch_and_claim(
             &mut store,
@@ -524,14 +529,7 @@ on_both_backends! {
         assert_eq!(again, as_answered(stored), "a repeat answers as the first did");
 
         // Without a claimant the dispatcher claims it later, and the answer is as stored too.
-        let other = created(
-            store
-                .create_or_replay(&new_intent(2, "acme", "k2", json!({"qty": 6})))
-                .expect("create"),
-        );
-        ingest::authorize(&mut store, &config, &agent, &other.id, &approve, T0 + 5)
-            .expect("authorize")
-            .expect("approved");
+        let other = approved(&mut store, &config, 2);
         let attempt = AttemptId::generate(T0 + 12, 2);
         let (_, answered, claim) = ingest::dispatch_and_claim(
             &mut store, &config, &agent, &other.id, attempt, T0 + 12, None,
@@ -546,14 +544,7 @@ on_both_backends! {
         // A send the gate holds back (the connector has no resource for the operation) is
         // answered as the hold left the intent, in the same shape.
         let unsendable = erp_config(3_600, "");
-        let held = created(
-            store
-                .create_or_replay(&new_intent(3, "acme", "k3", json!({"qty": 7})))
-                .expect("create"),
-        );
-        ingest::authorize(&mut store, &unsendable, &agent, &held.id, &approve, T0 + 5)
-            .expect("authorize")
-            .expect("approved");
+        let held = approved(&mut store, &unsendable, 3);
         let attempt = AttemptId::generate(T0 + 30, 4);
         let (_, answered, claim) = ingest::dispatch_and_claim(
             &mut store, &unsendable, &agent, &held.id, attempt, T0 + 30, Some(("w1", T0 + 31)),
