@@ -18,6 +18,8 @@ on_both_backends_tokio! {
     a_dispatched_order_is_committed_once_even_when_the_agent_repeats_dispatch,
     mutating_work_cannot_be_reported_as_an_attempt,
     only_reads_and_compute_are_hedged_and_a_group_runs_three_at_most,
+    a_batch_answers_each_intent_as_its_own_create_would,
+    a_body_that_is_not_a_batch_is_refused_whole_and_nothing_is_stored,
 }
 
 const ADMIN: &str = "admin-token";
@@ -82,6 +84,23 @@ impl Running {
             .send()
             .await
             .expect("request")
+    }
+
+    async fn listed(&self) -> Vec<Value> {
+        let list: Value = self
+            .http
+            .get(format!("{}/v1/intents", self.base))
+            .bearer_auth(ADMIN)
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("json");
+        list["items"]
+            .as_array()
+            .cloned()
+            .expect("a page of intents")
     }
 
     async fn state_of(&self, id: &str) -> String {
@@ -406,4 +425,209 @@ async fn only_reads_and_compute_are_hedged_and_a_group_runs_three_at_most(backen
         )
         .await;
     assert_eq!(plain.status(), StatusCode::CREATED);
+}
+
+/// One intent of a batch: `order(qty)` under `key`.
+fn item(key: &str, qty: Value) -> Value {
+    let mut item = order(qty);
+    item["idempotency_key"] = json!(key);
+    item
+}
+
+async fn a_batch_answers_each_intent_as_its_own_create_would(backend: Backend) {
+    let c = start(&backend).await;
+    let earlier: Value = c
+        .create(AGENT, "single-1", &order(json!(7)))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let mut other_tenant = item("b-5", json!(1));
+    other_tenant["tenant"] = json!("globex");
+    let batch = json!({"intents": [
+        item("b-1", json!(1)),
+        item("b-1", json!("۱")),
+        item("b-1", json!(2)),
+        item("single-1", json!(7)),
+        item("b-2", json!(2)),
+        other_tenant,
+    ]});
+    let response = c.post(AGENT, "/v1/intents/batch", &batch).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let answer: Value = response.json().await.expect("json");
+    let results = answer["results"].as_array().expect("results");
+    let statuses: Vec<u64> = results
+        .iter()
+        .filter_map(|r| r["status"].as_u64())
+        .collect();
+    assert_eq!(statuses, [201, 200, 422, 200, 201, 403]);
+    for (at, result) in results.iter().enumerate() {
+        assert_eq!(result["index"], json!(at), "{result}");
+    }
+    let id = |at: usize| {
+        results[at]["intent"]["id"]
+            .as_str()
+            .expect("an intent")
+            .to_string()
+    };
+    assert_eq!(id(1), id(0), "the key named twice answers its first intent");
+    assert_eq!(results[1]["replayed"], json!(true));
+    assert_eq!(results[0].get("replayed"), None);
+    assert_eq!(results[2]["error"]["code"], "idempotency_key_mismatch");
+    assert_eq!(
+        id(3),
+        earlier["id"].as_str().expect("id"),
+        "a key created alone replays in a batch"
+    );
+    assert_ne!(id(4), id(0));
+    assert_eq!(results[4]["intent"]["caller_key"], "b-2");
+    assert_eq!(results[4]["intent"]["state"], "prepared");
+    assert_eq!(results[5]["error"]["code"], "forbidden");
+    // Only the two new intents were stored, beside the one created alone; each is an intent
+    // like any other, and its key replays alone as it would have in the batch.
+    let mut stored: Vec<String> = c
+        .listed()
+        .await
+        .iter()
+        .filter_map(|i| i["caller_key"].as_str().map(str::to_string))
+        .collect();
+    stored.sort();
+    assert_eq!(stored, ["b-1", "b-2", "single-1"]);
+    let replay = c.create(AGENT, "b-2", &order(json!(2))).await;
+    assert_eq!(replay.status(), StatusCode::OK);
+    let replay: Value = replay.json().await.expect("json");
+    assert_eq!(replay["id"].as_str(), Some(id(4).as_str()));
+
+    let b1 = id(0);
+    let auth = c
+        .post(
+            ADMIN,
+            &format!("/v1/intents/{b1}/authorize"),
+            &json!({"authorization_version": "v1"}),
+        )
+        .await;
+    assert_eq!(auth.status(), StatusCode::OK);
+    let sent = c
+        .post(AGENT, &format!("/v1/intents/{b1}/dispatch"), &json!({}))
+        .await;
+    assert_eq!(sent.status(), StatusCode::ACCEPTED);
+    let started = Instant::now();
+    while c.state_of(&b1).await != "committed" {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the batch's intent never committed"
+        );
+        tokio::task::yield_now().await;
+    }
+
+    // A token that may not create may not create in a batch either.
+    let viewer = c
+        .post(
+            VIEWER,
+            "/v1/intents/batch",
+            &json!({"intents": [item("v-1", json!(1))]}),
+        )
+        .await;
+    assert_eq!(viewer.status(), StatusCode::FORBIDDEN);
+    assert_eq!(c.listed().await.len(), 3);
+}
+
+async fn a_body_that_is_not_a_batch_is_refused_whole_and_nothing_is_stored(backend: Backend) {
+    let c = start(&backend).await;
+    let many: Vec<Value> = (0..101)
+        .map(|n| item(&format!("m-{n}"), json!(n)))
+        .collect();
+    let cases = [
+        (json!({"intents": []}), "intents"),
+        (json!({"intents": many}), "intents"),
+        (json!({"intents": {"idempotency_key": "k"}}), "intents"),
+        (json!({}), "intents"),
+        (
+            json!({"intents": [item("k-1", json!(1))], "also": 1}),
+            "also",
+        ),
+    ];
+    for (body, field) in cases {
+        let response = c.post(AGENT, "/v1/intents/batch", &body).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let error: Value = response.json().await.expect("json");
+        assert!(
+            error["error"]["fields"].get(field).is_some(),
+            "{field} is named: {error}"
+        );
+    }
+    for raw in ["[]", "not json", "7"] {
+        let response = c
+            .http
+            .post(format!("{}/v1/intents/batch", c.base))
+            .bearer_auth(AGENT)
+            .header("content-type", "application/json")
+            .body(raw)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{raw}");
+    }
+    // One malformed intent refuses the whole batch, every bad field named at its place.
+    let mut bad_fields = item("bad-1", json!(1));
+    bad_fields["deadline_secs"] = json!(0);
+    bad_fields["max_attempts"] = json!(0);
+    let mut no_key = order(json!(1));
+    no_key["purpose"] = json!("no key");
+    let body = json!({"intents": [
+        item("good-1", json!(1)),
+        bad_fields,
+        no_key,
+        "not an intent",
+        item("  ", json!(1)),
+    ]});
+    let response = c.post(AGENT, "/v1/intents/batch", &body).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let error: Value = response.json().await.expect("json");
+    let named: Vec<&str> = error["error"]["fields"]
+        .as_object()
+        .map(|f| f.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        named,
+        [
+            "intents[1].deadline_secs",
+            "intents[1].max_attempts",
+            "intents[2].idempotency_key",
+            "intents[3]",
+            "intents[4].idempotency_key",
+        ],
+        "{error}"
+    );
+    let huge: Vec<Value> = (0..100)
+        .map(|n| item(&format!("h-{n}"), json!({"blob": "x".repeat(4_000)})))
+        .collect();
+    let response = c
+        .post(AGENT, "/v1/intents/batch", &json!({ "intents": huge }))
+        .await;
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(c.listed().await.len(), 0, "nothing was stored");
+    let alone = c.create(AGENT, "good-1", &order(json!(1))).await;
+    assert_eq!(
+        alone.status(),
+        StatusCode::CREATED,
+        "the refused batch left a trace"
+    );
+
+    let full: Vec<Value> = (0..100)
+        .map(|n| item(&format!("f-{n}"), json!(n)))
+        .collect();
+    let response = c
+        .post(AGENT, "/v1/intents/batch", &json!({ "intents": full }))
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let answer: Value = response.json().await.expect("json");
+    let created = answer["results"]
+        .as_array()
+        .map(|r| r.iter().filter(|x| x["status"] == 201).count());
+    assert_eq!(
+        created,
+        Some(100),
+        "a batch of the most it may hold is created whole"
+    );
 }

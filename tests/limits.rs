@@ -509,6 +509,80 @@ async fn a_full_write_queue_sheds_ingest_at_once_and_stores_nothing() {
     assert_eq!(list["items"].as_array().map(Vec::len), Some(3), "{list}");
 }
 
+/// A batch holds a place in the write queue for each intent it carries: while a batch of
+/// three waits behind a held store with `max_queued_writes = 3`, a single create and another
+/// batch are shed at once and store nothing; the batch is then written whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_holds_a_place_in_the_write_queue_for_each_of_its_intents() {
+    let rig = rig("max_queued_writes = 3").await;
+    let lock = rusqlite::Connection::open(rig.dir.path().join("coordinator.sqlite")).expect("open");
+    lock.execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let batch = |keys: &[&str]| {
+        let intents: Vec<Value> = keys
+            .iter()
+            .map(|key| {
+                let mut item = order(key);
+                item["idempotency_key"] = Value::from(*key);
+                item
+            })
+            .collect();
+        serde_json::json!({ "intents": intents })
+    };
+    let waiting = {
+        let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
+        let body = batch(&["b-1", "b-2", "b-3"]);
+        tokio::spawn(async move {
+            let answer: Value = http
+                .post(format!("{base}/v1/intents/batch"))
+                .bearer_auth(AGENT_A)
+                .json(&body)
+                .send()
+                .await
+                .expect("answered")
+                .json()
+                .await
+                .expect("json");
+            answer["results"].as_array().map(|r| {
+                r.iter()
+                    .filter_map(|x| x["status"].as_u64())
+                    .collect::<Vec<_>>()
+            })
+        })
+    };
+    let deadline = Instant::now() + PATIENCE;
+    while rig.metric("intentdesk_ingest_writes_waiting").await < 3 {
+        assert!(Instant::now() < deadline, "the batch never queued");
+        tokio::task::yield_now().await;
+    }
+
+    let single = rig.post("/v1/intents", AGENT_A, "one", &order("one")).await;
+    let (status, _, code) = refusal(single).await;
+    assert_eq!((status, code.as_str()), (503, "overloaded"));
+    let another = rig
+        .http
+        .post(format!("{}/v1/intents/batch", rig.coordinator.base))
+        .bearer_auth(AGENT_A)
+        .json(&batch(&["c-1"]))
+        .send()
+        .await
+        .expect("answered");
+    let (status, _, code) = refusal(another).await;
+    assert_eq!((status, code.as_str()), (503, "overloaded"));
+
+    lock.execute_batch("ROLLBACK").expect("let the writer go");
+    assert_eq!(waiting.await.expect("task"), Some(vec![201, 201, 201]));
+    assert_eq!(rig.metric("intentdesk_ingest_writes_waiting").await, 0);
+    for key in ["one", "c-1"] {
+        let again = rig.post("/v1/intents", AGENT_A, key, &order(key)).await;
+        assert_eq!(
+            again.status().as_u16(),
+            201,
+            "the shed create of {key} left a trace"
+        );
+    }
+}
+
 /// The first event frame of a stream opened with `Last-Event-ID: last` (the opening
 /// comment skipped).
 async fn first_event(rig: &Rig, last: &str) -> String {

@@ -24,15 +24,27 @@ pub fn parse_body_with<T: serde::de::DeserializeOwned>(
     body: &[u8],
     free_form: impl Fn(&str) -> bool,
 ) -> Result<T, ApiError> {
+    parse_fields_with(parse_object(body)?, free_form)
+}
+
+/// A body that must be one JSON object: its fields, as sent.
+pub fn parse_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?;
-    let Value::Object(fields) = value else {
-        return Err(ApiError::bad_request(format!(
+    match value {
+        Value::Object(fields) => Ok(fields),
+        other => Err(ApiError::bad_request(format!(
             "the body must be a JSON object, not {}",
-            json_kind(&value)
-        )));
-    };
-    let mut fields = fields;
+            json_kind(&other)
+        ))),
+    }
+}
+
+/// [`parse_body_with`] for the fields of an object already read (one intent of a batch).
+pub fn parse_fields_with<T: serde::de::DeserializeOwned>(
+    mut fields: Map<String, Value>,
+    free_form: impl Fn(&str) -> bool,
+) -> Result<T, ApiError> {
     for (name, field) in fields.iter_mut() {
         if !free_form(name) {
             hold(field, name)?;

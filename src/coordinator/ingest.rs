@@ -1,10 +1,11 @@
-//! The ingest API agents call: create an intent under their key, authorize it, report
-//! non-mutating attempts, dispatch, and the downstream's receipt webhooks.
+//! The ingest API agents call once an intent exists (its creation is [`super::create`]):
+//! authorize it, report non-mutating attempts, dispatch, cancel, and the downstream's
+//! receipt webhooks.
 
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{patch, post};
 use axum::{Json, Router};
@@ -12,34 +13,27 @@ use axum::{Json, Router};
 use super::AppState;
 use super::auth::Principal;
 use super::body::{parse_body, parse_body_with};
-use super::core::ingest::policy_refused;
 use super::core::{self, revisit};
 use super::error::ApiError;
-use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize};
-use crate::domain::policy::{Request as PolicyRequest, tier_attempt_cap};
+use crate::domain::canonical::canonicalize;
 use crate::domain::{
     ActionKey, AttemptId, AttemptKind, AttemptOutcome, CommandId, CommandKind, ErrorClass, Event,
-    IntentId, Permission, ReceiptId, Role, Tenant,
+    IntentId, Permission, ReceiptId, Role,
 };
 use crate::store::ops::*;
 use crate::store::{
-    ApplyContext, AttemptFinish, CommandAction, CreateOutcome, LinkRefusal, Links, NewCommand,
-    NewIntent, ReceiptSource, RecordedCommand, ReportedFinish, StoreError, search_form,
+    ApplyContext, AttemptFinish, CommandAction, NewCommand, ReceiptSource, RecordedCommand,
+    ReportedFinish, StoreError,
 };
 use crate::wire::{
-    AttemptReport, Authorize, CancelIntent, CreateIntent, Dispatched, NewAttempt, ReceiptDelivery,
+    AttemptReport, Authorize, CancelIntent, Dispatched, NewAttempt, ReceiptDelivery,
 };
 
-/// The longest caller key accepted.
-pub const MAX_CALLER_KEY: usize = 200;
-/// Deadlines are at most a week away.
-pub const MAX_DEADLINE_SECS: u64 = 7 * 24 * 3600;
 /// An authorisation lasts at most a year.
 pub const MAX_APPROVAL_SECS: u64 = 365 * 24 * 3600;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/v1/intents", post(create_intent))
         .route("/v1/intents/{id}/authorize", post(authorize))
         .route("/v1/intents/{id}/attempts", post(report_attempt))
         .route(
@@ -61,273 +55,15 @@ pub fn parse_id<T: std::str::FromStr<Err = crate::domain::IdError>>(
 }
 
 /// Check a required one-line text field (see `crate::domain::text`).
-fn check_text(fields: &mut BTreeMap<String, String>, name: &str, value: &str, max: usize) {
+pub(super) fn check_text(
+    fields: &mut BTreeMap<String, String>,
+    name: &str,
+    value: &str,
+    max: usize,
+) {
     if let Err(problem) = crate::domain::text::check_text(value, max, true, false) {
         fields.insert(name.to_string(), problem.to_string());
     }
-}
-
-async fn create_intent(
-    State(state): State<AppState>,
-    principal: Principal,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Response, ApiError> {
-    principal.require(Permission::Ingest, "create intents")?;
-    let caller_key = headers
-        .get("idempotency-key")
-        .ok_or_else(|| {
-            ApiError::fields(BTreeMap::from([(
-                "Idempotency-Key".into(),
-                "this header is required".into(),
-            )]))
-        })?
-        .to_str()
-        .map_err(|_| {
-            ApiError::fields(BTreeMap::from([(
-                "Idempotency-Key".into(),
-                "must be visible ASCII".into(),
-            )]))
-        })?
-        .trim()
-        .to_string();
-    if caller_key.is_empty() || caller_key.len() > MAX_CALLER_KEY {
-        return Err(ApiError::fields(BTreeMap::from([(
-            "Idempotency-Key".into(),
-            format!("must be 1 to {MAX_CALLER_KEY} characters"),
-        )])));
-    }
-    let req: CreateIntent = parse_body_with(&body, |field| field == "args")?;
-    let mut fields = BTreeMap::new();
-    let tenant: Option<Tenant> = match req.tenant.parse() {
-        Ok(t) => Some(t),
-        Err(e) => {
-            fields.insert("tenant".into(), format!("{e}"));
-            None
-        }
-    };
-    check_text(&mut fields, "actor", &req.actor, 200);
-    check_text(&mut fields, "purpose", &req.purpose, 2000);
-    check_text(&mut fields, "operation", &req.operation, 100);
-    check_text(&mut fields, "tool", &req.tool, 100);
-    check_text(&mut fields, "release_id", &req.release_id, 100);
-    let (tier, locale) = (req.consequence, req.locale);
-    if req.deadline_secs == 0 || req.deadline_secs > MAX_DEADLINE_SECS {
-        fields.insert(
-            "deadline_secs".into(),
-            format!("must be between 1 and {MAX_DEADLINE_SECS}"),
-        );
-    }
-    let attempt_cap = tier_attempt_cap(tier);
-    if req.max_attempts == 0 || req.max_attempts > attempt_cap {
-        fields.insert(
-            "max_attempts".into(),
-            format!("must be between 1 and {attempt_cap} for {tier} work"),
-        );
-    }
-    let connector_name = req.connector.clone();
-    check_text(&mut fields, "connector", &connector_name, 100);
-    let connector = state.config.connector(&connector_name);
-    if tier.is_mutating() {
-        match connector {
-            None => {
-                fields.insert(
-                    "connector".into(),
-                    format!("no connector named `{connector_name}` is configured"),
-                );
-            }
-            Some(c) if !c.operations.contains_key(&req.operation) => {
-                let known: Vec<&str> = c.operations.keys().map(String::as_str).collect();
-                fields.insert(
-                    "operation".into(),
-                    format!(
-                        "connector `{}` has no resource for `{}`; known: {}",
-                        c.name,
-                        req.operation,
-                        known.join(", ")
-                    ),
-                );
-            }
-            Some(_) => {}
-        }
-    }
-    let args_text = req.args.to_string();
-    if args_text.len() > MAX_ARGS_BYTES {
-        fields.insert(
-            "args".into(),
-            format!(
-                "is {} bytes; the limit is {MAX_ARGS_BYTES}",
-                args_text.len()
-            ),
-        );
-    }
-    let canonical = match canonicalize(&req.args) {
-        Ok(c) => Some(c),
-        Err(e) => {
-            fields.entry("args".into()).or_insert_with(|| e.to_string());
-            None
-        }
-    };
-    let links = check_links(&mut fields, &req);
-    let (Some(tenant), Some(canonical), true) = (tenant, canonical, fields.is_empty()) else {
-        return Err(ApiError::fields(fields));
-    };
-    if !principal.sees(tenant.as_str()) {
-        return Err(ApiError::forbidden(&format!(
-            "create intents for tenant `{tenant}`"
-        )));
-    }
-    // An operation with a release registry acts only through the releases it lists.
-    state
-        .config
-        .releases
-        .check(req.operation.trim(), req.release_id.trim())?;
-
-    // The tenant's policy judges the canonical arguments; its refusal is decided by the
-    // store only once the key is known new, so a key created before a policy change still
-    // replays.
-    let refused = match state.config.policy(tenant.as_str()) {
-        None => None,
-        Some(policy) => {
-            let args: serde_json::Value =
-                serde_json::from_str(&canonical.json).map_err(|_| ApiError::internal())?;
-            policy
-                .check(&PolicyRequest {
-                    operation: req.operation.trim(),
-                    connector: &connector_name,
-                    tier,
-                    max_attempts: req.max_attempts,
-                    args: &args,
-                })
-                .err()
-                .map(|refusal| refusal.to_string())
-        }
-    };
-
-    // No in-flight guard: the store's key decides. The single writer (a unique index under
-    // PostgreSQL) orders concurrent first requests with one key, so the first creates and
-    // every other answers its result, and nothing can stick when a client hangs up.
-    let now = state.clock.now_ms();
-    let new = NewIntent {
-        id: IntentId::generate(now, state.entropy.next_u128()),
-        tenant: tenant.clone(),
-        caller_key,
-        principal: principal.name.clone(),
-        actor: req.actor.trim().to_string(),
-        purpose: req.purpose.trim().to_string(),
-        operation: req.operation.trim().to_string(),
-        tool: req.tool.trim().to_string(),
-        tier,
-        // As written and in canonical form, so an amount typed `۳۵٬۵۰۰٬۰۰۰` is found as
-        // `35500000` too.
-        search_text: search_form(&format!("{args_text}\n{}", canonical.json)),
-        args_json: args_text,
-        canonical_json: canonical.json,
-        args_hash: canonical.hash,
-        release_id: req.release_id.trim().to_string(),
-        locale,
-        connector: connector_name,
-        max_attempts: req.max_attempts,
-        created_at_ms: now,
-        deadline_at_ms: now + req.deadline_secs * 1000,
-        key_retention_secs: connector.map(|c| c.key_retention_secs),
-        refused,
-        links,
-    };
-    let supersedes = new.links.supersedes.is_some();
-    let notice = state.cancel_notice();
-    let outcome = state
-        .db
-        .ingest(move |s| {
-            if supersedes {
-                // A correction cancels the intent it replaces.
-                notice();
-            }
-            s.create_or_replay(&new)
-        })
-        .await;
-    state.events_wake.notify_waiters();
-    match outcome? {
-        CreateOutcome::Created(intent) => {
-            tracing::debug!(intent = %intent.id, action_key = %intent.action_key, "intent created");
-            let named = vec![
-                revisit::release(&intent.release_id),
-                revisit::tool(&intent.tool, intent.consequence),
-            ];
-            super::revisit::sighted(&state, intent.tenant.as_str(), named).await;
-            Ok((StatusCode::CREATED, Json(intent)).into_response())
-        }
-        CreateOutcome::Replayed(intent) => Ok((
-            StatusCode::OK,
-            [("Idempotent-Replayed", "true")],
-            Json(intent),
-        )
-            .into_response()),
-        CreateOutcome::Refused(why) => Err(policy_refused(&why)),
-        CreateOutcome::Link(refusal) => Err(link_refused(refusal)),
-        CreateOutcome::Mismatch { intent_id, differs } => {
-            // The same principal's key in another tenant: which intent is not said, as the
-            // token may no longer see that tenant.
-            let named = if differs == "tenant" {
-                "an intent of another tenant".to_string()
-            } else {
-                format!("intent {intent_id} with a different {differs}")
-            };
-            Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "idempotency_key_mismatch",
-                format!(
-                    "this Idempotency-Key already names {named}; a changed order needs a new key"
-                ),
-            ))
-        }
-    }
-}
-
-/// The longest workflow id.
-pub const MAX_WORKFLOW_CHARS: usize = 200;
-
-/// Check the links a new intent names; ids are checked against the tenant by the store.
-fn check_links(fields: &mut BTreeMap<String, String>, req: &CreateIntent) -> Links {
-    if let Some(workflow) = &req.workflow_id {
-        check_text(fields, "workflow_id", workflow, MAX_WORKFLOW_CHARS);
-    }
-    let mut id = |name: &str, raw: &Option<String>| -> Option<IntentId> {
-        let raw = raw.as_deref()?;
-        match raw.parse::<IntentId>() {
-            Ok(id) if id.as_str() == raw => Some(id),
-            Ok(id) => {
-                fields.insert(name.into(), format!("write the id exactly as issued: {id}"));
-                None
-            }
-            Err(e) => {
-                fields.insert(name.into(), e.to_string());
-                None
-            }
-        }
-    };
-    Links {
-        parent_intent_id: id("parent_intent_id", &req.parent_intent_id),
-        supersedes: id("supersedes", &req.supersedes),
-        workflow_id: req.workflow_id.as_deref().map(|w| w.trim().to_string()),
-    }
-}
-
-/// The answer to a link the store refused: 404 for an intent the tenant does not have (the
-/// same whether it exists elsewhere), 409 for one that cannot be superseded now.
-fn link_refused(refusal: LinkRefusal) -> ApiError {
-    let message = refusal.to_string();
-    let (status, code, field) = match &refusal {
-        LinkRefusal::Unknown { field, .. } => (StatusCode::NOT_FOUND, "not_found", *field),
-        LinkRefusal::AlreadySuperseded { .. } => {
-            (StatusCode::CONFLICT, "already_superseded", "supersedes")
-        }
-        LinkRefusal::StillOpen { .. } => (StatusCode::CONFLICT, "supersedes_open", "supersedes"),
-        LinkRefusal::NotOwner { .. } => (StatusCode::FORBIDDEN, "not_owner", "supersedes"),
-    };
-    let mut error = ApiError::new(status, code, message.clone());
-    error.fields.insert(field.to_string(), message);
-    error
 }
 
 /// `POST /v1/intents/{id}/cancel`: the owner's cancellation (the agent whose key created

@@ -11,6 +11,7 @@ pub mod charts;
 pub mod config;
 pub mod connector;
 pub mod core;
+pub mod create;
 pub mod dispatcher;
 pub mod error;
 pub mod events;
@@ -176,6 +177,7 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     let limit = state.config.max_body_bytes;
     Router::new()
+        .merge(create::routes())
         .merge(ingest::routes())
         .merge(operator::routes())
         .merge(charts::routes())

@@ -62,13 +62,13 @@ struct Admission {
     shed: AtomicU64,
 }
 
-/// One admitted ingest write; its place is given back when the write is answered or
-/// dropped unanswered.
-struct Admitted(Arc<Admission>);
+/// One admitted ingest write and the places it holds (one an intent it creates); they are
+/// given back when the write is answered or dropped unanswered.
+struct Admitted(Arc<Admission>, usize);
 
 impl Drop for Admitted {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        self.0.in_flight.fetch_sub(self.1, Ordering::AcqRel);
     }
 }
 
@@ -138,10 +138,21 @@ impl Db {
         F: Fn(&mut Store) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
+        self.ingest_many(1, f).await
+    }
+
+    /// [`Db::ingest`] for a write of `weight` agents' writes (a batch of intents): it holds
+    /// that many places of the lane, and is admitted while any place is free.
+    pub async fn ingest_many<T, F>(&self, weight: usize, f: F) -> Result<T, StoreError>
+    where
+        F: Fn(&mut Store) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
         let admission = &self.ingest;
         let cap = admission.cap.load(Ordering::Relaxed);
-        let before = admission.in_flight.fetch_add(1, Ordering::AcqRel);
-        let place = Admitted(admission.clone());
+        let weight = weight.max(1);
+        let before = admission.in_flight.fetch_add(weight, Ordering::AcqRel);
+        let place = Admitted(admission.clone(), weight);
         if before >= cap {
             drop(place);
             admission.shed.fetch_add(1, Ordering::Relaxed);

@@ -225,6 +225,43 @@ pub struct CreateIntent {
     pub supersedes: Option<String>,
 }
 
+/// One intent of `POST /v1/intents/batch`: the caller's key for it (what `Idempotency-Key`
+/// is to `POST /v1/intents`) and that endpoint's body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BatchIntent {
+    pub idempotency_key: String,
+    #[serde(flatten)]
+    pub intent: CreateIntent,
+}
+
+/// The body of `POST /v1/intents/batch`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CreateBatch {
+    pub intents: Vec<BatchIntent>,
+}
+
+/// The answer to `POST /v1/intents/batch`: one result for each intent sent, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchCreated {
+    pub results: Vec<BatchResult>,
+}
+
+/// What became of one intent of a batch: the status `POST /v1/intents` would have answered
+/// it with, and its intent (201 created, 200 a replay of its key) or its error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchResult {
+    /// Its place in the batch, from 0.
+    pub index: usize,
+    pub status: u16,
+    /// The key already named this intent (as `Idempotent-Replayed: true`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<Intent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<super::ErrorDetail>,
+}
+
 /// The body of `POST /v1/intents/{id}/cancel`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -31,7 +31,10 @@ pub use detail::{IntentDetail, IntentPage, KeyLedger, LinkedIntent, MAX_LINKED, 
 pub use error::{ErrorBody, ErrorDetail};
 pub use filter::{FilterParam, FilterQuery};
 pub use health::{Health, HealthPart, HealthStatus, PartStatus};
-pub use intent::{Authorize, CancelIntent, CreateIntent, Dispatched, Intent, StateName};
+pub use intent::{
+    Authorize, BatchCreated, BatchIntent, BatchResult, CancelIntent, CreateBatch, CreateIntent,
+    Dispatched, Intent, StateName,
+};
 pub use metrics::{
     ALL_GROUP, AttemptsHistogram, Chart, ChartMetric, ChartSeries, GroupBy, HistogramGroup,
     IndeterminateSummary, Overview, SeriesPoint, Summary,
