@@ -6,6 +6,9 @@
 //! 2. create latency (p50, p99) at a steady 500 creates per second;
 //! 3. list page latency (p50, p95) on the million-intent data set, if it exists
 //!    (`cargo bench --bench store` generates it under target/bench-data/).
+//!
+//! `-- durability` and `-- list` run one part alone; `-- batch` compares creating intents
+//! one a request with creating them in batches (`POST /v1/intents/batch`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,7 +21,7 @@ use tokio::sync::Semaphore;
 
 #[path = "support/orders.rs"]
 mod orders;
-use orders::{TOKEN, committed, create, percentile, whole_order};
+use orders::{TOKEN, committed, create, order, percentile, whole_order};
 #[allow(dead_code)]
 #[path = "support/reads.rs"]
 mod reads;
@@ -205,6 +208,73 @@ async fn durability_cost(http: &reqwest::Client, sandbox: &str) {
     }
 }
 
+/// `-- batch`: intents created a second by callers in a closed loop for 10 s: 32 callers one
+/// intent a request (`POST /v1/intents`) against 32 callers sending batches of 10 and 4
+/// sending batches of 100 (`POST /v1/intents/batch`; at most 400 intents waiting, within the
+/// default `max_queued_writes` of 600), each on a fresh database, three rounds in turn.
+async fn batch_ingest(http: &reqwest::Client, sandbox: &str) {
+    const SECS: u64 = 10;
+    for round in 0..3 {
+        for (size, callers) in [(1u64, 32u64), (10, 32), (100, 4)] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let url = coordinator(&dir.path().join("bench.sqlite"), sandbox, 1_000).await;
+            let until = Instant::now() + Duration::from_secs(SECS);
+            let mut tasks = Vec::new();
+            for caller in 0..callers {
+                let (http, url) = (http.clone(), url.clone());
+                tasks.push(tokio::spawn(async move {
+                    let (mut latencies, mut n) = (Vec::new(), 0u64);
+                    while Instant::now() < until {
+                        let t = Instant::now();
+                        if size == 1 {
+                            create(&http, &url, n, &format!("c{caller}")).await;
+                        } else {
+                            let intents: Vec<serde_json::Value> = (n..n + size)
+                                .map(|k| {
+                                    let mut item = order(k);
+                                    item["idempotency_key"] = format!("c{caller}-{k}").into();
+                                    item
+                                })
+                                .collect();
+                            let answer: serde_json::Value = http
+                                .post(format!("{url}/v1/intents/batch"))
+                                .bearer_auth(TOKEN)
+                                .json(&serde_json::json!({ "intents": intents }))
+                                .send()
+                                .await
+                                .expect("batch")
+                                .json()
+                                .await
+                                .expect("json");
+                            let created = answer["results"]
+                                .as_array()
+                                .map(|r| r.iter().filter(|x| x["status"] == 201).count());
+                            assert_eq!(created, Some(size as usize), "{answer}");
+                        }
+                        latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                        n += size;
+                    }
+                    (latencies, n)
+                }));
+            }
+            let (mut latencies, mut intents) = (Vec::new(), 0u64);
+            for t in tasks {
+                let (l, n) = t.await.expect("caller");
+                latencies.extend(l);
+                intents += n;
+            }
+            latencies.sort_by(f64::total_cmp);
+            println!(
+                "round {round}, {callers} callers, {size} an request: {:.0} intents/s ({} requests), a request p50 {:.2} ms p99 {:.2} ms",
+                intents as f64 / SECS as f64,
+                latencies.len(),
+                percentile(&latencies, 50.0),
+                percentile(&latencies, 99.0)
+            );
+        }
+    }
+}
+
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -222,6 +292,10 @@ fn main() {
         // `cargo bench --bench coordinator -- list` measures only the list pages;
         // `-- durability` only the cost of syncing every commit.
         let only_list = std::env::args().any(|a| a == "list");
+        if std::env::args().any(|a| a == "batch") {
+            batch_ingest(&http, &sandbox).await;
+            return;
+        }
         if std::env::args().any(|a| a == "durability") {
             durability_cost(&http, &sandbox).await;
             return;
