@@ -509,71 +509,101 @@ async fn a_full_write_queue_sheds_ingest_at_once_and_stores_nothing() {
     assert_eq!(list["items"].as_array().map(Vec::len), Some(3), "{list}");
 }
 
-/// A batch holds a place in the write queue for each intent it carries: while a batch of
-/// three waits behind a held store with `max_queued_writes = 3`, a single create and another
-/// batch are shed at once and store nothing; the batch is then written whole.
+/// A batch of `keys`, each an `order` under its own key.
+fn batch(keys: &[&str]) -> Value {
+    let intents: Vec<Value> = keys
+        .iter()
+        .map(|key| {
+            let mut item = order(key);
+            item["idempotency_key"] = Value::from(*key);
+            item
+        })
+        .collect();
+    serde_json::json!({ "intents": intents })
+}
+
+/// Post `body` as a batch in a task of its own: the statuses of its results, once answered.
+fn spawn_batch(rig: &Rig, token: &'static str, body: Value) -> tokio::task::JoinHandle<Vec<u64>> {
+    let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
+    tokio::spawn(async move {
+        let answer: Value = http
+            .post(format!("{base}/v1/intents/batch"))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .expect("answered")
+            .json()
+            .await
+            .expect("json");
+        answer["results"]
+            .as_array()
+            .map(|r| r.iter().filter_map(|x| x["status"].as_u64()).collect())
+            .unwrap_or_default()
+    })
+}
+
+impl Rig {
+    async fn post_batch(&self, token: &str, body: &Value) -> reqwest::Response {
+        self.http
+            .post(format!("{}/v1/intents/batch", self.coordinator.base))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("answered")
+    }
+
+    async fn until_waiting(&self, writes: u64, what: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        while self.metric("intentdesk_ingest_writes_waiting").await < writes {
+            assert!(Instant::now() < deadline, "{what} never queued");
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+/// A batch holds a place in the write queue for each intent it carries, and is admitted
+/// only when all of them are free: with `max_queued_writes = 3` and a batch of two waiting
+/// behind a held store, another batch of two is shed at once and stores nothing, while a
+/// single create still fits; the batch is then written whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_holds_a_place_in_the_write_queue_for_each_of_its_intents() {
     let rig = rig("max_queued_writes = 3").await;
     let lock = rusqlite::Connection::open(rig.dir.path().join("coordinator.sqlite")).expect("open");
     lock.execute_batch("BEGIN IMMEDIATE")
         .expect("take the write lock");
-    let batch = |keys: &[&str]| {
-        let intents: Vec<Value> = keys
-            .iter()
-            .map(|key| {
-                let mut item = order(key);
-                item["idempotency_key"] = Value::from(*key);
-                item
-            })
-            .collect();
-        serde_json::json!({ "intents": intents })
-    };
-    let waiting = {
+    let waiting = spawn_batch(&rig, AGENT_A, batch(&["b-1", "b-2"]));
+    rig.until_waiting(2, "the batch").await;
+
+    let another = rig.post_batch(AGENT_A, &batch(&["c-1", "c-2"])).await;
+    let (status, _, code) = refusal(another).await;
+    assert_eq!((status, code.as_str()), (503, "overloaded"));
+    assert_eq!(rig.metric("intentdesk_ingest_shed_total").await, 2);
+    let single = {
         let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
-        let body = batch(&["b-1", "b-2", "b-3"]);
         tokio::spawn(async move {
-            let answer: Value = http
-                .post(format!("{base}/v1/intents/batch"))
+            http.post(format!("{base}/v1/intents"))
                 .bearer_auth(AGENT_A)
-                .json(&body)
+                .header("idempotency-key", "one")
+                .json(&order("one"))
                 .send()
                 .await
                 .expect("answered")
-                .json()
-                .await
-                .expect("json");
-            answer["results"].as_array().map(|r| {
-                r.iter()
-                    .filter_map(|x| x["status"].as_u64())
-                    .collect::<Vec<_>>()
-            })
+                .status()
+                .as_u16()
         })
     };
-    let deadline = Instant::now() + PATIENCE;
-    while rig.metric("intentdesk_ingest_writes_waiting").await < 3 {
-        assert!(Instant::now() < deadline, "the batch never queued");
-        tokio::task::yield_now().await;
-    }
-
-    let single = rig.post("/v1/intents", AGENT_A, "one", &order("one")).await;
-    let (status, _, code) = refusal(single).await;
-    assert_eq!((status, code.as_str()), (503, "overloaded"));
-    let another = rig
-        .http
-        .post(format!("{}/v1/intents/batch", rig.coordinator.base))
-        .bearer_auth(AGENT_A)
-        .json(&batch(&["c-1"]))
-        .send()
-        .await
-        .expect("answered");
-    let (status, _, code) = refusal(another).await;
+    rig.until_waiting(3, "the single create").await;
+    let full = rig.post("/v1/intents", AGENT_A, "two", &order("two")).await;
+    let (status, _, code) = refusal(full).await;
     assert_eq!((status, code.as_str()), (503, "overloaded"));
 
     lock.execute_batch("ROLLBACK").expect("let the writer go");
-    assert_eq!(waiting.await.expect("task"), Some(vec![201, 201, 201]));
+    assert_eq!(waiting.await.expect("task"), [201, 201]);
+    assert_eq!(single.await.expect("task"), 201);
     assert_eq!(rig.metric("intentdesk_ingest_writes_waiting").await, 0);
-    for key in ["one", "c-1"] {
+    for key in ["c-1", "c-2", "two"] {
         let again = rig.post("/v1/intents", AGENT_A, key, &order(key)).await;
         assert_eq!(
             again.status().as_u16(),
@@ -581,6 +611,44 @@ async fn a_batch_holds_a_place_in_the_write_queue_for_each_of_its_intents() {
             "the shed create of {key} left a trace"
         );
     }
+}
+
+/// A batch holds one of its token's places for each of its intents, so one token's batches
+/// take no more of the coordinator than as many single requests could: with
+/// `max_concurrent_per_token = 4`, a batch of five is refused as too large for the token, and
+/// while a batch of three is in progress another batch of two from the same token is 429;
+/// another token's batch goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_holds_a_place_of_its_token_for_each_of_its_intents() {
+    let rig = rig("max_concurrent_per_token = 4").await;
+    let too_large = rig
+        .post_batch(AGENT_A, &batch(&["x-1", "x-2", "x-3", "x-4", "x-5"]))
+        .await;
+    assert_eq!(too_large.status().as_u16(), 400);
+    let error: Value = too_large.json().await.expect("json");
+    assert!(error["error"]["fields"]["intents"].is_string(), "{error}");
+
+    let lock = rusqlite::Connection::open(rig.dir.path().join("coordinator.sqlite")).expect("open");
+    lock.execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let first = spawn_batch(&rig, AGENT_A, batch(&["a-1", "a-2", "a-3"]));
+    rig.until_waiting(3, "the first batch").await;
+    let over = rig.post_batch(AGENT_A, &batch(&["a-4", "a-5"])).await;
+    let (status, retry_after, code) = refusal(over).await;
+    assert_eq!((status, code.as_str()), (429, "too_many_requests"));
+    assert_eq!(retry_after.as_deref(), Some("1"));
+    let other = spawn_batch(&rig, AGENT_B, batch(&["b-1", "b-2"]));
+    rig.until_waiting(5, "the other token's batch").await;
+
+    lock.execute_batch("ROLLBACK").expect("let the writer go");
+    assert_eq!(first.await.expect("task"), [201, 201, 201]);
+    assert_eq!(other.await.expect("task"), [201, 201]);
+    let again = spawn_batch(&rig, AGENT_A, batch(&["a-4", "a-5"]));
+    assert_eq!(
+        again.await.expect("task"),
+        [201, 201],
+        "the refused batch left a trace"
+    );
 }
 
 /// The first event frame of a stream opened with `Last-Event-ID: last` (the opening

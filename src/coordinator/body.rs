@@ -76,7 +76,9 @@ pub fn parse_fields_with<T: serde::de::DeserializeOwned>(
 }
 
 /// Hold one field (at `path`) to the description: no arrays (no request field is one
-/// outside the free-form parts), whole numbers as integers, and the same inside objects.
+/// outside the free-form parts; a batch's `intents`, the one list a body holds, is read by
+/// `create` before its intents come here one by one), whole numbers as integers, and the
+/// same inside objects.
 fn hold(value: &mut Value, path: &str) -> Result<(), ApiError> {
     match value {
         Value::Array(_) => Err(ApiError::fields(BTreeMap::from([(

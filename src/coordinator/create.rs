@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,6 +19,7 @@ use super::core::ingest::policy_refused;
 use super::core::revisit;
 use super::error::ApiError;
 use super::ingest::check_text;
+use super::limits::{OVER_CAP_PAUSE, TokenPlaces};
 use crate::domain::canonical::{MAX_ARGS_BYTES, canonicalize, json_kind};
 use crate::domain::policy::{Request as PolicyRequest, tier_attempt_cap};
 use crate::domain::{IntentId, Permission, Tenant};
@@ -56,8 +58,10 @@ async fn create_intent(
     let caller_key = caller_key(raw.to_str().ok(), "Idempotency-Key")?;
     let req: CreateIntent = parse_body_with(&body, |field| field == "args")?;
     let new = prepare(&state, &principal, caller_key, req)?;
-    let mut outcomes = write(&state, vec![new]).await?;
-    match answer(&state, outcomes.pop().ok_or_else(ApiError::internal)?).await? {
+    let outcome = write(&state, vec![new]).await?.pop();
+    let outcome = outcome.ok_or_else(ApiError::internal)?;
+    sight(&state, std::slice::from_ref(&outcome)).await;
+    match answer(outcome)? {
         (intent, false) => Ok((StatusCode::CREATED, Json(intent)).into_response()),
         (intent, true) => Ok((
             StatusCode::OK,
@@ -79,10 +83,38 @@ async fn create_intent(
 async fn create_batch(
     State(state): State<AppState>,
     principal: Principal,
+    places: Option<Extension<TokenPlaces>>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Ingest, "create intents")?;
     let items = batch_items(&body)?;
+    // The request took one of its token's places; the batch holds one for each intent.
+    let _held = match places {
+        Some(Extension(places)) if items.len() > places.cap() => {
+            return Err(ApiError::fields(BTreeMap::from([(
+                "intents".into(),
+                format!(
+                    "this token may have {} intents in progress at once \
+                     (limits.max_concurrent_per_token); send at most that many in a batch",
+                    places.cap()
+                ),
+            )])));
+        }
+        Some(Extension(places)) => match places.take_more(items.len() - 1) {
+            Some(held) => Some(held),
+            None => {
+                tokio::time::sleep(OVER_CAP_PAUSE).await;
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "too_many_requests",
+                    "this token has too many requests or batched intents in progress for this \
+                     batch; retry when some are answered",
+                )
+                .retry_after(OVER_CAP_PAUSE.as_secs()));
+            }
+        },
+        None => None,
+    };
     let mut results: Vec<Option<BatchResult>> = (0..items.len()).map(|_| None).collect();
     let (mut news, mut at, mut malformed) = (Vec::new(), Vec::new(), BTreeMap::new());
     for (index, item) in items.into_iter().enumerate() {
@@ -110,8 +142,10 @@ async fn create_batch(
         return Err(ApiError::fields(malformed));
     }
     if !news.is_empty() {
-        for (index, outcome) in at.into_iter().zip(write(&state, news).await?) {
-            results[index] = Some(match answer(&state, outcome).await {
+        let outcomes = write(&state, news).await?;
+        sight(&state, &outcomes).await;
+        for (index, outcome) in at.into_iter().zip(outcomes) {
+            results[index] = Some(match answer(outcome) {
                 Ok((intent, replayed)) => BatchResult {
                     index,
                     status: if replayed { 200 } else { 201 },
@@ -246,18 +280,31 @@ async fn write(state: &AppState, news: Vec<NewIntent>) -> Result<Vec<CreateOutco
     Ok(outcomes?)
 }
 
-/// The intent a create answers with, and whether it is a replay; or why it was refused.
-async fn answer(state: &AppState, outcome: CreateOutcome) -> Result<(Intent, bool), ApiError> {
-    match outcome {
-        CreateOutcome::Created(intent) => {
+/// Note the releases and tools the intents just created name, a tenant's at a time: a name
+/// never seen before is a reason to revisit the retry gate (one store write a tenant).
+async fn sight(state: &AppState, outcomes: &[CreateOutcome]) {
+    let mut by_tenant: BTreeMap<&str, Vec<crate::store::Sighting>> = BTreeMap::new();
+    for outcome in outcomes {
+        if let CreateOutcome::Created(intent) = outcome {
             tracing::debug!(intent = %intent.id, action_key = %intent.action_key, "intent created");
-            let named = vec![
-                revisit::release(&intent.release_id),
-                revisit::tool(&intent.tool, intent.consequence),
-            ];
-            super::revisit::sighted(state, intent.tenant.as_str(), named).await;
-            Ok((intent, false))
+            by_tenant
+                .entry(intent.tenant.as_str())
+                .or_default()
+                .extend([
+                    revisit::release(&intent.release_id),
+                    revisit::tool(&intent.tool, intent.consequence),
+                ]);
         }
+    }
+    for (tenant, named) in by_tenant {
+        super::revisit::sighted(state, tenant, named).await;
+    }
+}
+
+/// The intent a create answers with, and whether it is a replay; or why it was refused.
+fn answer(outcome: CreateOutcome) -> Result<(Intent, bool), ApiError> {
+    match outcome {
+        CreateOutcome::Created(intent) => Ok((intent, false)),
         CreateOutcome::Replayed(intent) => Ok((intent, true)),
         CreateOutcome::Refused(why) => Err(policy_refused(&why)),
         CreateOutcome::Link(refusal) => Err(link_refused(refusal)),

@@ -37,6 +37,31 @@ struct Places {
     /// By a key of the token's (a token nobody configured is refused by authentication and
     /// has no entry: it takes a place of all only).
     per_token: HashMap<String, Arc<Semaphore>>,
+    /// How many places each token has.
+    per_token_cap: usize,
+}
+
+/// The places of a request's token, in the request's extensions, for a handler whose one
+/// request stands for many (a batch holds a place for each of its intents, so one token's
+/// batches take no more of the coordinator than as many single requests could).
+#[derive(Clone)]
+pub struct TokenPlaces {
+    places: Arc<Semaphore>,
+    cap: usize,
+}
+
+impl TokenPlaces {
+    /// How many places the token has in all (`limits.max_concurrent_per_token`).
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// `more` places beside the request's own, held until the permit is dropped; `None` when
+    /// they are not free now.
+    pub fn take_more(&self, more: usize) -> Option<OwnedSemaphorePermit> {
+        let more = u32::try_from(more).ok()?;
+        self.places.clone().try_acquire_many_owned(more).ok()
+    }
 }
 
 /// Which places were full.
@@ -59,6 +84,7 @@ impl Places {
             per_token: tokens
                 .map(|key| (key, Arc::new(Semaphore::new(per_token))))
                 .collect(),
+            per_token_cap: per_token,
         }
     }
 
@@ -145,10 +171,16 @@ impl StreamSlots {
 /// The layer's function (`axum::middleware::from_fn_with_state`).
 pub async fn limit(
     State(limits): State<Arc<RequestLimits>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let hash = bearer(request.headers()).map(token_sha256);
+    if let Some(places) = hash.as_deref().and_then(|h| limits.places.per_token.get(h)) {
+        request.extensions_mut().insert(TokenPlaces {
+            places: places.clone(),
+            cap: limits.places.per_token_cap,
+        });
+    }
     let _taken = match limits.places.take(hash.as_deref()) {
         Ok(taken) => taken,
         Err(full) => {

@@ -378,7 +378,7 @@ fn render_process(out: &mut String, p: &Process) {
         (
             "intentdesk_ingest_writes_waiting",
             "gauge",
-            "Agents' writes waiting for or in the store.",
+            "Agents' writes waiting for or in the store (a batch counts its intents).",
             p.ingest.in_flight as u64,
         ),
         (
@@ -390,7 +390,7 @@ fn render_process(out: &mut String, p: &Process) {
         (
             "intentdesk_ingest_shed_total",
             "counter",
-            "Agents' writes refused with 503 because the write queue was full.",
+            "Agents' writes refused with 503 because the write queue was full (a batch counts its intents).",
             p.ingest.shed_total,
         ),
         (

@@ -142,7 +142,8 @@ impl Db {
     }
 
     /// [`Db::ingest`] for a write of `weight` agents' writes (a batch of intents): it holds
-    /// that many places of the lane, and is admitted while any place is free.
+    /// that many places of the lane, and is admitted only when all of them are free (or the
+    /// lane is empty, so a write heavier than the whole lane is not refused for ever).
     pub async fn ingest_many<T, F>(&self, weight: usize, f: F) -> Result<T, StoreError>
     where
         F: Fn(&mut Store) -> Result<T, StoreError> + Send + 'static,
@@ -153,9 +154,9 @@ impl Db {
         let weight = weight.max(1);
         let before = admission.in_flight.fetch_add(weight, Ordering::AcqRel);
         let place = Admitted(admission.clone(), weight);
-        if before >= cap {
+        if before > 0 && before.saturating_add(weight) > cap {
             drop(place);
-            admission.shed.fetch_add(1, Ordering::Relaxed);
+            admission.shed.fetch_add(weight as u64, Ordering::Relaxed);
             return Err(StoreError::Overloaded { waiting: before });
         }
         self.queue(f, Lane::Ingest, Some(place)).await
