@@ -86,35 +86,49 @@ impl Running {
             .expect("request")
     }
 
-    async fn listed(&self) -> Vec<Value> {
-        let list: Value = self
-            .http
-            .get(format!("{}/v1/intents", self.base))
+    /// `path` read as the admin.
+    async fn get(&self, path: &str) -> Value {
+        self.http
+            .get(format!("{}{path}", self.base))
             .bearer_auth(ADMIN)
             .send()
             .await
             .expect("request")
             .json()
             .await
-            .expect("json");
-        list["items"]
+            .expect("json")
+    }
+
+    async fn listed(&self) -> Vec<Value> {
+        self.get("/v1/intents").await["items"]
             .as_array()
             .cloned()
             .expect("a page of intents")
     }
 
+    async fn authorize(&self, id: &str) -> reqwest::Response {
+        self.post(
+            ADMIN,
+            &format!("/v1/intents/{id}/authorize"),
+            &json!({"authorization_version": "v1"}),
+        )
+        .await
+    }
+
+    async fn until_committed(&self, id: &str) {
+        let started = Instant::now();
+        while self.state_of(id).await != "committed" {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the intent {id} never committed"
+            );
+            tokio::task::yield_now().await;
+        }
+    }
+
     async fn state_of(&self, id: &str) -> String {
-        let detail: Value = self
-            .http
-            .get(format!("{}/v1/intents/{id}", self.base))
-            .bearer_auth(ADMIN)
-            .send()
+        self.get(&format!("/v1/intents/{id}"))
             .await
-            .expect("request")
-            .json()
-            .await
-            .expect("json");
-        detail
             .pointer("/intent/state")
             .and_then(Value::as_str)
             .unwrap_or_default()
@@ -185,21 +199,7 @@ async fn bad_input_is_named_field_by_field_and_nothing_is_stored(backend: Backen
     let response = c.create(ADMIN, "big", &order(huge)).await;
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
 
-    let list: Value = c
-        .http
-        .get(format!("{}/v1/intents", c.base))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .expect("request")
-        .json()
-        .await
-        .expect("json");
-    assert_eq!(
-        list["items"].as_array().map(Vec::len),
-        Some(0),
-        "nothing was stored: {list}"
-    );
+    assert_eq!(c.listed().await.len(), 0, "nothing was stored");
 }
 
 async fn tokens_roles_and_tenants_are_enforced(backend: Backend) {
@@ -264,14 +264,7 @@ async fn a_dispatched_order_is_committed_once_even_when_the_agent_repeats_dispat
         "dispatch before authorisation is refused"
     );
 
-    let auth = c
-        .post(
-            ADMIN,
-            &format!("/v1/intents/{id}/authorize"),
-            &json!({"authorization_version": "v3"}),
-        )
-        .await;
-    assert_eq!(auth.status(), StatusCode::OK);
+    assert_eq!(c.authorize(&id).await.status(), StatusCode::OK);
     let first = c
         .post(AGENT, &format!("/v1/intents/{id}/dispatch"), &json!({}))
         .await;
@@ -288,24 +281,8 @@ async fn a_dispatched_order_is_committed_once_even_when_the_agent_repeats_dispat
         "a repeated dispatch call sends nothing"
     );
 
-    let started = Instant::now();
-    while c.state_of(&id).await != "committed" {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the intent never committed"
-        );
-        tokio::task::yield_now().await;
-    }
-    let detail: Value = c
-        .http
-        .get(format!("{}/v1/intents/{id}", c.base))
-        .bearer_auth(ADMIN)
-        .send()
-        .await
-        .expect("get")
-        .json()
-        .await
-        .expect("json");
+    c.until_committed(&id).await;
+    let detail = c.get(&format!("/v1/intents/{id}")).await;
     let dispatches = detail["attempts"]
         .as_array()
         .map(|a| a.iter().filter(|x| x["kind"] == "dispatch").count());
@@ -499,26 +476,36 @@ async fn a_batch_answers_each_intent_as_its_own_create_would(backend: Backend) {
     assert_eq!(replay["id"].as_str(), Some(id(4).as_str()));
 
     let b1 = id(0);
-    let auth = c
-        .post(
-            ADMIN,
-            &format!("/v1/intents/{b1}/authorize"),
-            &json!({"authorization_version": "v1"}),
-        )
-        .await;
-    assert_eq!(auth.status(), StatusCode::OK);
+    assert_eq!(c.authorize(&b1).await.status(), StatusCode::OK);
     let sent = c
         .post(AGENT, &format!("/v1/intents/{b1}/dispatch"), &json!({}))
         .await;
     assert_eq!(sent.status(), StatusCode::ACCEPTED);
-    let started = Instant::now();
-    while c.state_of(&b1).await != "committed" {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the batch's intent never committed"
-        );
-        tokio::task::yield_now().await;
-    }
+    c.until_committed(&b1).await;
+
+    // The crate's client sends the same batch and reads the same answer.
+    let client = intentdesk::client::ingest::IngestClient::new(
+        c.base.parse().expect("a URL"),
+        AGENT,
+        Duration::from_secs(10),
+        Duration::from_secs(10),
+        1,
+    )
+    .expect("a client");
+    let intent = |key: &str, qty| intentdesk::wire::BatchIntent {
+        idempotency_key: key.to_string(),
+        intent: serde_json::from_value(order(json!(qty))).expect("an intent"),
+    };
+    let results = client
+        .create_batch(vec![intent("b-2", 2), intent("b-3", 3)])
+        .await
+        .expect("answered");
+    let seen: Vec<(u16, bool)> = results.iter().map(|r| (r.status, r.replayed)).collect();
+    assert_eq!(seen, [(200, true), (201, false)]);
+    assert_eq!(
+        results[0].intent.as_ref().map(|i| i.id.to_string()),
+        Some(id(4))
+    );
 
     // A token that may not create may not create in a batch either.
     let viewer = c
@@ -529,7 +516,7 @@ async fn a_batch_answers_each_intent_as_its_own_create_would(backend: Backend) {
         )
         .await;
     assert_eq!(viewer.status(), StatusCode::FORBIDDEN);
-    assert_eq!(c.listed().await.len(), 3);
+    assert_eq!(c.listed().await.len(), 4);
 }
 
 async fn a_body_that_is_not_a_batch_is_refused_whole_and_nothing_is_stored(backend: Backend) {

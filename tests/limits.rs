@@ -435,33 +435,14 @@ fn order(item: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_write_queue_sheds_ingest_at_once_and_stores_nothing() {
     let rig = rig("max_queued_writes = 2").await;
-    let lock = rusqlite::Connection::open(rig.dir.path().join("coordinator.sqlite")).expect("open");
-    lock.execute_batch("BEGIN IMMEDIATE")
-        .expect("take the write lock");
+    let lock = rig.hold_store();
 
     let queued: Vec<_> = ["first", "second"]
         .into_iter()
-        .map(|key| {
-            let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
-            tokio::spawn(async move {
-                http.post(format!("{base}/v1/intents"))
-                    .bearer_auth(AGENT_A)
-                    .header("idempotency-key", key)
-                    .json(&order(key))
-                    .send()
-                    .await
-                    .expect("answered")
-                    .status()
-                    .as_u16()
-            })
-        })
+        .map(|key| spawn_create(&rig, key))
         .collect();
     // Both wait for the writer once the coordinator counts them.
-    let deadline = Instant::now() + PATIENCE;
-    while rig.metric("intentdesk_ingest_writes_waiting").await < 2 {
-        assert!(Instant::now() < deadline, "the two creates never queued");
-        tokio::task::yield_now().await;
-    }
+    rig.until_waiting(2, "the two creates").await;
 
     let shed = rig
         .post("/v1/intents", AGENT_A, "third", &order("third"))
@@ -522,6 +503,22 @@ fn batch(keys: &[&str]) -> Value {
     serde_json::json!({ "intents": intents })
 }
 
+/// Create `order(key)` under `key` as agent A in a task of its own: its status, once answered.
+fn spawn_create(rig: &Rig, key: &'static str) -> tokio::task::JoinHandle<u16> {
+    let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
+    tokio::spawn(async move {
+        http.post(format!("{base}/v1/intents"))
+            .bearer_auth(AGENT_A)
+            .header("idempotency-key", key)
+            .json(&order(key))
+            .send()
+            .await
+            .expect("answered")
+            .status()
+            .as_u16()
+    })
+}
+
 /// Post `body` as a batch in a task of its own: the statuses of its results, once answered.
 fn spawn_batch(rig: &Rig, token: &'static str, body: Value) -> tokio::task::JoinHandle<Vec<u64>> {
     let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
@@ -554,6 +551,16 @@ impl Rig {
             .expect("answered")
     }
 
+    /// Another connection holding the database's write lock, as a stalled disk would hold
+    /// the writer, until it rolls back.
+    fn hold_store(&self) -> rusqlite::Connection {
+        let lock =
+            rusqlite::Connection::open(self.dir.path().join("coordinator.sqlite")).expect("open");
+        lock.execute_batch("BEGIN IMMEDIATE")
+            .expect("take the write lock");
+        lock
+    }
+
     async fn until_waiting(&self, writes: u64, what: &str) {
         let deadline = Instant::now() + PATIENCE;
         while self.metric("intentdesk_ingest_writes_waiting").await < writes {
@@ -570,9 +577,7 @@ impl Rig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_holds_a_place_in_the_write_queue_for_each_of_its_intents() {
     let rig = rig("max_queued_writes = 3").await;
-    let lock = rusqlite::Connection::open(rig.dir.path().join("coordinator.sqlite")).expect("open");
-    lock.execute_batch("BEGIN IMMEDIATE")
-        .expect("take the write lock");
+    let lock = rig.hold_store();
     let waiting = spawn_batch(&rig, AGENT_A, batch(&["b-1", "b-2"]));
     rig.until_waiting(2, "the batch").await;
 
@@ -580,20 +585,7 @@ async fn a_batch_holds_a_place_in_the_write_queue_for_each_of_its_intents() {
     let (status, _, code) = refusal(another).await;
     assert_eq!((status, code.as_str()), (503, "overloaded"));
     assert_eq!(rig.metric("intentdesk_ingest_shed_total").await, 2);
-    let single = {
-        let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
-        tokio::spawn(async move {
-            http.post(format!("{base}/v1/intents"))
-                .bearer_auth(AGENT_A)
-                .header("idempotency-key", "one")
-                .json(&order("one"))
-                .send()
-                .await
-                .expect("answered")
-                .status()
-                .as_u16()
-        })
-    };
+    let single = spawn_create(&rig, "one");
     rig.until_waiting(3, "the single create").await;
     let full = rig.post("/v1/intents", AGENT_A, "two", &order("two")).await;
     let (status, _, code) = refusal(full).await;
@@ -628,9 +620,7 @@ async fn a_batch_holds_a_place_of_its_token_for_each_of_its_intents() {
     let error: Value = too_large.json().await.expect("json");
     assert!(error["error"]["fields"]["intents"].is_string(), "{error}");
 
-    let lock = rusqlite::Connection::open(rig.dir.path().join("coordinator.sqlite")).expect("open");
-    lock.execute_batch("BEGIN IMMEDIATE")
-        .expect("take the write lock");
+    let lock = rig.hold_store();
     let first = spawn_batch(&rig, AGENT_A, batch(&["a-1", "a-2", "a-3"]));
     rig.until_waiting(3, "the first batch").await;
     let over = rig.post_batch(AGENT_A, &batch(&["a-4", "a-5"])).await;
@@ -719,18 +709,7 @@ async fn a_resume_older_than_the_kept_events_gets_the_reset_signal() {
     assert!(unknown.contains("\"unknown_event_id\""), "{unknown}");
 
     // From the newest kept event on, the stream simply goes on: the next event is news.
-    let (http, base) = (rig.http.clone(), rig.coordinator.base.clone());
-    let later = tokio::spawn(async move {
-        http.post(format!("{base}/v1/intents"))
-            .bearer_auth(AGENT_A)
-            .header("idempotency-key", "feed-late")
-            .json(&order("feed-late"))
-            .send()
-            .await
-            .expect("answered")
-            .status()
-            .as_u16()
-    });
+    let later = spawn_create(&rig, "feed-late");
     let next = first_event(&rig, &newest.to_string()).await;
     assert!(next.contains("event: intent"), "{next}");
     assert_eq!(later.await.expect("task"), 201);

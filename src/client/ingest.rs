@@ -18,7 +18,10 @@ use serde_json::Value;
 
 use super::error::CallError;
 use crate::domain::{AttemptId, IntentId, Jitter, SplitMix64};
-use crate::wire::{Attempt, AttemptReport, CreateIntent, Dispatched, Intent, NewAttempt};
+use crate::wire::{
+    Attempt, AttemptReport, BatchCreated, BatchIntent, BatchResult, CreateBatch, CreateIntent,
+    Dispatched, Intent, NewAttempt,
+};
 
 const FIRST_BACKOFF_MS: u64 = 50;
 const MAX_BACKOFF_MS: u64 = 1_000;
@@ -257,6 +260,39 @@ impl IngestClient {
             422 if error_code(&reply.body) == "idempotency_key_mismatch" => Ok(Created::Mismatch),
             _ => Err(Self::unexpected(what, &reply)),
         }
+    }
+
+    /// `POST /v1/intents/batch`: up to 100 intents in one request, each under its own key;
+    /// one result for each, in the order sent. Repeated like [`Self::create`] when the answer
+    /// is lost or the coordinator cannot take it now: each key answers a repeat with what an
+    /// earlier try created.
+    pub async fn create_batch(
+        &self,
+        intents: Vec<BatchIntent>,
+    ) -> Result<Vec<BatchResult>, CallError> {
+        let what = "create intents in a batch";
+        let body = serde_json::to_value(CreateBatch { intents })
+            .map_err(|e| CallError::Invalid(e.to_string()))?;
+        let reply = self
+            .send(
+                what,
+                Method::POST,
+                "v1/intents/batch",
+                &[],
+                Some(&body),
+                true,
+            )
+            .await?;
+        if reply.status != StatusCode::OK {
+            return Err(Self::unexpected(what, &reply));
+        }
+        let answer: BatchCreated =
+            serde_json::from_value(reply.body.clone()).map_err(|e| CallError::Unexpected {
+                what,
+                status: reply.status.as_u16(),
+                body: CallError::clip(&format!("{e}: {}", reply.body)),
+            })?;
+        Ok(answer.results)
     }
 
     /// `POST /v1/intents/{id}/authorize` with the approver's token ([`Self::with_approver`];
