@@ -88,33 +88,7 @@ async fn create_batch(
 ) -> Result<Response, ApiError> {
     principal.require(Permission::Ingest, "create intents")?;
     let items = batch_items(&body)?;
-    // The request took one of its token's places; the batch holds one for each intent.
-    let _held = match places {
-        Some(Extension(places)) if items.len() > places.cap() => {
-            return Err(ApiError::fields(BTreeMap::from([(
-                "intents".into(),
-                format!(
-                    "this token may have {} intents in progress at once \
-                     (limits.max_concurrent_per_token); send at most that many in a batch",
-                    places.cap()
-                ),
-            )])));
-        }
-        Some(Extension(places)) => match places.take_more(items.len() - 1) {
-            Some(held) => Some(held),
-            None => {
-                tokio::time::sleep(OVER_CAP_PAUSE).await;
-                return Err(ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "too_many_requests",
-                    "this token has too many requests or batched intents in progress for this \
-                     batch; retry when some are answered",
-                )
-                .retry_after(OVER_CAP_PAUSE.as_secs()));
-            }
-        },
-        None => None,
-    };
+    let _held = hold_places(places, items.len()).await?;
     let mut results: Vec<Option<BatchResult>> = (0..items.len()).map(|_| None).collect();
     let (mut news, mut at, mut malformed) = (Vec::new(), Vec::new(), BTreeMap::new());
     for (index, item) in items.into_iter().enumerate() {
@@ -159,6 +133,41 @@ async fn create_batch(
     }
     let results = results.into_iter().flatten().collect();
     Ok(Json(BatchCreated { results }).into_response())
+}
+
+/// The places of its token a batch of `intents` holds beside its request's own, one for each
+/// intent: 400 for a batch larger than the token may ever hold, 429 when they are not free
+/// now (after the pause a token past its cap waits for its refusal).
+async fn hold_places(
+    places: Option<Extension<TokenPlaces>>,
+    intents: usize,
+) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, ApiError> {
+    let Some(Extension(places)) = places else {
+        return Ok(None);
+    };
+    if intents > places.cap() {
+        return Err(ApiError::fields(BTreeMap::from([(
+            "intents".into(),
+            format!(
+                "this token may have {} intents in progress at once \
+                 (limits.max_concurrent_per_token); send at most that many in a batch",
+                places.cap()
+            ),
+        )])));
+    }
+    match places.take_more(intents.saturating_sub(1)) {
+        Some(held) => Ok(Some(held)),
+        None => {
+            tokio::time::sleep(OVER_CAP_PAUSE).await;
+            Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_requests",
+                "this token has too many requests or batched intents in progress for this \
+                 batch; retry when some are answered",
+            )
+            .retry_after(OVER_CAP_PAUSE.as_secs()))
+        }
+    }
 }
 
 /// The intents of a batch's body, as sent: 1 to [`MAX_BATCH`] of them.
