@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
+use intentdesk::workload::catalog::PROVIDERS;
+
 /// Guards against a hang; never a stand-in for synchronisation.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -27,11 +29,19 @@ async fn the_demo_logs_to_its_data_directory_and_keeps_the_terminal_quiet() {
         .spawn()
         .expect("the demo starts");
     let log = dir.path().join("intentdesk.log");
-    // Running once the workload's intents reach the log.
+    // Running once the workload's intents have reached every provider: each provider's first
+    // sighting is one certain line in the log of a new database. (How many other lines come
+    // first depends on the faults the sandboxes draw, so a count of lines would not do.)
     let deadline = Instant::now() + PATIENCE;
+    let sighted = |text: &str, name: &str| {
+        text.lines()
+            .any(|line| line.contains("first_seen=") && line.contains(&format!("provider {name}")))
+    };
     loop {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if text.contains("coordinator listening") && text.lines().count() > 20 {
+        if text.contains("coordinator listening")
+            && PROVIDERS.iter().all(|p| sighted(&text, p.name))
+        {
             break;
         }
         assert!(
