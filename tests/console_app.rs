@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::console::{Rig, click_role_when_still, click_when_still, until};
+use common::console::{Rig, click_role_when_still, open_row, until};
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
 
@@ -95,7 +95,7 @@ fn clicking_a_row_opens_the_intent() {
     let mut harness = rig.harness(SIZE);
     until(&mut harness, "a row", |app| app.table.rows.len() == 1);
     let id = wanted["id"].as_str().expect("id");
-    click_when_still(&mut harness, &id[..14]);
+    open_row(&mut harness, id);
     until(&mut harness, "the panel shows the action key", |app| {
         app.open
             .as_ref()

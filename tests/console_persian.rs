@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::console::{Rig, click_when_still, until};
+use common::console::{Rig, open_row, until};
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable;
 use intentdesk::console::commands::ConsoleCommand;
@@ -89,7 +89,7 @@ fn an_order_in_persian_and_its_english_replay_are_one_intent_in_both_languages()
         !app.table.loading && app.table.rows.len() == 1 && app.table.rows[0].id == id
     });
 
-    click_when_still(&mut harness, &id[..14]);
+    open_row(&mut harness, &id);
     until(&mut harness, "the intent opens with its detail", |app| {
         app.open
             .as_ref()

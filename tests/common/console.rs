@@ -370,6 +370,32 @@ pub fn click_when_still(harness: &mut Harness<'static, ConsoleApp>, label: &str)
     harness.get_by_label(label).click();
 }
 
+/// Open the intent `id` from its row in the table, as a person does: a click on its id.
+/// A pointer click still goes astray when the layout moves in the very frame it lands in
+/// (a notice or a refreshed row arriving from the worker between two frames), and a person
+/// whose click did nothing clicks again: so does this, until the console has the intent
+/// open. A row that never opens it fails after [`PATIENCE`].
+pub fn open_row(harness: &mut Harness<'static, ConsoleApp>, id: &str) {
+    let opened = |app: &ConsoleApp| app.open.as_ref().is_some_and(|o| o.id == id);
+    let started = Instant::now();
+    while !opened(harness.state()) {
+        if started.elapsed() > PATIENCE {
+            panic!(
+                "the row of {id} never opened it; {}",
+                shown(harness.state())
+            );
+        }
+        click_when_still(harness, &id[..14]);
+        // The click is taken in the next frame and the command in the one after it.
+        for _ in 0..5 {
+            harness.step();
+            if opened(harness.state()) {
+                break;
+            }
+        }
+    }
+}
+
 /// Click the widget of `role` labelled `label` (a button, a check box) as assistive
 /// technology does: by its id, not at a point, once it stands still. A pointer click
 /// lands beside a widget that moved after the last frame (a detail refreshed above a
