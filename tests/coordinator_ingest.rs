@@ -20,6 +20,8 @@ on_both_backends_tokio! {
     only_reads_and_compute_are_hedged_and_a_group_runs_three_at_most,
     a_batch_answers_each_intent_as_its_own_create_would,
     a_body_that_is_not_a_batch_is_refused_whole_and_nothing_is_stored,
+    batches_naming_the_same_keys_in_opposite_orders_both_answer,
+    a_batch_the_store_fails_midway_stores_nothing_of_it,
 }
 
 const ADMIN: &str = "admin-token";
@@ -31,7 +33,7 @@ struct Running {
     http: reqwest::Client,
     _coordinator: deploy::Coordinator,
     _sandbox: deploy::Sandbox,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 async fn start(backend: &Backend) -> Running {
@@ -52,7 +54,7 @@ async fn start(backend: &Backend) -> Running {
             .expect("an HTTP client"),
         _coordinator: coordinator,
         _sandbox: sandbox,
-        _dir: dir,
+        dir,
     }
 }
 
@@ -617,4 +619,105 @@ async fn a_body_that_is_not_a_batch_is_refused_whole_and_nothing_is_stored(backe
         Some(100),
         "a batch of the most it may hold is created whole"
     );
+}
+
+/// Bad luck, not malice: two agents send batches that share their keys, in opposite orders,
+/// at the same moment (a retried batch beside one rebuilt from the same requisition). Each
+/// key names one intent; both batches answer every intent, one creating it and the other
+/// replaying it; neither is refused as unavailable. On PostgreSQL, where the two are written
+/// side by side, each would wait for a key the other had written and not yet committed.
+async fn batches_naming_the_same_keys_in_opposite_orders_both_answer(backend: Backend) {
+    let c = start(&backend).await;
+    const KEYS: usize = 40;
+    for round in 0..8 {
+        let forward: Vec<Value> = (0..KEYS)
+            .map(|n| item(&format!("shared-{round}-{n}"), json!(n)))
+            .collect();
+        let backward: Vec<Value> = forward.iter().rev().cloned().collect();
+        let (forward, backward) = (
+            json!({ "intents": forward }),
+            json!({ "intents": backward }),
+        );
+        let (one, two) = tokio::join!(
+            c.post(AGENT, "/v1/intents/batch", &forward),
+            c.post(AGENT, "/v1/intents/batch", &backward),
+        );
+        let mut by_key: std::collections::BTreeMap<String, Vec<(u64, String)>> = Default::default();
+        for response in [one, two] {
+            assert_eq!(response.status(), StatusCode::OK, "round {round}");
+            let answer: Value = response.json().await.expect("json");
+            for result in answer["results"].as_array().expect("results") {
+                let intent = &result["intent"];
+                let key = intent["caller_key"]
+                    .as_str()
+                    .expect("an intent")
+                    .to_string();
+                let id = intent["id"].as_str().expect("an id").to_string();
+                by_key
+                    .entry(key)
+                    .or_default()
+                    .push((result["status"].as_u64().expect("a status"), id));
+            }
+        }
+        assert_eq!(by_key.len(), KEYS, "round {round}");
+        for (key, answers) in by_key {
+            let mut statuses: Vec<u64> = answers.iter().map(|(s, _)| *s).collect();
+            statuses.sort_unstable();
+            assert_eq!(statuses, [200, 201], "{key}: created once, replayed once");
+            assert_eq!(answers[0].1, answers[1].1, "{key} names one intent");
+        }
+    }
+    assert_eq!(c.get("/v1/intents?limit=1").await["total"], json!(8 * KEYS));
+}
+
+/// The store failing on one intent of a batch after it wrote those before it (a trigger the
+/// test adds refuses that one intent's row): the batch fails whole, 500, and nothing of it
+/// is stored, not even the intents before the refused one, whose keys stay free. Sent again
+/// once the store takes it, the same batch creates every intent anew.
+async fn a_batch_the_store_fails_midway_stores_nothing_of_it(backend: Backend) {
+    use common::backends::with_store;
+    let c = start(&backend).await;
+    let location = backend.database(c.dir.path());
+    let (refuse, allow) = match backend {
+        Backend::Sqlite => (
+            "CREATE TRIGGER refuse_one BEFORE INSERT ON intents WHEN NEW.caller_key = 'mid-3' \
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+            "DROP TRIGGER refuse_one",
+        ),
+        Backend::Postgres(_) => (
+            "CREATE FUNCTION refuse_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.caller_key = 'mid-3' THEN RAISE EXCEPTION 'refused by the test'; END IF; \
+             RETURN NEW; END $$; \
+             CREATE TRIGGER refuse_one BEFORE INSERT ON intents \
+             FOR EACH ROW EXECUTE FUNCTION refuse_one()",
+            "DROP TRIGGER refuse_one ON intents; DROP FUNCTION refuse_one()",
+        ),
+    };
+    with_store(&location, |s| s.conn().batch(refuse)).expect("the trigger is made");
+    let batch = json!({"intents": (0..6)
+        .map(|n| item(&format!("mid-{n}"), json!(n)))
+        .collect::<Vec<_>>()});
+    let failed = c.post(AGENT, "/v1/intents/batch", &batch).await;
+    assert_eq!(failed.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(
+        c.get("/v1/intents?limit=1").await["total"],
+        json!(0),
+        "nothing of the batch is stored"
+    );
+
+    with_store(&location, |s| s.conn().batch(allow)).expect("the trigger is dropped");
+    let answer: Value = c
+        .post(AGENT, "/v1/intents/batch", &batch)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let statuses: Vec<u64> = answer["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|r| r["status"].as_u64())
+        .collect();
+    assert_eq!(statuses, [201; 6], "every key was still free: {answer}");
+    assert_eq!(c.get("/v1/intents?limit=1").await["total"], json!(6));
 }

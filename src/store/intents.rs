@@ -1,7 +1,7 @@
 //! The `intents` and `ingest_keys` tables: creating an intent by the caller's key (or
 //! replaying it), reading one intent, and the row mapping every intent query shares.
 
-use super::sql::{Conn, ConnExt, Optional, Row, params};
+use super::sql::{Conn, ConnExt, Dialect, Optional, Row, ToValue, params};
 use super::{Store, StoreError, events, to_i64, to_u64};
 use crate::domain::{
     ActionKey, ConsequenceTier, IntentId, IntentState, Locale, RetryOwner, Tenant,
@@ -284,6 +284,15 @@ pub trait Intents {
     /// of them do.
     fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError>;
 
+    /// Before a write creates several intents ([`Intents::create_or_replay`] for each of
+    /// `news`, in their order): hold their caller keys until it ends, taken in one order
+    /// every such write takes them in. On PostgreSQL two such writes run side by side, and
+    /// two batches naming the same keys in different orders would otherwise each wait for a
+    /// key the other wrote and has not committed, until the server ends one of them. SQLite
+    /// runs one write at a time, and a write naming one key waits for no other: neither
+    /// needs it.
+    fn hold_caller_keys(&mut self, news: &[NewIntent]) -> Result<(), StoreError>;
+
     /// One intent with its arguments, or `NotFound`.
     fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError>;
 
@@ -307,6 +316,32 @@ pub trait Intents {
 }
 
 impl Intents for Store {
+    fn hold_caller_keys(&mut self, news: &[NewIntent]) -> Result<(), StoreError> {
+        if news.len() < 2 || self.conn.dialect() != Dialect::Postgres {
+            return Ok(());
+        }
+        // A transaction's advisory lock for each key, taken in the order of the locks' own
+        // numbers (as PostgreSQL's manual advises, through a subquery that orders them), so
+        // two writes never hold one each of two locks and wait for the other's.
+        let keys: Vec<String> = news
+            .iter()
+            .map(|new| format!("{}\u{1f}{}", new.tenant.as_str(), new.caller_key))
+            .collect();
+        let rows: Vec<String> = (1..=keys.len()).map(|n| format!("(?{n})")).collect();
+        let values: Vec<&dyn ToValue> = keys.iter().map(|k| k as &dyn ToValue).collect();
+        self.conn.one(
+            &format!(
+                "SELECT count(pg_advisory_xact_lock(q.lock)) FROM \
+                 (SELECT DISTINCT hashtextextended(k.key, 0) AS lock \
+                  FROM (VALUES {}) AS k (key) ORDER BY lock) AS q",
+                rows.join(", ")
+            ),
+            &values,
+            |r| r.get::<i64>(0),
+        )?;
+        Ok(())
+    }
+
     fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError> {
         let tx = self.conn.savepoint()?;
         let existing: Option<(i64, String, String, String, String, String)> = tx
