@@ -218,6 +218,7 @@ async fn crash_run(seed: u64, intents: u64, kills: u32, fleet: usize, database: 
         rate_per_sec: rate,
         intents: Some(intents),
         concurrency: 64,
+        batch: 1,
         request_timeout: Duration::from_secs(5),
         patience: PATIENCE,
         keep_intents: true,

@@ -542,6 +542,7 @@ async fn overload_at_every_layer_keeps_every_intent_within_its_budget(backend: B
         rate_per_sec: 200.0,
         intents: Some(30),
         concurrency: 30,
+        batch: 1,
         request_timeout: Duration::from_secs(10),
         patience: Duration::from_secs(10),
         keep_intents: true,

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use intentdesk::sandbox::SandboxState;
 use intentdesk::workload::naive::{NaiveConfig, run_naive};
-use intentdesk::workload::report::{ReportSource, coordinator_report, settle, window_of};
-use intentdesk::workload::{DriverConfig, Mix, drive};
+use intentdesk::workload::report::{Report, ReportSource, coordinator_report, settle, window_of};
+use intentdesk::workload::{DriveLog, DriverConfig, Mix, drive};
 
 mod common;
 use common::deploy::{self, Setup, Token};
@@ -51,27 +51,20 @@ async fn start(faults: &str) -> Rig {
     }
 }
 
-fn fast_mix() -> Mix {
-    Mix {
-        latency_scale: 0.05,
-        ..Mix::default()
-    }
-}
-
-#[tokio::test]
-async fn a_run_under_faults_reports_every_field_and_no_duplicate_effect() {
-    let faults = "drop_after_commit=0.2,delay_ms=1000@0.1,overload=0.1";
-    let rig = start(faults).await;
+/// A bounded run of 150 plans (seed 21) through the rig's coordinator, `batch` intents a
+/// create request, and its report once settled.
+async fn run_and_report(rig: &Rig, faults: &str, batch: usize) -> (DriveLog, Report) {
     let config = DriverConfig {
         coordinator: rig.base.parse().expect("URL"),
         token: ADMIN.to_string(),
         approver_token: Some(APPROVER.to_string()),
         seed: 21,
-        run_tag: "report".to_string(),
+        run_tag: format!("report-{batch}"),
         mix: fast_mix(),
         rate_per_sec: 100.0,
         intents: Some(150),
         concurrency: 32,
+        batch,
         request_timeout: Duration::from_secs(10),
         patience: PATIENCE,
         keep_intents: true,
@@ -94,6 +87,27 @@ async fn a_run_under_faults_reports_every_field_and_no_duplicate_effect() {
     let report = coordinator_report(&source, &log, 21, faults, settled)
         .await
         .expect("report");
+    (log, report)
+}
+
+fn fast_mix() -> Mix {
+    Mix {
+        latency_scale: 0.05,
+        ..Mix::default()
+    }
+}
+
+#[tokio::test]
+async fn a_run_under_faults_reports_every_field_and_no_duplicate_effect() {
+    let faults = "drop_after_commit=0.2,delay_ms=1000@0.1,overload=0.1";
+    let rig = start(faults).await;
+    let (log, report) = run_and_report(&rig, faults, 1).await;
+    let t = &log.totals;
+    assert_eq!(
+        t.create_requests,
+        150 + t.replays_sent + t.changed_reuse_refused + t.changed_reuse_accepted + t.repeats,
+        "one intent a request: {t:?}"
+    );
 
     assert!(report.settled, "{}", report.to_table());
     assert_eq!(report.duplicate_effects, 0, "{}", report.to_table());
@@ -121,6 +135,57 @@ async fn a_run_under_faults_reports_every_field_and_no_duplicate_effect() {
             && json["indeterminate"]["oldest_age_secs"].is_number()
     );
     assert!(json["states"].is_object());
+}
+
+/// The same run with agents that create eight intents a request: each plan's intent and its
+/// replays travel in batches (a key sent again in the same batch), and every promise of
+/// one intent a request holds: no duplicate effect, every replay answered with the intent
+/// its key names, every changed reuse refused, every intent settled.
+#[tokio::test]
+async fn a_run_in_batches_keeps_every_promise_of_one_intent_a_request() {
+    let faults = "drop_after_commit=0.2,delay_ms=1000@0.1,overload=0.1";
+    let rig = start(faults).await;
+    let (log, report) = run_and_report(&rig, faults, 8).await;
+    let totals = &log.totals;
+    assert!(report.settled, "{}", report.to_table());
+    assert_eq!(report.duplicate_effects, 0, "{}", report.to_table());
+    assert_eq!(rig.sandbox.effects_summary().duplicate_effects, 0);
+    assert_eq!(report.intents, totals.intents_created);
+    assert_eq!(report.states.values().sum::<u64>(), report.intents);
+    assert!(
+        totals.replays_sent > 0 && totals.changed_reuse_refused > 0,
+        "the mix sent keys again: {totals:?}"
+    );
+    assert_eq!(totals.replays_other_intent, 0, "{totals:?}");
+    assert_eq!(totals.replays_same_intent, totals.replays_sent);
+    assert_eq!(totals.changed_reuse_accepted, 0, "{totals:?}");
+    // 150 plans in batches of eight: 19 requests, and one more for each deliberate repeat,
+    // which is sent alone.
+    assert_eq!(totals.create_requests, 19 + totals.repeats, "{totals:?}");
+}
+
+/// A batch the coordinator would refuse, or one larger than the plans allowed in progress,
+/// is refused before anything is sent, naming the batch.
+#[tokio::test]
+async fn a_batch_size_the_run_cannot_send_is_refused_before_it_starts() {
+    for batch in [0, 33, 101] {
+        let mut config = DriverConfig::steady(
+            "http://127.0.0.1:9".parse().expect("URL"),
+            ADMIN.to_string(),
+            1,
+            intentdesk::clock::system_clock(),
+        );
+        config.batch = batch;
+        let refused = drive(&config, std::future::pending())
+            .await
+            .expect_err("refused");
+        assert!(
+            refused
+                .to_string()
+                .contains("the batch must be from 1 to 100"),
+            "{batch}: {refused}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -295,6 +295,25 @@ impl IngestClient {
         Ok(answer.results)
     }
 
+    /// What one intent of a batch was answered, as [`Self::create`] reads its own answer:
+    /// created, replayed, or a key that names another order; any other status is an error.
+    pub fn batch_created(result: &BatchResult) -> Result<Created, CallError> {
+        let what = "create an intent of a batch";
+        let code = result.error.as_ref().map_or("", |e| e.code.as_str());
+        match (result.status, &result.intent) {
+            (201, Some(intent)) => Ok(Created::New(intent.clone())),
+            (200, Some(intent)) if result.replayed => Ok(Created::Replayed(intent.clone())),
+            (422, _) if code == "idempotency_key_mismatch" => Ok(Created::Mismatch),
+            (status, _) => Err(CallError::Unexpected {
+                what,
+                status,
+                body: CallError::clip(
+                    &serde_json::to_string(result).unwrap_or_else(|e| e.to_string()),
+                ),
+            }),
+        }
+    }
+
     /// `POST /v1/intents/{id}/authorize` with the approver's token ([`Self::with_approver`];
     /// the client's own token without one), which names who approved; refused when the
     /// intent already moved on.

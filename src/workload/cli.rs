@@ -67,6 +67,12 @@ pub struct LoadArgs {
     #[arg(long, value_name = "C", default_value_t = 64)]
     pub concurrency: usize,
 
+    /// Intents one create request carries: 1 sends each alone (`POST /v1/intents`); more send
+    /// that many together (`POST /v1/intents/batch`, at most 100 and no more than
+    /// --concurrency), each still its own intent under its own key.
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "naive")]
+    pub batch: usize,
+
     /// Run the naive baseline instead: no coordinator, every layer retries with fresh keys.
     #[arg(long)]
     pub naive: bool,
@@ -169,6 +175,7 @@ async fn drive_and_report(
         rate_per_sec: args.rate,
         intents: Some(args.intents),
         concurrency: args.concurrency,
+        batch: args.batch,
         request_timeout: Duration::from_secs(10),
         patience: Duration::from_secs(60),
         keep_intents: true,

@@ -26,8 +26,9 @@ use super::error::WorkloadError;
 use super::generator::{Call, CallOutcome, Generator, Mix, Plan, Replay, Step, Work};
 use crate::client::ingest::{Answer, Created, IngestClient};
 use crate::clock::SharedClock;
+use crate::coordinator::create::MAX_BATCH;
 use crate::domain::{ActionKey, AttemptOutcome, ConsequenceTier, IntentId, IntentState};
-use crate::wire::{AttemptReport, Intent, NewAttempt};
+use crate::wire::{AttemptReport, BatchIntent, CreateIntent, Intent, NewAttempt};
 
 /// How a workload runs.
 #[derive(Debug, Clone)]
@@ -48,6 +49,10 @@ pub struct DriverConfig {
     pub intents: Option<u64>,
     /// Plans in progress at once.
     pub concurrency: usize,
+    /// Intents one create request carries: 1 sends each plan's by `POST /v1/intents`; more
+    /// create that many plans' intents together by `POST /v1/intents/batch`, as an agent
+    /// splitting a requisition would (at most [`MAX_BATCH`], and at most `concurrency`).
+    pub batch: usize,
     pub request_timeout: Duration,
     /// How long one call is repeated while the coordinator is unreachable.
     pub patience: Duration,
@@ -70,6 +75,7 @@ impl DriverConfig {
             rate_per_sec: 2.0,
             intents: None,
             concurrency: 32,
+            batch: 1,
             request_timeout: Duration::from_secs(10),
             patience: Duration::from_secs(30),
             keep_intents: false,
@@ -92,6 +98,8 @@ pub struct DriveTotals {
     pub planned: u64,
     /// Distinct intents the agents were given ids for (repeats included).
     pub intents_created: u64,
+    /// Requests that created intents, a batch's one request counted once.
+    pub create_requests: u64,
     pub replays_sent: u64,
     /// Replays from the other interface (Persian against ASCII digits).
     pub cross_interface_replays: u64,
@@ -118,6 +126,7 @@ impl DriveTotals {
     fn add(&mut self, o: &DriveTotals) {
         self.planned += o.planned;
         self.intents_created += o.intents_created;
+        self.create_requests += o.create_requests;
         self.replays_sent += o.replays_sent;
         self.cross_interface_replays += o.cross_interface_replays;
         self.replays_same_intent += o.replays_same_intent;
@@ -165,6 +174,12 @@ struct PlanRun {
 }
 
 impl DriveLog {
+    fn absorb_all(&mut self, runs: Vec<PlanRun>, keep_intents: bool) {
+        for run in runs {
+            self.absorb(run, keep_intents);
+        }
+    }
+
     fn absorb(&mut self, run: PlanRun, keep_intents: bool) {
         self.totals.add(&run.totals);
         if keep_intents {
@@ -197,6 +212,13 @@ pub async fn drive(
             "the concurrency must be at least 1".into(),
         ));
     }
+    if !(1..=MAX_BATCH).contains(&config.batch) || config.batch > config.concurrency {
+        return Err(WorkloadError::Invalid(format!(
+            "the batch must be from 1 to {MAX_BATCH} intents a request, and no more than the \
+             concurrency ({})",
+            config.concurrency
+        )));
+    }
     let mut api = IngestClient::new(
         config.coordinator.clone(),
         &config.token,
@@ -209,7 +231,7 @@ pub async fn drive(
     }
     let mut generator = Generator::new(config.seed, &config.run_tag, config.mix);
     let permits = Arc::new(Semaphore::new(config.concurrency));
-    let mut tasks: JoinSet<PlanRun> = JoinSet::new();
+    let mut tasks: JoinSet<Vec<PlanRun>> = JoinSet::new();
     let mut log = DriveLog {
         started_at_ms: config.clock.now_ms(),
         ..DriveLog::default()
@@ -219,41 +241,57 @@ pub async fn drive(
     tokio::pin!(shutdown);
     let mut launched = 0u64;
     let interrupted = loop {
-        while let Some(done) = tasks.try_join_next() {
-            if let Ok(run) = done {
-                log.absorb(run, config.keep_intents);
-            }
+        while let Some(Ok(runs)) = tasks.try_join_next() {
+            log.absorb_all(runs, config.keep_intents);
         }
-        if config.intents.is_some_and(|n| launched >= n) {
+        // A batch's plans start together, one tick apart from the next batch's.
+        let plans = config
+            .intents
+            .map_or(config.batch as u64, |n| n.saturating_sub(launched))
+            .min(config.batch as u64) as u32;
+        if plans == 0 {
             break false;
         }
         let permit = tokio::select! {
             () = &mut shutdown => break true,
-            permit = permits.clone().acquire_owned() => match permit {
+            permit = permits.clone().acquire_many_owned(plans) => match permit {
                 Ok(permit) => permit,
                 Err(_) => break true,
             },
         };
-        tokio::select! {
-            () = &mut shutdown => break true,
-            _ = ticker.tick() => {}
+        let mut stopped = false;
+        for _ in 0..plans {
+            tokio::select! {
+                () = &mut shutdown => {
+                    stopped = true;
+                    break;
+                }
+                _ = ticker.tick() => {}
+            }
         }
-        let plan = generator.next_plan();
-        launched += 1;
-        log.totals.planned += 1;
-        let (api, mix) = (api.clone(), config.mix);
+        if stopped {
+            break true;
+        }
+        let plans: Vec<Plan> = (0..plans).map(|_| generator.next_plan()).collect();
+        launched += plans.len() as u64;
+        log.totals.planned += plans.len() as u64;
+        let (api, mix, batched) = (api.clone(), config.mix, config.batch > 1);
         tasks.spawn(async move {
-            let run = run_plan(&api, &plan, &mix).await;
+            let runs = if batched {
+                run_batch(&api, plans, mix).await
+            } else {
+                vec![run_plan(&api, &plans[0], &mix).await]
+            };
             drop(permit);
-            run
+            runs
         });
     };
     if interrupted {
         tasks.abort_all();
     }
     while let Some(done) = tasks.join_next().await {
-        if let Ok(run) = done {
-            log.absorb(run, config.keep_intents);
+        if let Ok(runs) = done {
+            log.absorb_all(runs, config.keep_intents);
         }
     }
     log.finished_at_ms = config.clock.now_ms();
@@ -263,11 +301,10 @@ pub async fn drive(
 /// Carry one plan out; an error ends the plan and is recorded, never the run.
 async fn run_plan(api: &IngestClient, plan: &Plan, mix: &Mix) -> PlanRun {
     let mut run = PlanRun::default();
-    if let Err(e) = carry_out(api, plan, mix, &mut run).await {
-        run.totals.errors += 1;
-        run.error = Some(format!("{}: {e}", plan.caller_key));
+    match carry_out(api, plan, mix, &mut run).await {
+        Ok(()) => run,
+        Err(e) => failed(run, plan, &e),
     }
-    run
 }
 
 async fn carry_out(
@@ -277,9 +314,101 @@ async fn carry_out(
     run: &mut PlanRun,
 ) -> Result<(), WorkloadError> {
     let view = create(api, plan, run).await?;
-    work_on(api, plan, mix, &view, run).await?;
+    go_on(api, plan, mix, &view, run).await
+}
+
+/// Carry out plans whose intents are created together, in one batch: each plan's intent
+/// under its key and, where the plan sends its key again, that request too, as the next
+/// intent of the same batch (which answers it as a replay, or refuses a changed order).
+/// Each plan then goes on alone, side by side; an error ends only its own plan.
+async fn run_batch(api: &IngestClient, plans: Vec<Plan>, mix: Mix) -> Vec<PlanRun> {
+    let mut items = Vec::new();
+    let mut places = Vec::with_capacity(plans.len());
+    for plan in &plans {
+        let mut item = |intent: &CreateIntent| {
+            items.push(BatchIntent {
+                idempotency_key: plan.caller_key.clone(),
+                intent: intent.clone(),
+            });
+            items.len() - 1
+        };
+        let first = item(&plan.request);
+        let again = match &plan.replay {
+            Replay::None => None,
+            Replay::Same => Some(item(&plan.request)),
+            Replay::OtherInterface(other) | Replay::Changed(other) => Some(item(other)),
+        };
+        places.push((first, again));
+    }
+    let answered = api.create_batch(items).await;
+    // The one request is counted with the first plan's run.
+    let sent = |mut run: PlanRun, at: usize| {
+        run.totals.create_requests += u64::from(at == 0);
+        run
+    };
+    let results = match answered {
+        Ok(results) => results,
+        Err(e) => {
+            return plans
+                .iter()
+                .enumerate()
+                .map(|(at, plan)| failed(sent(PlanRun::default(), at), plan, &e))
+                .collect();
+        }
+    };
+    let created = |at: usize| -> Result<Created, WorkloadError> {
+        let result = results.get(at).ok_or_else(|| {
+            WorkloadError::Invalid(format!("the batch answered no result at {at}"))
+        })?;
+        IngestClient::batch_created(result)
+    };
+    let mut runs = Vec::with_capacity(plans.len());
+    let mut going = JoinSet::new();
+    for (at, (plan, (first, again))) in plans.into_iter().zip(places).enumerate() {
+        let mut run = sent(PlanRun::default(), at);
+        let opened = created(first).and_then(|first| {
+            if let Some(again) = again {
+                count_second(&mut run, &plan, &first, &created(again)?);
+            }
+            created_view(&plan, &first)
+        });
+        match opened {
+            Err(e) => runs.push(failed(run, &plan, &e)),
+            Ok(view) => {
+                record(&mut run, &plan, &view);
+                let api = api.clone();
+                going.spawn(async move {
+                    match go_on(&api, &plan, &mix, &view, &mut run).await {
+                        Ok(()) => run,
+                        Err(e) => failed(run, &plan, &e),
+                    }
+                });
+            }
+        }
+    }
+    runs.extend(going.join_all().await);
+    runs
+}
+
+/// `run` of `plan`, ended by `e`.
+fn failed(mut run: PlanRun, plan: &Plan, e: &WorkloadError) -> PlanRun {
+    run.totals.errors += 1;
+    run.error = Some(format!("{}: {e}", plan.caller_key));
+    run
+}
+
+/// After its intent was created: the plan's work on it, and its deliberate repeat.
+async fn go_on(
+    api: &IngestClient,
+    plan: &Plan,
+    mix: &Mix,
+    view: &Intent,
+    run: &mut PlanRun,
+) -> Result<(), WorkloadError> {
+    work_on(api, plan, mix, view, run).await?;
     if let Some(key) = &plan.repeat_key {
         run.totals.repeats += 1;
+        run.totals.create_requests += 1;
         let again = api.create(key, &plan.request).await?;
         let view = again.view().cloned().ok_or_else(|| {
             WorkloadError::Invalid(format!(
@@ -309,38 +438,55 @@ async fn create(
     run: &mut PlanRun,
 ) -> Result<Intent, WorkloadError> {
     let key = plan.caller_key.as_str();
-    let first = match &plan.replay {
-        Replay::None => api.create(key, &plan.request).await?,
+    let (first, again) = match &plan.replay {
+        Replay::None => (api.create(key, &plan.request).await?, None),
         Replay::Same => {
             let first = api.create(key, &plan.request).await?;
-            let again = api.create(key, &plan.request).await?;
-            count_replay(run, &first, &again);
-            first
+            (first, Some(api.create(key, &plan.request).await?))
         }
         Replay::OtherInterface(other) => {
             // Someone presses send in both interfaces at about the same time.
             let (a, b) = tokio::join!(api.create(key, &plan.request), api.create(key, other));
-            let (a, b) = (a?, b?);
-            run.totals.cross_interface_replays += 1;
-            count_replay(run, &a, &b);
-            a
+            (a?, Some(b?))
         }
         Replay::Changed(changed) => {
             let first = api.create(key, &plan.request).await?;
-            match api.create(key, changed).await? {
-                Created::Mismatch => run.totals.changed_reuse_refused += 1,
-                Created::New(_) | Created::Replayed(_) => run.totals.changed_reuse_accepted += 1,
-            }
-            first
+            (first, Some(api.create(key, changed).await?))
         }
     };
-    let view = first.view().cloned().ok_or_else(|| {
-        WorkloadError::Invalid(format!(
-            "the caller key {key} already names an intent with other arguments"
-        ))
-    })?;
+    run.totals.create_requests += 1 + u64::from(again.is_some());
+    if let Some(again) = &again {
+        count_second(run, plan, &first, again);
+    }
+    let view = created_view(plan, &first)?;
     record(run, plan, &view);
     Ok(view)
+}
+
+/// The intent the plan's key names, from the answer to its first create.
+fn created_view(plan: &Plan, first: &Created) -> Result<Intent, WorkloadError> {
+    first.view().cloned().ok_or_else(|| {
+        WorkloadError::Invalid(format!(
+            "the caller key {} already names an intent with other arguments",
+            plan.caller_key
+        ))
+    })
+}
+
+/// Count what the plan's second request under its key was answered, beside its first.
+fn count_second(run: &mut PlanRun, plan: &Plan, first: &Created, again: &Created) {
+    match &plan.replay {
+        Replay::None => {}
+        Replay::Same => count_replay(run, first, again),
+        Replay::OtherInterface(_) => {
+            run.totals.cross_interface_replays += 1;
+            count_replay(run, first, again);
+        }
+        Replay::Changed(_) => match again {
+            Created::Mismatch => run.totals.changed_reuse_refused += 1,
+            Created::New(_) | Created::Replayed(_) => run.totals.changed_reuse_accepted += 1,
+        },
+    }
 }
 
 fn count_replay(run: &mut PlanRun, a: &Created, b: &Created) {

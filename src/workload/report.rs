@@ -474,8 +474,9 @@ impl Report {
                 &mut out,
                 "agents",
                 format!(
-                    "{} replays ({} from the other interface; {} answered with the same intent) · changed reuse refused {} \
-                     of {} · {} deliberate repeats · {} errors",
+                    "{} create requests · {} replays ({} from the other interface; {} answered with the same intent) · \
+                     changed reuse refused {} of {} · {} deliberate repeats · {} errors",
+                    g.create_requests,
                     g.replays_sent,
                     g.cross_interface_replays,
                     g.replays_same_intent,
