@@ -92,6 +92,23 @@ fn world_with_a_commit(seed: u64) -> (World, String, String) {
     panic!("no intent was committed in 5,000 steps of world {seed}");
 }
 
+/// The engineer's pauses are known to the checks that hold sends against them: a pause the
+/// coordinator applied (answered 201, a new command) is remembered, so a send it covers is
+/// a violation and the engineer may later resume it. (For a while only a command's replay,
+/// 200, was remembered: no pause ever was, and that check could not fail.)
+#[test]
+fn the_engineers_pauses_are_remembered_for_the_checks() {
+    let mut world = World::new(21).expect("world");
+    for step in 0..5_000 {
+        world.step = step;
+        steps::run_step(&mut world).expect("step");
+        if !world.pauses.is_empty() {
+            return;
+        }
+    }
+    panic!("no pause was remembered in 5,000 steps of world 21");
+}
+
 #[test]
 fn the_checks_catch_a_cancelled_intent_with_an_effect() {
     let (mut world, id, _) = world_with_a_commit(11);

@@ -18,6 +18,12 @@ pub(super) fn command(world: &mut World, body: Value) -> (u16, Value) {
     (status, answer)
 }
 
+/// Whether an operator command was applied: 201 when it is new, 200 when its id was sent
+/// before (and its record answered again).
+fn applied(status: u16, answer: &Value) -> bool {
+    matches!(status, 200 | 201) && answer["status"] == "applied"
+}
+
 pub(super) fn pause(world: &mut World, dice: &mut Dice) {
     if !world.pauses.is_empty() && dice.chance(0.5) {
         let i = dice.below(world.pauses.len() as u64) as usize;
@@ -30,7 +36,7 @@ pub(super) fn pause(world: &mut World, dice: &mut Dice) {
         world
             .history
             .note(format!("the engineer resumes {scope:?}: {status}"));
-        if status == 200 && answer["status"] == "applied" {
+        if applied(status, &answer) {
             world.pauses.retain(|(_, s)| *s != scope);
         }
         return;
@@ -55,7 +61,7 @@ pub(super) fn pause(world: &mut World, dice: &mut Dice) {
     world
         .history
         .note(format!("the engineer pauses {scope:?}: {status}"));
-    if status == 200 && answer["status"] == "applied" {
+    if applied(status, &answer) {
         world.pauses.push((id, scope));
     }
 }
@@ -122,8 +128,7 @@ pub(super) fn close(world: &mut World, dice: &mut Dice) {
         answer["status"]
     ));
     if let Some(reference) = found
-        && status == 200
-        && answer["status"] == "applied"
+        && applied(status, &answer)
     {
         world.evidence.push((id, reference));
     }
