@@ -63,7 +63,7 @@ async fn run_and_report(rig: &Rig, faults: &str, batch: usize) -> (DriveLog, Rep
         mix: fast_mix(),
         rate_per_sec: 100.0,
         intents: Some(150),
-        concurrency: 32,
+        concurrency: 32.max(batch),
         batch,
         request_timeout: Duration::from_secs(10),
         patience: PATIENCE,
@@ -137,15 +137,23 @@ async fn a_run_under_faults_reports_every_field_and_no_duplicate_effect() {
     assert!(json["states"].is_object());
 }
 
-/// The same run with agents that create eight intents a request: each plan's intent and its
-/// replays travel in batches (a key sent again in the same batch), and every promise of
+/// The same run with agents that create the intents of eight plans a request, and of fifty
+/// (the most): each plan's intent and its replays travel in batches (a key sent again in the
+/// same batch), and every promise of
 /// one intent a request holds: no duplicate effect, every replay answered with the intent
 /// its key names, every changed reuse refused, every intent settled.
 #[tokio::test]
 async fn a_run_in_batches_keeps_every_promise_of_one_intent_a_request() {
+    for (batch, requests) in [(8, 19), (50, 3)] {
+        batched_run(batch, requests).await;
+    }
+}
+
+/// 150 plans in batches of `batch`: `requests` batch requests.
+async fn batched_run(batch: usize, requests: u64) {
     let faults = "drop_after_commit=0.2,delay_ms=1000@0.1,overload=0.1";
     let rig = start(faults).await;
-    let (log, report) = run_and_report(&rig, faults, 8).await;
+    let (log, report) = run_and_report(&rig, faults, batch).await;
     let totals = &log.totals;
     assert!(report.settled, "{}", report.to_table());
     assert_eq!(report.duplicate_effects, 0, "{}", report.to_table());
@@ -159,16 +167,19 @@ async fn a_run_in_batches_keeps_every_promise_of_one_intent_a_request() {
     assert_eq!(totals.replays_other_intent, 0, "{totals:?}");
     assert_eq!(totals.replays_same_intent, totals.replays_sent);
     assert_eq!(totals.changed_reuse_accepted, 0, "{totals:?}");
-    // 150 plans in batches of eight: 19 requests, and one more for each deliberate repeat,
-    // which is sent alone.
-    assert_eq!(totals.create_requests, 19 + totals.repeats, "{totals:?}");
+    // One request a batch, and one more for each deliberate repeat, which is sent alone.
+    assert_eq!(
+        totals.create_requests,
+        requests + totals.repeats,
+        "{totals:?}"
+    );
 }
 
 /// A batch the coordinator would refuse, or one larger than the plans allowed in progress,
 /// is refused before anything is sent, naming the batch.
 #[tokio::test]
 async fn a_batch_size_the_run_cannot_send_is_refused_before_it_starts() {
-    for batch in [0, 33, 101] {
+    for batch in [0, 33, 51] {
         let mut config = DriverConfig::steady(
             "http://127.0.0.1:9".parse().expect("URL"),
             ADMIN.to_string(),

@@ -174,7 +174,9 @@ impl IngestClient {
                     let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
                     let in_progress = status == StatusCode::CONFLICT
                         && error_code(&body) == "request_in_progress";
-                    if !(status.is_server_error() || in_progress) || !repeatable {
+                    // 429: the token's places are all taken now; nothing was stored.
+                    let busy = status == StatusCode::TOO_MANY_REQUESTS;
+                    if !(status.is_server_error() || in_progress || busy) || !repeatable {
                         return Ok(Reply {
                             status,
                             replayed,

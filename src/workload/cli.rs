@@ -67,9 +67,10 @@ pub struct LoadArgs {
     #[arg(long, value_name = "C", default_value_t = 64)]
     pub concurrency: usize,
 
-    /// Intents one create request carries: 1 sends each alone (`POST /v1/intents`); more send
-    /// that many together (`POST /v1/intents/batch`, at most 100 and no more than
-    /// --concurrency), each still its own intent under its own key.
+    /// Plans whose intents one create request carries: 1 sends each alone
+    /// (`POST /v1/intents`); more send that many plans' intents together, with the second
+    /// send of a key some plans make (`POST /v1/intents/batch`; at most 50 plans and no more
+    /// than --concurrency), each still its own intent under its own key.
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "naive")]
     pub batch: usize,
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::MissedTickBehavior;
 
@@ -49,9 +49,10 @@ pub struct DriverConfig {
     pub intents: Option<u64>,
     /// Plans in progress at once.
     pub concurrency: usize,
-    /// Intents one create request carries: 1 sends each plan's by `POST /v1/intents`; more
-    /// create that many plans' intents together by `POST /v1/intents/batch`, as an agent
-    /// splitting a requisition would (at most [`MAX_BATCH`], and at most `concurrency`).
+    /// Plans whose intents one create request carries: 1 sends each plan's by
+    /// `POST /v1/intents`; more create that many plans' intents together by
+    /// `POST /v1/intents/batch`, as an agent splitting a requisition would (at most
+    /// [`MAX_BATCH_PLANS`], and at most `concurrency`).
     pub batch: usize,
     pub request_timeout: Duration,
     /// How long one call is repeated while the coordinator is unreachable.
@@ -83,6 +84,10 @@ impl DriverConfig {
         }
     }
 }
+
+/// The most plans one batch request carries: a plan may send its key a second time in the
+/// same request, and a request holds at most [`MAX_BATCH`] intents.
+pub const MAX_BATCH_PLANS: usize = MAX_BATCH / 2;
 
 /// A short tag for a run: the seed mixed with the start time, as 8 hex digits.
 pub fn run_tag(seed: u64, now_ms: u64) -> String {
@@ -212,10 +217,11 @@ pub async fn drive(
             "the concurrency must be at least 1".into(),
         ));
     }
-    if !(1..=MAX_BATCH).contains(&config.batch) || config.batch > config.concurrency {
+    if !(1..=MAX_BATCH_PLANS).contains(&config.batch) || config.batch > config.concurrency {
         return Err(WorkloadError::Invalid(format!(
-            "the batch must be from 1 to {MAX_BATCH} intents a request, and no more than the \
-             concurrency ({})",
+            "the batch must be from 1 to {MAX_BATCH_PLANS} plans a request (a plan may send \
+             its key twice, and a request holds at most {MAX_BATCH} intents), and no more than \
+             the concurrency ({})",
             config.concurrency
         )));
     }
@@ -252,13 +258,6 @@ pub async fn drive(
         if plans == 0 {
             break false;
         }
-        let permit = tokio::select! {
-            () = &mut shutdown => break true,
-            permit = permits.clone().acquire_many_owned(plans) => match permit {
-                Ok(permit) => permit,
-                Err(_) => break true,
-            },
-        };
         let mut stopped = false;
         for _ in 0..plans {
             tokio::select! {
@@ -272,17 +271,29 @@ pub async fn drive(
         if stopped {
             break true;
         }
-        let plans: Vec<Plan> = (0..plans).map(|_| generator.next_plan()).collect();
+        let mut permit = tokio::select! {
+            () = &mut shutdown => break true,
+            permit = permits.clone().acquire_many_owned(plans) => match permit {
+                Ok(permit) => permit,
+                Err(_) => break true,
+            },
+        };
+        // Each plan holds a place of its own, given back as soon as that plan ends.
+        let plans: Vec<(Plan, Option<OwnedSemaphorePermit>)> = (0..plans)
+            .map(|_| (generator.next_plan(), permit.split(1)))
+            .collect();
         launched += plans.len() as u64;
         log.totals.planned += plans.len() as u64;
         let (api, mix, batched) = (api.clone(), config.mix, config.batch > 1);
         tasks.spawn(async move {
-            let runs = if batched {
-                run_batch(&api, plans, mix).await
-            } else {
-                vec![run_plan(&api, &plans[0], &mix).await]
-            };
-            drop(permit);
+            if batched {
+                return run_batch(&api, plans, mix).await;
+            }
+            let mut runs = Vec::with_capacity(plans.len());
+            for (plan, place) in plans {
+                runs.push(run_plan(&api, &plan, &mix).await);
+                drop(place);
+            }
             runs
         });
     };
@@ -320,11 +331,17 @@ async fn carry_out(
 /// Carry out plans whose intents are created together, in one batch: each plan's intent
 /// under its key and, where the plan sends its key again, that request too, as the next
 /// intent of the same batch (which answers it as a replay, or refuses a changed order).
-/// Each plan then goes on alone, side by side; an error ends only its own plan.
-async fn run_batch(api: &IngestClient, plans: Vec<Plan>, mix: Mix) -> Vec<PlanRun> {
+/// Each plan then goes on alone, side by side, holding its own `place` among the plans in
+/// progress; an error ends only its own plan, and a plan that panicked is lost as a plan
+/// sent alone would be.
+async fn run_batch(
+    api: &IngestClient,
+    plans: Vec<(Plan, Option<OwnedSemaphorePermit>)>,
+    mix: Mix,
+) -> Vec<PlanRun> {
     let mut items = Vec::new();
     let mut places = Vec::with_capacity(plans.len());
-    for plan in &plans {
+    for (plan, _) in &plans {
         let mut item = |intent: &CreateIntent| {
             items.push(BatchIntent {
                 idempotency_key: plan.caller_key.clone(),
@@ -340,19 +357,19 @@ async fn run_batch(api: &IngestClient, plans: Vec<Plan>, mix: Mix) -> Vec<PlanRu
         };
         places.push((first, again));
     }
-    let answered = api.create_batch(items).await;
-    // The one request is counted with the first plan's run.
-    let sent = |mut run: PlanRun, at: usize| {
-        run.totals.create_requests += u64::from(at == 0);
+    // The one request is counted with the first plan's run, as it is sent.
+    let sent = |at: usize| {
+        let mut run = PlanRun::default();
+        run.totals.create_requests = u64::from(at == 0);
         run
     };
-    let results = match answered {
+    let results = match api.create_batch(items).await {
         Ok(results) => results,
         Err(e) => {
             return plans
                 .iter()
                 .enumerate()
-                .map(|(at, plan)| failed(sent(PlanRun::default(), at), plan, &e))
+                .map(|(at, (plan, _))| failed(sent(at), plan, &e))
                 .collect();
         }
     };
@@ -364,8 +381,8 @@ async fn run_batch(api: &IngestClient, plans: Vec<Plan>, mix: Mix) -> Vec<PlanRu
     };
     let mut runs = Vec::with_capacity(plans.len());
     let mut going = JoinSet::new();
-    for (at, (plan, (first, again))) in plans.into_iter().zip(places).enumerate() {
-        let mut run = sent(PlanRun::default(), at);
+    for (at, ((plan, place), (first, again))) in plans.into_iter().zip(places).enumerate() {
+        let mut run = sent(at);
         let opened = created(first).and_then(|first| {
             if let Some(again) = again {
                 count_second(&mut run, &plan, &first, &created(again)?);
@@ -378,15 +395,21 @@ async fn run_batch(api: &IngestClient, plans: Vec<Plan>, mix: Mix) -> Vec<PlanRu
                 record(&mut run, &plan, &view);
                 let api = api.clone();
                 going.spawn(async move {
-                    match go_on(&api, &plan, &mix, &view, &mut run).await {
+                    let run = match go_on(&api, &plan, &mix, &view, &mut run).await {
                         Ok(()) => run,
                         Err(e) => failed(run, &plan, &e),
-                    }
+                    };
+                    drop(place);
+                    run
                 });
             }
         }
     }
-    runs.extend(going.join_all().await);
+    while let Some(done) = going.join_next().await {
+        if let Ok(run) = done {
+            runs.push(run);
+        }
+    }
     runs
 }
 
@@ -438,23 +461,27 @@ async fn create(
     run: &mut PlanRun,
 ) -> Result<Intent, WorkloadError> {
     let key = plan.caller_key.as_str();
+    // Each request is counted as it is sent.
+    run.totals.create_requests += 1;
     let (first, again) = match &plan.replay {
         Replay::None => (api.create(key, &plan.request).await?, None),
         Replay::Same => {
             let first = api.create(key, &plan.request).await?;
+            run.totals.create_requests += 1;
             (first, Some(api.create(key, &plan.request).await?))
         }
         Replay::OtherInterface(other) => {
             // Someone presses send in both interfaces at about the same time.
+            run.totals.create_requests += 1;
             let (a, b) = tokio::join!(api.create(key, &plan.request), api.create(key, other));
             (a?, Some(b?))
         }
         Replay::Changed(changed) => {
             let first = api.create(key, &plan.request).await?;
+            run.totals.create_requests += 1;
             (first, Some(api.create(key, changed).await?))
         }
     };
-    run.totals.create_requests += 1 + u64::from(again.is_some());
     if let Some(again) = &again {
         count_second(run, plan, &first, again);
     }
