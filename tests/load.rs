@@ -193,7 +193,7 @@ async fn a_batch_size_the_run_cannot_send_is_refused_before_it_starts() {
         assert!(
             refused
                 .to_string()
-                .contains("the batch must be from 1 to 100"),
+                .contains("the batch must be from 1 to 50 plans"),
             "{batch}: {refused}"
         );
     }
