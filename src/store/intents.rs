@@ -1,7 +1,7 @@
 //! The `intents` and `ingest_keys` tables: creating an intent by the caller's key (or
 //! replaying it), reading one intent, and the row mapping every intent query shares.
 
-use super::sql::{Conn, ConnExt, Dialect, Optional, Row, ToValue, params};
+use super::sql::{Conn, ConnExt, Dialect, Optional, Row, params};
 use super::{Store, StoreError, events, to_i64, to_u64};
 use crate::domain::{
     ActionKey, ConsequenceTier, IntentId, IntentState, Locale, RetryOwner, Tenant,
@@ -315,6 +315,9 @@ pub trait Intents {
     ) -> Result<Vec<Intent>, StoreError>;
 }
 
+/// The class of the advisory locks on caller keys ([`Intents::hold_caller_keys`]): "keys".
+const CALLER_KEY_LOCKS: i32 = 0x6b65_7973;
+
 impl Intents for Store {
     fn hold_caller_keys(&mut self, news: &[NewIntent]) -> Result<(), StoreError> {
         if news.len() < 2 || self.conn.dialect() != Dialect::Postgres {
@@ -322,21 +325,22 @@ impl Intents for Store {
         }
         // A transaction's advisory lock for each key, taken in the order of the locks' own
         // numbers (as PostgreSQL's manual advises, through a subquery that orders them), so
-        // two writes never hold one each of two locks and wait for the other's.
+        // two writes never hold one each of two locks and wait for the other's. The locks
+        // are of a class of their own: two numbers, a space apart from the one-number locks
+        // the store takes elsewhere, which a caller's key could otherwise be made to hash
+        // to. The keys go as one text (a key is printable ASCII, a tenant a name), so the
+        // statement is one whatever the batch's size.
         let keys: Vec<String> = news
             .iter()
             .map(|new| format!("{}\u{1f}{}", new.tenant.as_str(), new.caller_key))
             .collect();
-        let rows: Vec<String> = (1..=keys.len()).map(|n| format!("(?{n})")).collect();
-        let values: Vec<&dyn ToValue> = keys.iter().map(|k| k as &dyn ToValue).collect();
         self.conn.one(
             &format!(
-                "SELECT count(pg_advisory_xact_lock(q.lock)) FROM \
-                 (SELECT DISTINCT hashtextextended(k.key, 0) AS lock \
-                  FROM (VALUES {}) AS k (key) ORDER BY lock) AS q",
-                rows.join(", ")
+                "SELECT count(pg_advisory_xact_lock({CALLER_KEY_LOCKS}, q.lock)) FROM \
+                 (SELECT DISTINCT hashtext(k) AS lock \
+                  FROM unnest(string_to_array(?1, chr(30))) AS k ORDER BY lock) AS q"
             ),
-            &values,
+            params![keys.join("\u{1e}")],
             |r| r.get::<i64>(0),
         )?;
         Ok(())
