@@ -79,6 +79,11 @@ pub fn secret(name: &str) -> &'static str {
 /// The tenants of the world and the agent token of each.
 pub const TENANTS: &[(&str, &str)] = &[("acme", "agent-acme"), ("globex", "agent-globex")];
 
+/// The stream [`Setup::resumes`] is dealt from: the first past those in use under which
+/// none of the regression seeds of the time resumes, so each replays the very history that
+/// found its bug (two of them would resume under stream 5, and one then no longer found it).
+const RESUMES_STREAM: u64 = 131;
+
 /// How a world's coordinator and downstream are set up, dealt from its seed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Setup {
@@ -93,6 +98,10 @@ pub struct Setup {
     /// A dispatch request claims the send it plans in its own write, as a coordinator does
     /// while a send slot is free; otherwise only the dispatcher's claims send.
     pub claim_in_request: bool,
+    /// The engineer resumes pauses as well as applying them. Dealt from a stream of its
+    /// own ([`RESUMES_STREAM`]), in half the worlds: the others run as they did when the
+    /// engineer's pauses were never remembered, and so never resumed.
+    pub resumes: bool,
 }
 
 impl Setup {
@@ -136,6 +145,7 @@ impl Setup {
             timeout_ms,
             lease_ms: *dice.pick(&[3_000, 5_000, 20_000]).unwrap_or(&5_000),
             claim_in_request: dice.chance(0.5),
+            resumes: Dice::for_step(seed, u64::MAX, RESUMES_STREAM).chance(0.5),
         }
     }
 

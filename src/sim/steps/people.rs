@@ -25,7 +25,7 @@ fn applied(status: u16, answer: &Value) -> bool {
 }
 
 pub(super) fn pause(world: &mut World, dice: &mut Dice) {
-    if !world.pauses.is_empty() && dice.chance(0.5) {
+    if world.setup.resumes && !world.pauses.is_empty() && dice.chance(0.5) {
         let i = dice.below(world.pauses.len() as u64) as usize;
         let (_, scope) = world.pauses[i].clone();
         let id = format!("resume-{}-{}", world.seed, world.step);
