@@ -22,6 +22,7 @@ on_both_backends_tokio! {
     a_body_that_is_not_a_batch_is_refused_whole_and_nothing_is_stored,
     batches_naming_the_same_keys_in_opposite_orders_both_answer,
     a_batch_the_store_fails_midway_stores_nothing_of_it,
+    another_tenants_intent_named_as_superseded_is_refused_without_touching_it,
 }
 
 const ADMIN: &str = "admin-token";
@@ -720,4 +721,74 @@ async fn a_batch_the_store_fails_midway_stores_nothing_of_it(backend: Backend) {
         .collect();
     assert_eq!(statuses, [201; 6], "every key was still free: {answer}");
     assert_eq!(c.get("/v1/intents?limit=1").await["total"], json!(6));
+}
+
+/// Another tenant: an agent that names an intent of a tenant it does not serve as the one its
+/// order replaces is answered 404 naming `supersedes`, as if that intent did not exist, and
+/// so is its dispatch of that intent, without taking or waiting for that intent's lock. On PostgreSQL another session holds
+/// the intent's row meanwhile, as a write of its own tenant would: a create that locked the
+/// row before looking at its tenant would wait for it, and give up unavailable.
+async fn another_tenants_intent_named_as_superseded_is_refused_without_touching_it(
+    backend: Backend,
+) {
+    let c = start(&backend).await;
+    let mut theirs = order(json!(3));
+    theirs["tenant"] = json!("globex");
+    let theirs: Value = c
+        .create(ADMIN, "globex-1", &theirs)
+        .await
+        .json()
+        .await
+        .expect("json");
+    let id = theirs["id"].as_str().expect("an id").to_string();
+    let holder = match &backend {
+        Backend::Postgres(url) => Some(hold_row(url.clone(), id.clone()).await),
+        // SQLite's one writer holds no row locks to wait for: the refusal alone is asked.
+        Backend::Sqlite => None,
+    };
+    let mut replacing = order(json!(4));
+    replacing["supersedes"] = json!(id);
+    let response = c.create(AGENT, "acme-replaces", &replacing).await;
+    let status = response.status();
+    let answer: Value = response.json().await.expect("json");
+    // The same for a dispatch of that intent by the agent of another tenant.
+    let dispatched = c
+        .post(AGENT, &format!("/v1/intents/{id}/dispatch"), &json!({}))
+        .await
+        .status();
+    if let Some((release, thread)) = holder {
+        release.send(()).expect("the holder waits");
+        thread.join().expect("the holder ends");
+    }
+    assert_eq!(dispatched, StatusCode::NOT_FOUND);
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+    assert!(
+        answer["error"]["fields"]["supersedes"].is_string(),
+        "{answer}"
+    );
+    assert_eq!(
+        c.state_of(&id).await,
+        "prepared",
+        "their intent is as it was"
+    );
+}
+
+/// Another session on `url` holding intent `id`'s row in an open transaction, until told.
+async fn hold_row(
+    url: String,
+    id: String,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (held, holding) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        let mut tx = client.transaction().expect("a transaction");
+        tx.query_one("SELECT 1 FROM intents WHERE id = $1 FOR UPDATE", &[&id])
+            .expect("the row is held");
+        held.send(()).expect("the test waits");
+        let _ = released.recv();
+        tx.commit().expect("the row is let go");
+    });
+    holding.await.expect("the row is held");
+    (release, thread)
 }

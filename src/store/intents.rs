@@ -551,13 +551,14 @@ impl Intents for Store {
 }
 
 /// Check that the intents `new` links to are its tenant's and may be linked. The intent a
-/// correction replaces is locked until the creation ends.
+/// correction replaces is locked until the creation ends, once it is known to be the
+/// tenant's: another tenant's intent is neither locked nor waited for, so naming one holds
+/// up nothing of that tenant's.
 fn check_links(tx: &dyn Conn, new: &NewIntent) -> Result<Result<(), LinkRefusal>, StoreError> {
     let of_tenant = |field: &'static str, id: &IntentId, lock: bool| {
-        let found = if lock {
-            load_for_update(tx, id)
-        } else {
-            load(tx, id)
+        let found = match load(tx, id) {
+            Ok((_, intent)) if lock && intent.tenant == new.tenant => load_for_update(tx, id),
+            other => other,
         };
         match found {
             Ok((_, intent)) if intent.tenant == new.tenant => Ok(Ok(intent)),

@@ -27,9 +27,9 @@ fn visible(
     principal: &Principal,
     id: &IntentId,
 ) -> Result<Result<Locked, ApiError>, StoreError> {
-    match s.lock_intent(id) {
-        Ok(locked) if principal.sees(locked.intent.tenant.as_str()) => Ok(Ok(locked)),
-        Ok(_) | Err(StoreError::NotFound { .. }) => {
+    match s.lock_visible_intent(id, &|tenant| principal.sees(tenant)) {
+        Ok(locked) => Ok(Ok(locked)),
+        Err(StoreError::NotFound { .. }) => {
             Ok(Err(ApiError::not_found("intent", id.as_str())))
         }
         Err(e) => Err(e),
