@@ -29,9 +29,7 @@ fn visible(
 ) -> Result<Result<Locked, ApiError>, StoreError> {
     match s.lock_visible_intent(id, &|tenant| principal.sees(tenant)) {
         Ok(locked) => Ok(Ok(locked)),
-        Err(StoreError::NotFound { .. }) => {
-            Ok(Err(ApiError::not_found("intent", id.as_str())))
-        }
+        Err(StoreError::NotFound { .. }) => Ok(Err(ApiError::not_found("intent", id.as_str()))),
         Err(e) => Err(e),
     }
 }
