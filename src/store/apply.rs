@@ -3,8 +3,8 @@
 //! the store (dispatch attempt + outbox row, receipt) and the change event together.
 
 use super::attempts::announce as announce_attempt;
-use super::intents::load_for_update;
-use super::sql::{Conn, ConnExt, Dialect, Optional, ToValue, Value, params};
+use super::intents::{load_for_update, load_for_update_of};
+use super::sql::{Conn, ConnExt, ToValue, Value, params};
 use super::{Store, StoreError, events, to_i64};
 use crate::domain::{
     AttemptId, Effect, Event, IntentFacts, IntentId, IntentState, ReceiptId, Transition, state,
@@ -102,14 +102,13 @@ pub trait Transitions {
     /// stays locked until the write ends.
     fn lock_intent(&mut self, id: &IntentId) -> Result<Locked, StoreError>;
 
-    /// [`Transitions::lock_intent`] for a caller that may see only the tenants `sees` lets
-    /// through: another tenant's intent is `NotFound` alike with none, and on PostgreSQL
-    /// it is neither locked nor waited for (its tenant is read first, without a lock), so
-    /// naming it holds up nothing of that tenant's.
+    /// [`Transitions::lock_intent`] for a caller that may see only `tenants` (every one when
+    /// `None`): another tenant's intent is `NotFound` alike with none, and is neither
+    /// locked nor waited for ([`load_for_update_of`]).
     fn lock_visible_intent(
         &mut self,
         id: &IntentId,
-        sees: &dyn Fn(&str) -> bool,
+        tenants: Option<&[String]>,
     ) -> Result<Locked, StoreError>;
 
     /// [`Transitions::apply`] to an intent this write locked, without reading it again.
@@ -152,31 +151,10 @@ impl Transitions for Store {
     fn lock_visible_intent(
         &mut self,
         id: &IntentId,
-        sees: &dyn Fn(&str) -> bool,
+        tenants: Option<&[String]>,
     ) -> Result<Locked, StoreError> {
-        let hidden = || StoreError::NotFound {
-            what: "intent",
-            id: id.to_string(),
-        };
-        // SQLite's one writer takes no row locks: there is nothing to look at first.
-        if self.conn.dialect() == Dialect::Postgres {
-            let tenant: Option<String> = self
-                .conn
-                .one(
-                    "SELECT tenant FROM intents WHERE id = ?1",
-                    params![id.as_str()],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            if !tenant.is_some_and(|t| sees(t.as_str())) {
-                return Err(hidden());
-            }
-        }
-        let locked = self.lock_intent(id)?;
-        if !sees(locked.intent.tenant.as_str()) {
-            return Err(hidden());
-        }
-        Ok(locked)
+        let (seq, intent) = load_for_update_of(self.conn.as_conn(), id, tenants)?;
+        Ok(Locked { seq, intent })
     }
 
     fn apply_locked(

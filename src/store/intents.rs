@@ -1,7 +1,7 @@
 //! The `intents` and `ingest_keys` tables: creating an intent by the caller's key (or
 //! replaying it), reading one intent, and the row mapping every intent query shares.
 
-use super::sql::{Conn, ConnExt, Dialect, Optional, Row, params};
+use super::sql::{Conn, ConnExt, Dialect, Optional, Row, ToValue, params};
 use super::{Store, StoreError, events, to_i64, to_u64};
 use crate::domain::{
     ActionKey, ConsequenceTier, IntentId, IntentState, Locale, RetryOwner, Tenant,
@@ -259,11 +259,60 @@ pub(crate) fn load_for_update(tx: &dyn Conn, id: &IntentId) -> Result<(i64, Inte
     load_with(tx, id, &tx.dialect().for_update("i"))
 }
 
+/// [`load_for_update`] of an intent only when it is of one of `tenants` (any, when `None`):
+/// another tenant's is `NotFound` alike with none. The tenant is part of the statement's
+/// condition, so on PostgreSQL another tenant's row is neither locked nor waited for, and
+/// naming it holds up nothing of that tenant's.
+pub(crate) fn load_for_update_of(
+    tx: &dyn Conn,
+    id: &IntentId,
+    tenants: Option<&[String]>,
+) -> Result<(i64, Intent), StoreError> {
+    let (condition, values) = of_tenants(tenants, 2);
+    let lock = tx.dialect().for_update("i");
+    let id_text = id.as_str();
+    let mut params: Vec<&dyn ToValue> = vec![&id_text];
+    params.extend(values);
+    found(
+        tx.one(
+            &format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1{condition}{lock}"),
+            &params,
+            intent_from_row,
+        )
+        .optional()?,
+        id,
+    )
+}
+
+/// The condition that keeps an intent `i` to `tenants` (none when `None`; never true when
+/// empty), with its parameters numbered from `first`.
+pub(crate) fn of_tenants(tenants: Option<&[String]>, first: usize) -> (String, Vec<&dyn ToValue>) {
+    match tenants {
+        None => (String::new(), Vec::new()),
+        Some([]) => (" AND 1 = 0".to_string(), Vec::new()),
+        Some(list) => {
+            let places: Vec<String> = (first..first + list.len())
+                .map(|n| format!("?{n}"))
+                .collect();
+            (
+                format!(" AND i.tenant IN ({})", places.join(", ")),
+                list.iter().map(|t| t as &dyn ToValue).collect(),
+            )
+        }
+    }
+}
+
 fn load_with(tx: &dyn Conn, id: &IntentId, lock: &str) -> Result<(i64, Intent), StoreError> {
     let sql = format!("SELECT {INTENT_COLUMNS} FROM intents i WHERE i.id = ?1{lock}");
-    let found = tx
-        .one(&sql, params![id.as_str()], intent_from_row)
-        .optional()?;
+    found(
+        tx.one(&sql, params![id.as_str()], intent_from_row)
+            .optional()?,
+        id,
+    )
+}
+
+/// The intent a read found, or `NotFound` naming `id`.
+fn found(found: Option<(i64, Intent)>, id: &IntentId) -> Result<(i64, Intent), StoreError> {
     match found {
         Some(found) => Ok(found),
         None => Err(StoreError::NotFound {
@@ -551,14 +600,15 @@ impl Intents for Store {
 }
 
 /// Check that the intents `new` links to are its tenant's and may be linked. The intent a
-/// correction replaces is locked until the creation ends, once it is known to be the
-/// tenant's: another tenant's intent is neither locked nor waited for, so naming one holds
-/// up nothing of that tenant's.
+/// correction replaces is locked until the creation ends, if it is the tenant's
+/// ([`load_for_update_of`]: another tenant's is neither locked nor waited for).
 fn check_links(tx: &dyn Conn, new: &NewIntent) -> Result<Result<(), LinkRefusal>, StoreError> {
+    let tenant = [new.tenant.as_str().to_string()];
     let of_tenant = |field: &'static str, id: &IntentId, lock: bool| {
-        let found = match load(tx, id) {
-            Ok((_, intent)) if lock && intent.tenant == new.tenant => load_for_update(tx, id),
-            other => other,
+        let found = if lock {
+            load_for_update_of(tx, id, Some(&tenant))
+        } else {
+            load(tx, id)
         };
         match found {
             Ok((_, intent)) if intent.tenant == new.tenant => Ok(Ok(intent)),

@@ -4,8 +4,8 @@
 //! they receipt (whose connector and action key they named) and their event id.
 
 use super::apply::apply_loaded;
-use super::intents::{INTENT_COLUMNS, intent_from_row, load_for_update};
-use super::sql::{Conn, ConnExt, Dialect, Optional, params};
+use super::intents::{INTENT_COLUMNS, intent_from_row, load_for_update, of_tenants};
+use super::sql::{Conn, ConnExt, Dialect, Optional, ToValue, params};
 use super::{Applied, ApplyContext, Locked, ReceiptSource, Store, StoreError, to_i64, to_u64};
 use crate::domain::{ActionKey, Event, IntentId, IntentState};
 use crate::wire::{Intent, Receipt, WebhookOutcome};
@@ -156,32 +156,30 @@ impl Receipts for Store {
         let tx = self.conn.savepoint()?;
         // Only an intent whose command was handed to this connector (a dispatch claimed at
         // least once) can have an effect there to receipt. The intent is read whole and
-        // locked here, once: the receipt is observed on it as read.
+        // locked here, once: the receipt is observed on it as read. Its connector and
+        // tenant are in the condition, so another connector's or tenant's intent is
+        // neither locked nor waited for.
+        let (of_tenants, tenant_values) = of_tenants(tenants, 3);
+        let key = action_key.as_str();
+        let mut values: Vec<&dyn ToValue> = vec![&key, &connector];
+        values.extend(tenant_values);
         let target: Option<(i64, Intent)> = tx
             .one(
                 &format!(
                     "SELECT {INTENT_COLUMNS} FROM intents i WHERE i.action_key = ?1 \
-                     AND i.tier IN ('write', 'financial') AND i.first_dispatch_at_ms IS NOT NULL{}",
+                     AND i.connector = ?2{of_tenants} AND i.tier IN ('write', 'financial') \
+                     AND i.first_dispatch_at_ms IS NOT NULL{}",
                     tx.dialect().for_update("i")
                 ),
-                params![action_key.as_str()],
+                &values,
                 intent_from_row,
             )
             .optional()?;
-        let (seq, intent) = match target {
-            Some((seq, intent))
-                if intent.connector == connector
-                    && tenants
-                        .is_none_or(|list| list.iter().any(|t| t == intent.tenant.as_str())) =>
-            {
-                (seq, intent)
-            }
-            _ => {
-                return Err(StoreError::NotFound {
-                    what: "action key",
-                    id: action_key.to_string(),
-                });
-            }
+        let Some((seq, intent)) = target else {
+            return Err(StoreError::NotFound {
+                what: "action key",
+                id: action_key.to_string(),
+            });
         };
         // Most deliveries are the first: the update finds nothing and nothing is read back
         // (not `RETURNING`, which makes SQLite build a temporary b-tree at every run).

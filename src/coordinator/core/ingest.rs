@@ -27,7 +27,7 @@ fn visible(
     principal: &Principal,
     id: &IntentId,
 ) -> Result<Result<Locked, ApiError>, StoreError> {
-    match s.lock_visible_intent(id, &|tenant| principal.sees(tenant)) {
+    match s.lock_visible_intent(id, principal.tenants.as_deref()) {
         Ok(locked) => Ok(Ok(locked)),
         Err(StoreError::NotFound { .. }) => Ok(Err(ApiError::not_found("intent", id.as_str()))),
         Err(e) => Err(e),
