@@ -21,6 +21,7 @@ on_both_backends_tokio! {
     a_batch_answers_each_intent_as_its_own_create_would,
     a_body_that_is_not_a_batch_is_refused_whole_and_nothing_is_stored,
     batches_naming_the_same_keys_in_opposite_orders_both_answer,
+    corrections_crossing_in_two_batches_both_answer,
     a_batch_the_store_fails_midway_stores_nothing_of_it,
     another_tenants_intent_named_as_superseded_is_refused_without_touching_it,
 }
@@ -669,6 +670,96 @@ async fn batches_naming_the_same_keys_in_opposite_orders_both_answer(backend: Ba
         }
     }
     assert_eq!(c.get("/v1/intents?limit=1").await["total"], json!(8 * KEYS));
+}
+
+/// Bad luck again: two batches of corrections by one agent, each replacing the same intents
+/// in opposite orders, at the same moment (a correction job run twice, once from each end of
+/// its list). Each intent is replaced once: one correction of it is created and the other
+/// refused as already superseded; neither batch is refused as unavailable. On PostgreSQL
+/// each batch would lock the intents it replaces one by one, and wait for one the other had
+/// locked.
+async fn corrections_crossing_in_two_batches_both_answer(backend: Backend) {
+    let c = start(&backend).await;
+    const TARGETS: usize = 30;
+    for round in 0..6 {
+        let originals = json!({"intents": (0..TARGETS)
+            .map(|n| item(&format!("orig-{round}-{n}"), json!(n)))
+            .collect::<Vec<_>>()});
+        let created: Value = c
+            .post(AGENT, "/v1/intents/batch", &originals)
+            .await
+            .json()
+            .await
+            .expect("json");
+        let targets: Vec<String> = created["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| r["intent"]["id"].as_str().expect("an id").to_string())
+            .collect();
+        let corrections = |side: &str| -> Vec<Value> {
+            targets
+                .iter()
+                .enumerate()
+                .map(|(n, target)| {
+                    let mut fix = item(&format!("fix-{side}-{round}-{n}"), json!(n + 100));
+                    fix["supersedes"] = json!(target);
+                    fix
+                })
+                .collect()
+        };
+        let forward = json!({ "intents": corrections("a") });
+        let backward: Vec<Value> = corrections("b").into_iter().rev().collect();
+        let backward = json!({ "intents": backward });
+        let (one, two) = tokio::join!(
+            c.post(AGENT, "/v1/intents/batch", &forward),
+            c.post(AGENT, "/v1/intents/batch", &backward),
+        );
+        let mut by_target: std::collections::BTreeMap<String, Vec<(u64, Value)>> =
+            Default::default();
+        for (response, side) in [(one, "forward"), (two, "backward")] {
+            assert_eq!(response.status(), StatusCode::OK, "round {round}, {side}");
+            let answer: Value = response.json().await.expect("json");
+            let sent = if side == "forward" {
+                &forward
+            } else {
+                &backward
+            };
+            let results = answer["results"].as_array().expect("results");
+            for (result, fix) in results
+                .iter()
+                .zip(sent["intents"].as_array().expect("sent"))
+            {
+                let target = fix["supersedes"].as_str().expect("a target").to_string();
+                let status = result["status"].as_u64().expect("a status");
+                by_target
+                    .entry(target)
+                    .or_default()
+                    .push((status, result.clone()));
+            }
+        }
+        assert_eq!(by_target.len(), TARGETS, "round {round}");
+        for (target, answers) in by_target {
+            let mut statuses: Vec<u64> = answers.iter().map(|(s, _)| *s).collect();
+            statuses.sort_unstable();
+            assert_eq!(
+                statuses,
+                [201, 409],
+                "{target}: replaced once, refused once"
+            );
+            let (made, refused) = if answers[0].0 == 201 {
+                (&answers[0].1, &answers[1].1)
+            } else {
+                (&answers[1].1, &answers[0].1)
+            };
+            assert_eq!(refused["error"]["code"], "already_superseded", "{target}");
+            let replaced = c.get(&format!("/v1/intents/{target}")).await;
+            assert_eq!(
+                replaced["intent"]["superseded_by"], made["intent"]["id"],
+                "{target} names the correction that was created"
+            );
+        }
+    }
 }
 
 /// The store failing on one intent of a batch after it wrote those before it (a trigger the

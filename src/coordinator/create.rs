@@ -282,7 +282,7 @@ async fn write(state: &AppState, news: Vec<NewIntent>) -> Result<Vec<CreateOutco
                 // A correction cancels the intent it replaces.
                 notice();
             }
-            s.hold_caller_keys(&news)?;
+            s.hold_in_order(&news)?;
             news.iter().map(|new| s.create_or_replay(new)).collect()
         })
         .await;

@@ -333,14 +333,15 @@ pub trait Intents {
     /// of them do.
     fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError>;
 
-    /// Before a write creates several intents ([`Intents::create_or_replay`] for each of
-    /// `news`, in their order): hold their caller keys until it ends, taken in one order
-    /// every such write takes them in. On PostgreSQL two such writes run side by side, and
-    /// two batches naming the same keys in different orders would otherwise each wait for a
-    /// key the other wrote and has not committed, until the server ends one of them. SQLite
-    /// runs one write at a time, and a write naming one key waits for no other: neither
-    /// needs it.
-    fn hold_caller_keys(&mut self, news: &[NewIntent]) -> Result<(), StoreError>;
+    /// Before a write creates intents ([`Intents::create_or_replay`] for each of `news`, in
+    /// their order): hold what they name until it ends, in one order every such write takes
+    /// it in: first their caller keys, then the intents they correct (each of its tenant
+    /// only), by their sequence. On PostgreSQL two such writes run side by side, and two
+    /// batches naming the same keys, or correcting the same intents, in different orders
+    /// would otherwise each wait for what the other wrote or locked, until the server ends
+    /// one of them. SQLite runs one write at a time, and a write that names one key and
+    /// corrects nothing waits for one thing only: neither needs it.
+    fn hold_in_order(&mut self, news: &[NewIntent]) -> Result<(), StoreError>;
 
     /// One intent with its arguments, or `NotFound`.
     fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError>;
@@ -364,12 +365,16 @@ pub trait Intents {
     ) -> Result<Vec<Intent>, StoreError>;
 }
 
-/// The class of the advisory locks on caller keys ([`Intents::hold_caller_keys`]): "keys".
+/// The class of the advisory locks on caller keys ([`Intents::hold_in_order`]): "keys".
 const CALLER_KEY_LOCKS: i32 = 0x6b65_7973;
 
 impl Intents for Store {
-    fn hold_caller_keys(&mut self, news: &[NewIntent]) -> Result<(), StoreError> {
-        if news.len() < 2 || self.conn.dialect() != Dialect::Postgres {
+    fn hold_in_order(&mut self, news: &[NewIntent]) -> Result<(), StoreError> {
+        let corrected: Vec<&NewIntent> = news
+            .iter()
+            .filter(|new| new.links.supersedes.is_some())
+            .collect();
+        if (news.len() < 2 && corrected.is_empty()) || self.conn.dialect() != Dialect::Postgres {
             return Ok(());
         }
         // A transaction's advisory lock for each key, taken in the order of the locks' own
@@ -390,6 +395,27 @@ impl Intents for Store {
                   FROM unnest(string_to_array(?1, chr(30))) AS k ORDER BY lock) AS q"
             ),
             params![keys.join("\u{1e}")],
+            |r| r.get::<i64>(0),
+        )?;
+        if corrected.is_empty() {
+            return Ok(());
+        }
+        // Then the intents they correct, each only if it is of its correction's tenant
+        // (another tenant's is neither locked nor waited for), locked in the order of their
+        // sequence: PostgreSQL locks the rows of an ordered query in that order. Each
+        // correction locks its intent again as it is created, which this write already holds.
+        let (ids, tenants): (Vec<&str>, Vec<&str>) = corrected
+            .iter()
+            .filter_map(|new| {
+                let old = new.links.supersedes.as_ref()?;
+                Some((old.as_str(), new.tenant.as_str()))
+            })
+            .unzip();
+        self.conn.rows(
+            "SELECT i.seq FROM unnest(string_to_array(?1, chr(30)), string_to_array(?2, chr(30))) \
+             AS t(id, tenant) JOIN intents i ON i.id = t.id AND i.tenant = t.tenant \
+             ORDER BY i.seq FOR UPDATE OF i",
+            params![ids.join("\u{1e}"), tenants.join("\u{1e}")],
             |r| r.get::<i64>(0),
         )?;
         Ok(())
