@@ -833,7 +833,7 @@ async fn another_tenants_intent_named_as_superseded_is_refused_without_touching_
         .expect("json");
     let id = theirs["id"].as_str().expect("an id").to_string();
     let holder = match &backend {
-        Backend::Postgres(url) => Some(hold_row(url.clone(), id.clone()).await),
+        Backend::Postgres(url) => Some(common::backends::hold_row(url.clone(), id.clone()).await),
         // SQLite's one writer holds no row locks to wait for: the refusal alone is asked.
         Backend::Sqlite => None,
     };
@@ -862,24 +862,4 @@ async fn another_tenants_intent_named_as_superseded_is_refused_without_touching_
         "prepared",
         "their intent is as it was"
     );
-}
-
-/// Another session on `url` holding intent `id`'s row in an open transaction, until told.
-async fn hold_row(
-    url: String,
-    id: String,
-) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let (held, holding) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
-        let mut tx = client.transaction().expect("a transaction");
-        tx.query_one("SELECT 1 FROM intents WHERE id = $1 FOR UPDATE", &[&id])
-            .expect("the row is held");
-        held.send(()).expect("the test waits");
-        let _ = released.recv();
-        tx.commit().expect("the row is let go");
-    });
-    holding.await.expect("the row is held");
-    (release, thread)
 }

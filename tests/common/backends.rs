@@ -158,3 +158,23 @@ pub fn with_store<T: Send>(location: &Location, f: impl FnOnce(&mut Store) -> T 
         .expect("the store work finishes")
     })
 }
+
+/// Another session on `url` holding intent `id`'s row in an open transaction, until told.
+pub async fn hold_row(
+    url: String,
+    id: String,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (held, holding) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+        let mut tx = client.transaction().expect("a transaction");
+        tx.query_one("SELECT 1 FROM intents WHERE id = $1 FOR UPDATE", &[&id])
+            .expect("the row is held");
+        held.send(()).expect("the test waits");
+        let _ = released.recv();
+        tx.commit().expect("the row is let go");
+    });
+    holding.await.expect("the row is held");
+    (release, thread)
+}
