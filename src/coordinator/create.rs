@@ -267,11 +267,20 @@ fn failed(index: usize, refused: ApiError) -> BatchResult {
     }
 }
 
-/// Write `news` in one store write, in order: each created, replayed or refused alone.
+/// Write `news` in one store write: each created, replayed or refused alone, and answered
+/// at its place in `news`.
 ///
 /// No in-flight guard: the store's key decides. The single writer (a unique index under
 /// PostgreSQL) orders concurrent first requests with one key, so the first creates and
 /// every other answers its result, and nothing can stick when a client hangs up.
+///
+/// They are written in the order of their keys (tenant, then caller key; one key named
+/// twice in the order it was named, so the first creates and the next replays), not as
+/// sent. On PostgreSQL two writes run side by side, and one waits at a key the other has
+/// written until the other commits: in one order for all, neither ever holds a key the
+/// other waits for while it waits for one of the other's, whatever order their callers
+/// named them in. Before any key, the intents they correct are held
+/// ([`Intents::hold_corrected`](crate::store::Intents::hold_corrected)).
 async fn write(state: &AppState, news: Vec<NewIntent>) -> Result<Vec<CreateOutcome>, ApiError> {
     let supersedes = news.iter().any(|new| new.links.supersedes.is_some());
     let notice = state.cancel_notice();
@@ -282,8 +291,14 @@ async fn write(state: &AppState, news: Vec<NewIntent>) -> Result<Vec<CreateOutco
                 // A correction cancels the intent it replaces.
                 notice();
             }
-            s.hold_in_order(&news)?;
-            news.iter().map(|new| s.create_or_replay(new)).collect()
+            s.hold_corrected(&news)?;
+            let mut order: Vec<usize> = (0..news.len()).collect();
+            order.sort_by_key(|&n| (news[n].tenant.as_str(), news[n].caller_key.as_str()));
+            let mut outcomes: Vec<Option<CreateOutcome>> = news.iter().map(|_| None).collect();
+            for n in order {
+                outcomes[n] = Some(s.create_or_replay(&news[n])?);
+            }
+            Ok(outcomes.into_iter().flatten().collect())
         })
         .await;
     state.events_wake.notify_waiters();

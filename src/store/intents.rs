@@ -333,15 +333,17 @@ pub trait Intents {
     /// of them do.
     fn create_or_replay(&mut self, new: &NewIntent) -> Result<CreateOutcome, StoreError>;
 
-    /// Before a write creates intents ([`Intents::create_or_replay`] for each of `news`, in
-    /// their order): hold what they name until it ends, in one order every such write takes
-    /// it in: first their caller keys, then the intents they correct (each of its tenant
-    /// only), by their sequence. On PostgreSQL two such writes run side by side, and two
-    /// batches naming the same keys, or correcting the same intents, in different orders
-    /// would otherwise each wait for what the other wrote or locked, until the server ends
-    /// one of them. SQLite runs one write at a time, and a write that names one key and
-    /// corrects nothing waits for one thing only: neither needs it.
-    fn hold_in_order(&mut self, news: &[NewIntent]) -> Result<(), StoreError>;
+    /// Before a write creates intents ([`Intents::create_or_replay`] for each of `news`):
+    /// hold the intents they correct until it ends, each only if it is of its correction's
+    /// tenant (another tenant's is neither locked nor waited for), in the order of their
+    /// sequence, and before the write names any key. On PostgreSQL two such writes run side
+    /// by side, and two batches correcting the same intents in different orders would
+    /// otherwise each lock one and wait for the other's, until the server ends one of them.
+    /// And one correcting a single intent would lock it only when its turn came, perhaps
+    /// after it wrote keys another write waits at while holding that intent. SQLite runs
+    /// one write at a time, and a single create locks the intent it corrects before it
+    /// writes its key, as this does: neither needs it.
+    fn hold_corrected(&mut self, news: &[NewIntent]) -> Result<(), StoreError>;
 
     /// One intent with its arguments, or `NotFound`.
     fn intent(&mut self, id: &IntentId) -> Result<Intent, StoreError>;
@@ -365,52 +367,23 @@ pub trait Intents {
     ) -> Result<Vec<Intent>, StoreError>;
 }
 
-/// The class of the advisory locks on caller keys ([`Intents::hold_in_order`]): "keys".
-const CALLER_KEY_LOCKS: i32 = 0x6b65_7973;
-
 impl Intents for Store {
-    fn hold_in_order(&mut self, news: &[NewIntent]) -> Result<(), StoreError> {
-        let corrected: Vec<&NewIntent> = news
-            .iter()
-            .filter(|new| new.links.supersedes.is_some())
-            .collect();
-        if (news.len() < 2 && corrected.is_empty()) || self.conn.dialect() != Dialect::Postgres {
-            return Ok(());
-        }
-        // A transaction's advisory lock for each key, taken in the order of the locks' own
-        // numbers (as PostgreSQL's manual advises, through a subquery that orders them), so
-        // two writes never hold one each of two locks and wait for the other's. The locks
-        // are of a class of their own: two numbers, a space apart from the one-number locks
-        // the store takes elsewhere, which a caller's key could otherwise be made to hash
-        // to. The keys go as one text (a key is printable ASCII, a tenant a name), so the
-        // statement is one whatever the batch's size.
-        let keys: Vec<String> = news
-            .iter()
-            .map(|new| format!("{}\u{1f}{}", new.tenant.as_str(), new.caller_key))
-            .collect();
-        self.conn.one(
-            &format!(
-                "SELECT count(pg_advisory_xact_lock({CALLER_KEY_LOCKS}, q.lock)) FROM \
-                 (SELECT DISTINCT hashtext(k) AS lock \
-                  FROM unnest(string_to_array(?1, chr(30))) AS k ORDER BY lock) AS q"
-            ),
-            params![keys.join("\u{1e}")],
-            |r| r.get::<i64>(0),
-        )?;
-        if corrected.is_empty() {
-            return Ok(());
-        }
-        // Then the intents they correct, each only if it is of its correction's tenant
-        // (another tenant's is neither locked nor waited for), locked in the order of their
-        // sequence: PostgreSQL locks the rows of an ordered query in that order. Each
-        // correction locks its intent again as it is created, which this write already holds.
-        let (ids, tenants): (Vec<&str>, Vec<&str>) = corrected
+    fn hold_corrected(&mut self, news: &[NewIntent]) -> Result<(), StoreError> {
+        let corrected: Vec<(&str, &str)> = news
             .iter()
             .filter_map(|new| {
                 let old = new.links.supersedes.as_ref()?;
                 Some((old.as_str(), new.tenant.as_str()))
             })
-            .unzip();
+            .collect();
+        if corrected.is_empty() || news.len() < 2 || self.conn.dialect() != Dialect::Postgres {
+            return Ok(());
+        }
+        // PostgreSQL locks the rows of an ordered query in that order. Each correction
+        // locks its intent again as it is created, which this write then already holds.
+        // The ids and tenants go as one text each (an id is printable ASCII, a tenant a
+        // name), so the statement is one whatever the batch's size.
+        let (ids, tenants): (Vec<&str>, Vec<&str>) = corrected.into_iter().unzip();
         self.conn.rows(
             "SELECT i.seq FROM unnest(string_to_array(?1, chr(30)), string_to_array(?2, chr(30))) \
              AS t(id, tenant) JOIN intents i ON i.id = t.id AND i.tenant = t.tenant \
