@@ -1261,7 +1261,7 @@ fn paging_matches_plain_sql(store: &mut Store) {
             seed: 11,
         })
         .expect("generate");
-    let filters: [(&str, IntentFilter, &str); 4] = [
+    let filters: [(&str, IntentFilter, &str); 6] = [
         (
             "tenant",
             IntentFilter {
@@ -1289,6 +1289,24 @@ fn paging_matches_plain_sql(store: &mut Store) {
             "tier = 'financial' AND operation IN ('payment.initiate', 'no.such')",
         ),
         (
+            "a provider",
+            IntentFilter {
+                providers: vec!["mistral".into()],
+                ..Default::default()
+            },
+            "seq IN (SELECT intent_seq FROM intent_providers WHERE provider = 'mistral')",
+        ),
+        (
+            "a tenant and two providers, one with no intents",
+            IntentFilter {
+                tenants: vec!["globex".into()],
+                providers: vec!["anthropic".into(), "nobody".into()],
+                ..Default::default()
+            },
+            "tenant = 'globex' AND seq IN \
+             (SELECT intent_seq FROM intent_providers WHERE provider IN ('anthropic', 'nobody'))",
+        ),
+        (
             "a release alone, and one with no intents",
             IntentFilter {
                 releases: vec!["r2".into(), "r9".into()],
@@ -1309,8 +1327,11 @@ fn paging_matches_plain_sql(store: &mut Store) {
             "coalesce(indeterminate_since_ms, 9223372036854775807) ASC, seq ASC",
         ),
     ];
-    for window in [10_000, 97, 1] {
+    // The providers' intents are read first at the first (however many they have), and
+    // asked of each intent at the other two.
+    for (window, few) in [(10_000, u32::MAX), (97, 0), (1, 0)] {
         store.set_list_window(window);
+        store.set_few_provider_intents(few);
         for (name, filter, sql) in &filters {
             for (sort, ascending, order) in sorts {
                 let expected: Vec<String> = store
@@ -1328,6 +1349,14 @@ fn paging_matches_plain_sql(store: &mut Store) {
                     let page = store
                         .list_intents(filter, sort, ascending, cursor.as_ref(), 40)
                         .expect("page");
+                    if cursor.is_none() {
+                        let whole = expected.len() as u64;
+                        assert_eq!(
+                            (page.total, page.total_exact),
+                            (whole.min(1_000), whole <= 1_000),
+                            "{name}, {order}, window {window}, few {few}: the count"
+                        );
+                    }
                     got.extend(page.items.iter().map(|i| i.id.to_string()));
                     match page.next_cursor {
                         Some(c) => {
@@ -1339,11 +1368,11 @@ fn paging_matches_plain_sql(store: &mut Store) {
                 assert_eq!(
                     got.len(),
                     expected.len(),
-                    "{name}, {order}, window {window}: row count"
+                    "{name}, {order}, window {window}, few {few}: row count"
                 );
                 assert!(
                     got == expected,
-                    "{name}, {order}, window {window}: the pages differ from the plain order"
+                    "{name}, {order}, window {window}, few {few}: the pages differ from the plain order"
                 );
             }
         }

@@ -214,6 +214,9 @@ pub struct Store {
     /// Rows a list page walks in sort order before the planner takes over
     /// (`paging::DEFAULT_WINDOW`; smaller in tests, to cross many windows).
     list_window: i64,
+    /// At most how many intents a list's providers have for it to read their intents first
+    /// (`query::provider_match`; changed in tests, to read both ways).
+    few_provider_intents: u32,
     /// The last change-feed event this connection may show, when the backend answers
     /// commits before they are synced (`events::DurableFeed`).
     feed_bound: Option<events::DurableFeed>,
@@ -225,6 +228,7 @@ impl Store {
         Store {
             conn,
             list_window: paging::DEFAULT_WINDOW,
+            few_provider_intents: query::FEW_PROVIDER_INTENTS,
             feed_bound: None,
         }
     }
@@ -268,6 +272,13 @@ impl Store {
     /// Pages are the same whatever it is; only their cost changes. For tests and benchmarks.
     pub fn set_list_window(&mut self, rows: u32) {
         self.list_window = i64::from(rows.max(1));
+    }
+
+    /// Change at most how many intents a list's providers may have for the list to read
+    /// their intents first rather than ask it of each intent. Lists are the same whatever
+    /// it is; only their cost changes. For tests and benchmarks.
+    pub fn set_few_provider_intents(&mut self, intents: u32) {
+        self.few_provider_intents = intents;
     }
 
     /// Run several operations in one transaction (group commit). Each operation should run

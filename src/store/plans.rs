@@ -94,6 +94,69 @@ fn an_intents_pause_is_looked_for_among_the_pauses_in_force() {
     );
 }
 
+/// A list of the intents of providers few intents have reads them through the providers'
+/// index and each intent by its key, to count them and to show them in any order: it never
+/// walks every intent asking each for its providers. A provider on many intents is still
+/// asked of each intent, which finds a page of them soon.
+#[test]
+fn a_few_providers_intents_are_read_through_the_providers_index() {
+    use super::query::{IntentFilter, ProviderMatch, count_sql, filter_where_matching};
+    use super::sql::params_of;
+    let (_dir, store) = store();
+    // Only the providers' rows are asked for: no intent needs to be there.
+    store
+        .conn
+        .batch("PRAGMA foreign_keys = OFF")
+        .expect("pragma");
+    for (n, provider) in [(3, "rare"), (40, "common")] {
+        for seq in 1..=n {
+            store
+                .conn
+                .run(
+                    "INSERT INTO intent_providers (provider, intent_seq) VALUES (?1, ?2)",
+                    params![provider, seq],
+                )
+                .expect("a provider's intent");
+        }
+    }
+    let filter = |provider: &str| IntentFilter {
+        providers: vec![provider.into()],
+        ..IntentFilter::default()
+    };
+    for (provider, expected) in [
+        ("rare", ProviderMatch::FromTheProviders),
+        ("nobody", ProviderMatch::FromTheProviders),
+        ("common", ProviderMatch::OfEachIntent),
+    ] {
+        let matched = super::query::provider_match(&*store.conn, &filter(provider), 10);
+        assert_eq!(matched.expect("counted"), expected, "{provider}");
+    }
+    let w = filter_where_matching(&filter("rare"), ProviderMatch::FromTheProviders);
+    let count = plan(&store, &count_sql(&w), &params_of(&w.values));
+    let page = plan(
+        &store,
+        &format!(
+            "SELECT i.id FROM intents i WHERE {} ORDER BY +i.attempts DESC, i.seq DESC LIMIT 51",
+            w.sql()
+        ),
+        &params_of(&w.values),
+    );
+    for steps in [count, page] {
+        assert!(
+            steps
+                .iter()
+                .any(|s| s.contains("USING COVERING INDEX intent_providers_provider")),
+            "{steps:?}"
+        );
+        assert!(
+            naming(&steps, "i")
+                .iter()
+                .all(|s| s.contains("INTEGER PRIMARY KEY")),
+            "{steps:?}"
+        );
+    }
+}
+
 /// An intent's detail reads its caller key's counts by the key, not through every key.
 #[test]
 fn an_intents_caller_key_is_read_by_the_key() {
