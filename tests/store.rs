@@ -1261,7 +1261,7 @@ fn paging_matches_plain_sql(store: &mut Store) {
             seed: 11,
         })
         .expect("generate");
-    let filters: [(&str, IntentFilter, &str); 6] = [
+    let filters: [(&str, IntentFilter, &str); 9] = [
         (
             "tenant",
             IntentFilter {
@@ -1287,6 +1287,31 @@ fn paging_matches_plain_sql(store: &mut Store) {
                 ..Default::default()
             },
             "tier = 'financial' AND operation IN ('payment.initiate', 'no.such')",
+        ),
+        (
+            "a tier alone",
+            IntentFilter {
+                tiers: vec![ConsequenceTier::Financial],
+                ..Default::default()
+            },
+            "tier = 'financial'",
+        ),
+        (
+            "a locale and a state",
+            IntentFilter {
+                locales: vec![intentdesk::domain::Locale::FaIr],
+                states: vec![IntentState::Committed],
+                ..Default::default()
+            },
+            "locale = 'fa-IR' AND state = 'committed'",
+        ),
+        (
+            "many attempts",
+            IntentFilter {
+                min_attempts: Some(6),
+                ..Default::default()
+            },
+            "attempts >= 6",
         ),
         (
             "a provider",
@@ -1422,6 +1447,7 @@ fn a_new_index_of_an_analysed_database_gets_its_figures() {
              DROP TABLE revisits; DROP TABLE gate_sightings; DROP TABLE connector_contracts; \
              ALTER TABLE receipts DROP COLUMN confirmed_at_ms; DROP INDEX attempts_refused_answers; \
              DROP INDEX pauses_active; DROP INDEX commands_target_intent; \
+             DROP INDEX intents_tier; DROP INDEX intents_locale; \
              ALTER TABLE attempts DROP COLUMN downstream_resource; \
              ALTER TABLE attempts DROP COLUMN key_retention_secs; \
              DROP INDEX intents_open_deadline; DROP TABLE events_pending; \
@@ -1466,6 +1492,7 @@ fn a_delivery_remembered_before_deliveries_moved_under_their_intent_is_still_one
             "DROP TABLE webhook_arrivals; ALTER TABLE receipts DROP COLUMN confirmed_at_ms; \
              DROP INDEX attempts_refused_answers; DROP INDEX pauses_active; \
              DROP INDEX intents_lookups_due; DROP INDEX commands_target_intent; \
+             DROP INDEX intents_tier; DROP INDEX intents_locale; \
              INSERT INTO webhook_events VALUES ('erp', 'evt-1', '{key}', {T0}, 2); \
              INSERT INTO webhook_events VALUES ('erp', 'evt-9', 'po:acme:{other}', {T0}, 1); \
              PRAGMA user_version = 13;"

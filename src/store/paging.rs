@@ -32,7 +32,10 @@ pub(crate) fn indexed_filter(f: &IntentFilter) -> bool {
         && f.states.is_empty()
         && f.operations.is_empty()
         && f.tools.is_empty()
-        && f.releases.is_empty())
+        && f.releases.is_empty()
+        && f.tiers.is_empty()
+        && f.locales.is_empty()
+        && f.min_attempts.is_none())
 }
 
 impl Order {

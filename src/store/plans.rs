@@ -157,6 +157,44 @@ fn a_few_providers_intents_are_read_through_the_providers_index() {
     }
 }
 
+/// A list of one consequence tier, or of one locale, counts and finds its intents through
+/// that column's index: a tier or a locale few intents have is not looked for in every
+/// intent.
+#[test]
+fn a_tiers_and_a_locales_intents_are_read_through_their_index() {
+    use super::query::{IntentFilter, count_sql, filter_where};
+    use super::sql::params_of;
+    use crate::domain::{ConsequenceTier, Locale};
+    let (_dir, store) = store();
+    for (filter, index) in [
+        (
+            IntentFilter {
+                tiers: vec![ConsequenceTier::Financial],
+                ..IntentFilter::default()
+            },
+            "intents_tier",
+        ),
+        (
+            IntentFilter {
+                locales: vec![Locale::FaIr],
+                ..IntentFilter::default()
+            },
+            "intents_locale",
+        ),
+    ] {
+        let w = filter_where(&filter);
+        let steps = plan(&store, &count_sql(&w), &params_of(&w.values));
+        let reads = naming(&steps, "i");
+        assert!(
+            !reads.is_empty()
+                && reads
+                    .iter()
+                    .all(|s| s.starts_with("SEARCH") && s.contains(index)),
+            "{steps:?}"
+        );
+    }
+}
+
 /// An intent's detail reads its caller key's counts by the key, not through every key.
 #[test]
 fn an_intents_caller_key_is_read_by_the_key() {
