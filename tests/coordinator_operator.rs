@@ -703,6 +703,11 @@ async fn a_dry_run_returns_the_target_set_and_changes_nothing(backend: Backend) 
         c.get(VIEWER, "/v1/intents?paused=true").await.body["total"],
         0
     );
+    // With no pause in force every intent is one no pause holds.
+    assert_eq!(
+        c.get(VIEWER, "/v1/intents?paused=false").await.body["total"],
+        c.get(VIEWER, "/v1/intents").await.body["total"]
+    );
     c.stop().await;
 }
 

@@ -275,7 +275,7 @@ pub(crate) fn filter_where_matching(f: &IntentFilter, providers: ProviderMatch) 
     w.any_of("i.tenant", &f.tenants);
     if let Some(allowed) = &f.allowed_tenants {
         if allowed.is_empty() {
-            w.push("0");
+            w.push("1 = 0");
         } else {
             w.any_of("i.tenant", allowed);
         }
@@ -379,6 +379,21 @@ pub trait Queries {
     fn key_ledger(&mut self, key: &ActionKey) -> Result<KeyLedger, StoreError>;
 }
 
+impl Store {
+    /// Whether any pause is in force (read along the index of those in force).
+    fn any_pause_in_force(&self) -> Result<bool, StoreError> {
+        let found: Option<i64> = self
+            .conn
+            .one(
+                "SELECT 1 FROM pauses WHERE resumed_at_ms IS NULL LIMIT 1",
+                params![],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(found.is_some())
+    }
+}
+
 impl Queries for Store {
     fn list_intents(
         &mut self,
@@ -389,6 +404,23 @@ impl Queries for Store {
         limit: u32,
     ) -> Result<IntentPage, StoreError> {
         let limit = limit.clamp(1, MAX_PAGE);
+        // With no pause in force no intent is paused: asked of each intent, finding that
+        // read every one (1 s on a million intents).
+        let without_pauses;
+        let filter = if filter.paused.is_some() && !self.any_pause_in_force()? {
+            without_pauses = IntentFilter {
+                paused: None,
+                allowed_tenants: if filter.paused == Some(true) {
+                    Some(Vec::new())
+                } else {
+                    filter.allowed_tenants.clone()
+                },
+                ..filter.clone()
+            };
+            &without_pauses
+        } else {
+            filter
+        };
         let providers = provider_match(&*self.conn, filter, self.few_provider_intents)?;
         let base = filter_where_matching(filter, providers);
         let counted: i64 = self
