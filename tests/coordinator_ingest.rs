@@ -22,6 +22,7 @@ on_both_backends_tokio! {
     a_body_that_is_not_a_batch_is_refused_whole_and_nothing_is_stored,
     batches_naming_the_same_keys_in_opposite_orders_both_answer,
     corrections_crossing_in_two_batches_both_answer,
+    of_two_corrections_of_one_intent_in_a_batch_the_first_key_wins,
     a_batch_the_store_fails_midway_stores_nothing_of_it,
     another_tenants_intent_named_as_superseded_is_refused_without_touching_it,
 }
@@ -760,6 +761,45 @@ async fn corrections_crossing_in_two_batches_both_answer(backend: Backend) {
             );
         }
     }
+}
+
+/// A batch's intents are written in the order of their keys, not as sent: of two
+/// corrections of one intent in one batch, the one whose key comes first replaces it, and the
+/// other is refused as already superseded by it, wherever each stands in the batch.
+async fn of_two_corrections_of_one_intent_in_a_batch_the_first_key_wins(backend: Backend) {
+    let c = start(&backend).await;
+    let original: Value = c
+        .create(AGENT, "orig", &order(json!(1)))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let id = original["id"].as_str().expect("an id");
+    let mut later = item("fix-z", json!(2));
+    later["supersedes"] = json!(id);
+    let mut first = item("fix-a", json!(3));
+    first["supersedes"] = json!(id);
+    let answer: Value = c
+        .post(
+            AGENT,
+            "/v1/intents/batch",
+            &json!({"intents": [later, first]}),
+        )
+        .await
+        .json()
+        .await
+        .expect("json");
+    let results = answer["results"].as_array().expect("results");
+    assert_eq!(results[1]["status"], 201, "{answer}");
+    assert_eq!(results[0]["status"], 409, "{answer}");
+    assert_eq!(
+        results[0]["error"]["code"], "already_superseded",
+        "{answer}"
+    );
+    assert_eq!(
+        c.get(&format!("/v1/intents/{id}")).await["intent"]["superseded_by"],
+        results[1]["intent"]["id"]
+    );
 }
 
 /// The store failing on one intent of a batch after it wrote those before it (a trigger the

@@ -78,8 +78,10 @@ async fn create_intent(
 /// answer 400) is refused whole, naming each bad field, and nothing is stored. Otherwise
 /// each intent is judged alone, exactly as that endpoint judges it (its tenant, release,
 /// policy, links and key), and answered in `results` at its index with the status that
-/// endpoint would have given; the ones that pass are written in one store write, in order
-/// (a key named twice creates once and the second answers a replay).
+/// endpoint would have given; the ones that pass are written in one store write, in the
+/// order of their keys ([`write`]: a key named twice creates once and the second answers a
+/// replay; of two that compete, such as two corrections of one intent, the one whose key
+/// comes first is written first).
 async fn create_batch(
     State(state): State<AppState>,
     principal: Principal,
