@@ -100,7 +100,7 @@ fn an_intents_pause_is_looked_for_among_the_pauses_in_force() {
 /// asked of each intent, which finds a page of them soon.
 #[test]
 fn a_few_providers_intents_are_read_through_the_providers_index() {
-    use super::query::{IntentFilter, ProviderMatch, count_sql, filter_where_matching};
+    use super::query::{IntentFilter, Known, ProviderMatch, count_sql, filter_where_knowing};
     use super::sql::params_of;
     let (_dir, store) = store();
     // Only the providers' rows are asked for: no intent needs to be there.
@@ -131,7 +131,11 @@ fn a_few_providers_intents_are_read_through_the_providers_index() {
         let matched = super::query::provider_match(&*store.conn, &filter(provider), 10);
         assert_eq!(matched.expect("counted"), expected, "{provider}");
     }
-    let w = filter_where_matching(&filter("rare"), ProviderMatch::FromTheProviders);
+    let known = Known {
+        providers: ProviderMatch::FromTheProviders,
+        ..Known::default()
+    };
+    let w = filter_where_knowing(&filter("rare"), known);
     let count = plan(&store, &count_sql(&w), &params_of(&w.values));
     let page = plan(
         &store,

@@ -210,7 +210,26 @@ fn canonical_number(q: &str) -> Option<String> {
     (!value.starts_with('"')).then(|| value.to_string())
 }
 
-/// How a filter's providers are matched ([`filter_where_matching`]).
+/// What a list learned of the store before it writes its filter ([`filter_where_knowing`]).
+/// By default nothing: each condition is asked of each intent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Known {
+    pub(crate) providers: ProviderMatch,
+    /// Whether any pause is in force. With none, no intent is paused, and a filter on
+    /// pauses needs no intent asked.
+    pub(crate) pauses_in_force: bool,
+}
+
+impl Default for Known {
+    fn default() -> Known {
+        Known {
+            providers: ProviderMatch::OfEachIntent,
+            pauses_in_force: true,
+        }
+    }
+}
+
+/// How a filter's providers are matched ([`Known::providers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ProviderMatch {
     /// Asked of each intent in turn: an intent of a provider most intents have is found
@@ -266,11 +285,11 @@ pub(crate) fn count_sql(filter: &Where) -> String {
 
 /// Build the `WHERE` for an intent filter over intents aliased `i`.
 pub(crate) fn filter_where(f: &IntentFilter) -> Where {
-    filter_where_matching(f, ProviderMatch::OfEachIntent)
+    filter_where_knowing(f, Known::default())
 }
 
-/// [`filter_where`], its providers matched as `providers` says.
-pub(crate) fn filter_where_matching(f: &IntentFilter, providers: ProviderMatch) -> Where {
+/// [`filter_where`], written with what is `known` of the store.
+pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
     let mut w = Where::default();
     w.any_of("i.tenant", &f.tenants);
     if let Some(allowed) = &f.allowed_tenants {
@@ -294,7 +313,7 @@ pub(crate) fn filter_where_matching(f: &IntentFilter, providers: ProviderMatch) 
             .map(|p| w.bind(p.clone()))
             .collect::<Vec<_>>()
             .join(", ");
-        w.push(&match providers {
+        w.push(&match known.providers {
             ProviderMatch::OfEachIntent => format!(
                 "EXISTS (SELECT 1 FROM intent_providers p WHERE p.intent_seq = i.seq AND p.provider IN ({marks}))"
             ),
@@ -315,17 +334,24 @@ pub(crate) fn filter_where_matching(f: &IntentFilter, providers: ProviderMatch) 
         let m = w.bind(i64::from(min));
         w.push(&format!("i.attempts >= {m}"));
     }
-    if let Some(paused) = f.paused {
-        let cond = "EXISTS (SELECT 1 FROM pauses z WHERE z.resumed_at_ms IS NULL \
+    match f.paused {
+        None => {}
+        // No intent is paused while no pause is in force: asked of each intent, finding
+        // that read every one (1 s on a million intents).
+        Some(true) if !known.pauses_in_force => w.push("1 = 0"),
+        Some(false) if !known.pauses_in_force => {}
+        Some(paused) => {
+            let cond = "EXISTS (SELECT 1 FROM pauses z WHERE z.resumed_at_ms IS NULL \
              AND (z.tenant IS NULL OR z.tenant = i.tenant) AND (z.tool IS NULL OR z.tool = i.tool) \
              AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
              AND (z.provider IS NULL OR z.provider = i.connector \
                   OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = z.provider)))";
-        w.push(&if paused {
-            cond.to_string()
-        } else {
-            format!("NOT {cond}")
-        });
+            w.push(&if paused {
+                cond.to_string()
+            } else {
+                format!("NOT {cond}")
+            });
+        }
     }
     if let Some(q) = f.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
         let exact = w.bind(q.to_string());
@@ -404,25 +430,12 @@ impl Queries for Store {
         limit: u32,
     ) -> Result<IntentPage, StoreError> {
         let limit = limit.clamp(1, MAX_PAGE);
-        // With no pause in force no intent is paused: asked of each intent, finding that
-        // read every one (1 s on a million intents).
-        let without_pauses;
-        let filter = if filter.paused.is_some() && !self.any_pause_in_force()? {
-            without_pauses = IntentFilter {
-                paused: None,
-                allowed_tenants: if filter.paused == Some(true) {
-                    Some(Vec::new())
-                } else {
-                    filter.allowed_tenants.clone()
-                },
-                ..filter.clone()
-            };
-            &without_pauses
-        } else {
-            filter
-        };
         let providers = provider_match(&*self.conn, filter, self.few_provider_intents)?;
-        let base = filter_where_matching(filter, providers);
+        let known = Known {
+            providers,
+            pauses_in_force: filter.paused.is_none() || self.any_pause_in_force()?,
+        };
+        let base = filter_where_knowing(filter, known);
         let counted: i64 = self
             .conn
             .one(&count_sql(&base), &params_of(&base.values), |r| r.get(0))?;
