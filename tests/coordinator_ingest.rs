@@ -887,11 +887,36 @@ async fn another_tenants_intent_named_as_superseded_is_refused_without_touching_
         .post(AGENT, &format!("/v1/intents/{id}/dispatch"), &json!({}))
         .await
         .status();
+    // And for a batch of corrections, which holds the intents it corrects before anything
+    // else: only its own tenant's.
+    let batch: Vec<Value> = ["acme-batch-1", "acme-batch-2"]
+        .iter()
+        .map(|key| {
+            let mut fix = item(key, json!(5));
+            fix["supersedes"] = json!(id);
+            fix
+        })
+        .collect();
+    let batched = c
+        .post(AGENT, "/v1/intents/batch", &json!({ "intents": batch }))
+        .await;
+    let batched = (
+        batched.status(),
+        batched.json::<Value>().await.expect("json"),
+    );
     if let Some((release, thread)) = holder {
         release.send(()).expect("the holder waits");
         thread.join().expect("the holder ends");
     }
     assert_eq!(dispatched, StatusCode::NOT_FOUND);
+    assert_eq!(batched.0, StatusCode::OK, "{}", batched.1);
+    let statuses: Vec<&Value> = batched.1["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| &r["status"])
+        .collect();
+    assert_eq!(statuses, [404, 404], "{}", batched.1);
     assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
     assert!(
         answer["error"]["fields"]["supersedes"].is_string(),
