@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use intentdesk::clock::{Clock, Entropy, OsEntropy, SystemClock};
 use intentdesk::domain::CommandId;
 use intentdesk::sandbox::{SandboxState, WebhookTarget};
+use intentdesk::store::postgres::schema::WAITING_FOR_A_MIGRATION;
 use intentdesk::store::{Durability, Location, StoreError};
 use intentdesk::wire::metrics::{ChartMetric, GroupBy};
 use reqwest::StatusCode;
@@ -581,6 +582,40 @@ async fn hold(
 /// The advisory lock the coordinators' migrations take (`store::postgres::schema`).
 const MIGRATION_LOCK: i64 = 0x1D_E5C0;
 
+/// Wait until a session on database `name` goes by `application`.
+async fn wait_for_a_session(name: &str, application: &str, patience: Duration) {
+    let deadline = Instant::now() + patience;
+    while admin(|client| {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 \
+                 AND application_name = $2",
+                &[&name, &application],
+            )
+            .expect("the sessions are listed")
+            .get::<_, i64>(0)
+    }) == 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no session went by {application}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Wait until a session on database `name` named `application` waits on a lock.
+async fn wait_until_waiting(name: &str, application: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while waiting_on_a_lock(name, application) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no session {application} came to wait on a lock"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 /// Another session holds the change feed's table (an operator's `VACUUM FULL`, a migration
 /// of a newer coordinator): every read of it waits. The metric follower's read gives up
 /// after the readers' lock timeout and says so in `/healthz`; dashboard reads queued behind
@@ -657,25 +692,7 @@ async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() 
 
     // After its back-off the follower connects again, and waits for the migration: without
     // the index, so the dashboard answers meanwhile.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while admin(|client| {
-        client
-            .query_one(
-                "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database \
-                 WHERE d.datname = $1 AND l.locktype = 'advisory' AND NOT l.granted \
-                 AND l.classid = 0 AND l.objid = $2",
-                &[&name, &(MIGRATION_LOCK as u32)],
-            )
-            .expect("the locks are listed")
-            .get::<_, i64>(0)
-    }) == 0
-    {
-        assert!(
-            Instant::now() < deadline,
-            "no follower came back to connect"
-        );
-        tokio::time::sleep(POLL).await;
-    }
+    wait_for_a_session(&name, WAITING_FOR_A_MIGRATION, Duration::from_secs(120)).await;
     let (status, overview) = fleet
         .get(&fleet.a, "/v1/metrics/overview?tenant=acme")
         .await;
@@ -763,6 +780,154 @@ async fn a_write_waiting_on_a_lock_gives_up_and_stores_nothing() {
     let (status, list) = fleet.get(&fleet.a, "/v1/intents?tenant=acme").await;
     assert_eq!(status, StatusCode::OK, "{list}");
     assert_eq!(list["total"], 1, "{list}");
+}
+
+/// A newer coordinator adds indexes while the fleet runs, on a database with intents: the
+/// migration waits for another session's open transaction on the intents (a long write, a
+/// `LOCK TABLE`), as every index build must. Meanwhile the running coordinators create,
+/// dispatch and commit orders: a plain build would hold every write to the table until it
+/// ends (503 after the writers' lock timeout). A build cut short before (left behind
+/// invalid) is built again, and a third coordinator starting meanwhile waits for the
+/// migration, named so in `pg_stat_activity`, and starts once it is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_that_adds_indexes_holds_no_write_of_the_running_coordinators() {
+    let Some(url) = fresh_postgres() else { return };
+    let name = url.rsplit('/').next().expect("a database name").to_string();
+    let fleet = fleet(url.clone()).await;
+    let created = fleet
+        .order(&fleet.a, &fleet.a, "before-1", &order("acme", "4100"))
+        .await;
+    let before = created["id"].as_str().expect("an id").to_string();
+    fleet.wait_for_state(&fleet.a, &before, "committed").await;
+
+    // The database as before migration 20, as a coordinator of the schema before it left it.
+    admin_on(&url, |client| {
+        client
+            .batch_execute(
+                "DROP INDEX intents_tier; DROP INDEX intents_locale; \
+                 UPDATE intentdesk_schema SET version = 19",
+            )
+            .expect("back to schema 19");
+    });
+    // A long transaction on the intents, open until the test lets it go.
+    let (release, holder) = hold(
+        url.clone(),
+        String::new(),
+        "LOCK TABLE intents IN ROW EXCLUSIVE MODE",
+    )
+    .await;
+    // A build of an index by migration 20's name, cut short while it waits: left invalid.
+    let leftover = {
+        let url = url.clone();
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+            client
+                .batch_execute("SET application_name = 'leftover build'")
+                .expect("named");
+            client
+                .batch_execute("CREATE INDEX CONCURRENTLY intents_tier ON intents (tier)")
+                .expect_err("the build is cut short")
+                .as_db_error()
+                .map(|e| e.message().to_string())
+                .unwrap_or_default()
+        })
+    };
+    wait_until_waiting(&name, "leftover build").await;
+    admin(|client| {
+        client
+            .execute(
+                "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND application_name = 'leftover build'",
+                &[&name],
+            )
+            .expect("the build is cancelled");
+    });
+    let cut = leftover.join().expect("the build ended");
+    assert!(cut.contains("cancel"), "{cut}");
+    assert_eq!(index_valid(&url, "intents_tier"), Some(false));
+
+    // The newer coordinator migrates, and waits for the open transaction.
+    let open = |url: &str| {
+        let location = Location::Postgres(url.to_string());
+        std::thread::spawn(move || {
+            intentdesk::store::open_db(&location, Durability::PowerLoss)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
+    };
+    let migrating = open(&url);
+    wait_until_waiting(&name, "intentdesk").await;
+    let starting = open(&url);
+    wait_for_a_session(&name, WAITING_FOR_A_MIGRATION, PATIENCE).await;
+
+    // The running coordinators create, dispatch and commit meanwhile.
+    let created = fleet
+        .order(&fleet.a, &fleet.b, "during-1", &order("acme", "4200"))
+        .await;
+    let during = created["id"].as_str().expect("an id").to_string();
+    fleet.wait_for_state(&fleet.b, &during, "committed").await;
+    assert_eq!(
+        index_valid(&url, "intents_locale"),
+        None,
+        "the migration still waits"
+    );
+
+    release.send(()).expect("the holder waits");
+    migrating
+        .join()
+        .expect("the migration ended")
+        .expect("the migration ran");
+    starting
+        .join()
+        .expect("the start ended")
+        .expect("the coordinator that waited started");
+    release.send(()).expect("the holder waits");
+    holder.join().expect("the holder let go");
+    assert_eq!(index_valid(&url, "intents_tier"), Some(true));
+    assert_eq!(index_valid(&url, "intents_locale"), Some(true));
+    let definition = admin_on(&url, |client| {
+        client
+            .query_one("SELECT pg_get_indexdef('intents_tier'::regclass)", &[])
+            .expect("the index is there")
+            .get::<_, String>(0)
+    });
+    assert!(definition.contains("(tier, seq)"), "{definition}");
+    let version = admin_on(&url, |client| {
+        client
+            .query_one("SELECT max(version) FROM intentdesk_schema", &[])
+            .expect("the version")
+            .get::<_, i64>(0)
+    });
+    assert_eq!(version, 20);
+    let effects = fleet.sandbox.effects_summary();
+    assert_eq!((effects.effects, effects.duplicate_effects), (2, 0));
+}
+
+/// Run `f` with a client of the database at `url`, on a thread of its own.
+fn admin_on<T: Send>(url: &str, f: impl FnOnce(&mut postgres::Client) -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut client =
+                postgres::Client::connect(url, postgres::NoTls).expect("the server answers");
+            f(&mut client)
+        })
+        .join()
+        .expect("the statement ran")
+    })
+}
+
+/// Whether the index `name` of the database at `url` is valid; `None` when there is none.
+fn index_valid(url: &str, name: &str) -> Option<bool> {
+    admin_on(url, |client| {
+        client
+            .query_opt(
+                "SELECT x.indisvalid FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid \
+                 WHERE c.relname = $1",
+                &[&name],
+            )
+            .expect("the indexes are listed")
+            .map(|row| row.get(0))
+    })
 }
 
 #[test]
