@@ -783,11 +783,11 @@ async fn a_write_waiting_on_a_lock_gives_up_and_stores_nothing() {
 }
 
 /// A newer coordinator adds indexes while the fleet runs, on a database with intents: the
-/// migration waits for another session's open transaction on the intents (a long write, a
-/// `LOCK TABLE`), as every index build must. Meanwhile the running coordinators create,
-/// dispatch and commit orders: a plain build would hold every write to the table until it
-/// ends (503 after the writers' lock timeout). A build cut short before (left behind
-/// invalid) is built again, and a third coordinator starting meanwhile waits for the
+/// migration's build waits for another session's open transaction on the intents (a long
+/// write, a `LOCK TABLE`), as every index build must. Meanwhile the running coordinators
+/// create, dispatch and commit orders: a plain build would hold every write to the table
+/// until it ends (503 after the writers' lock timeout). A build cut short before (left
+/// behind invalid) is built again, and a third coordinator starting meanwhile waits for the
 /// migration, named so in `pg_stat_activity`, and starts once it is done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_migration_that_adds_indexes_holds_no_write_of_the_running_coordinators() {
@@ -800,15 +800,7 @@ async fn a_migration_that_adds_indexes_holds_no_write_of_the_running_coordinator
     let before = created["id"].as_str().expect("an id").to_string();
     fleet.wait_for_state(&fleet.a, &before, "committed").await;
 
-    // The database as before migration 20, as a coordinator of the schema before it left it.
-    admin_on(&url, |client| {
-        client
-            .batch_execute(
-                "DROP INDEX intents_tier; DROP INDEX intents_locale; \
-                 UPDATE intentdesk_schema SET version = 19",
-            )
-            .expect("back to schema 19");
-    });
+    back_to_schema_19(&url);
     // A long transaction on the intents, open until the test lets it go.
     let (release, holder) = hold(
         url.clone(),
@@ -816,7 +808,7 @@ async fn a_migration_that_adds_indexes_holds_no_write_of_the_running_coordinator
         "LOCK TABLE intents IN ROW EXCLUSIVE MODE",
     )
     .await;
-    // A build of an index by migration 20's name, cut short while it waits: left invalid.
+    // A build of migration 20's second index, cut short while it waits: left invalid.
     let leftover = {
         let url = url.clone();
         std::thread::spawn(move || {
@@ -825,7 +817,7 @@ async fn a_migration_that_adds_indexes_holds_no_write_of_the_running_coordinator
                 .batch_execute("SET application_name = 'leftover build'")
                 .expect("named");
             client
-                .batch_execute("CREATE INDEX CONCURRENTLY intents_tier ON intents (tier)")
+                .batch_execute("CREATE INDEX CONCURRENTLY intents_locale ON intents (locale)")
                 .expect_err("the build is cut short")
                 .as_db_error()
                 .map(|e| e.message().to_string())
@@ -844,20 +836,12 @@ async fn a_migration_that_adds_indexes_holds_no_write_of_the_running_coordinator
     });
     let cut = leftover.join().expect("the build ended");
     assert!(cut.contains("cancel"), "{cut}");
-    assert_eq!(index_valid(&url, "intents_tier"), Some(false));
+    assert_eq!(index_valid(&url, "intents_locale"), Some(false));
 
-    // The newer coordinator migrates, and waits for the open transaction.
-    let open = |url: &str| {
-        let location = Location::Postgres(url.to_string());
-        std::thread::spawn(move || {
-            intentdesk::store::open_db(&location, Durability::PowerLoss)
-                .map(drop)
-                .map_err(|e| e.to_string())
-        })
-    };
-    let migrating = open(&url);
-    wait_until_waiting(&name, "intentdesk").await;
-    let starting = open(&url);
+    // The newer coordinator migrates: its first build waits for the open transaction.
+    let migrating = open_in_the_background(&url);
+    wait_for_a_build(&name).await;
+    let starting = open_in_the_background(&url);
     wait_for_a_session(&name, WAITING_FOR_A_MIGRATION, PATIENCE).await;
 
     // The running coordinators create, dispatch and commit meanwhile.
@@ -867,40 +851,156 @@ async fn a_migration_that_adds_indexes_holds_no_write_of_the_running_coordinator
     let during = created["id"].as_str().expect("an id").to_string();
     fleet.wait_for_state(&fleet.b, &during, "committed").await;
     assert_eq!(
-        index_valid(&url, "intents_locale"),
-        None,
-        "the migration still waits"
+        index_valid(&url, "intents_tier"),
+        Some(false),
+        "the build still waits"
     );
 
     release.send(()).expect("the holder waits");
-    migrating
-        .join()
-        .expect("the migration ended")
-        .expect("the migration ran");
-    starting
-        .join()
-        .expect("the start ended")
+    finished(migrating).await.expect("the migration ran");
+    finished(starting)
+        .await
         .expect("the coordinator that waited started");
     release.send(()).expect("the holder waits");
     holder.join().expect("the holder let go");
-    assert_eq!(index_valid(&url, "intents_tier"), Some(true));
-    assert_eq!(index_valid(&url, "intents_locale"), Some(true));
-    let definition = admin_on(&url, |client| {
-        client
-            .query_one("SELECT pg_get_indexdef('intents_tier'::regclass)", &[])
-            .expect("the index is there")
-            .get::<_, String>(0)
-    });
-    assert!(definition.contains("(tier, seq)"), "{definition}");
-    let version = admin_on(&url, |client| {
-        client
-            .query_one("SELECT max(version) FROM intentdesk_schema", &[])
-            .expect("the version")
-            .get::<_, i64>(0)
-    });
-    assert_eq!(version, 20);
+    assert_schema_20(&url);
     let effects = fleet.sandbox.effects_summary();
     assert_eq!((effects.effects, effects.duplicate_effects), (2, 0));
+}
+
+/// A coordinator of an earlier build, which waits for the migrations' lock inside a
+/// statement, connects while a newer one builds an index concurrently. The build waits for
+/// that statement's snapshot and the statement for the build's lock, and the server ends
+/// one of them. When it ends the build, the migration lets its lock go, the older
+/// coordinator goes through, and the build runs again: the newer coordinator starts, its
+/// indexes valid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_coordinator_waiting_for_the_migrations_lock_does_not_end_a_build() {
+    let Some(url) = fresh_postgres() else { return };
+    let name = url.rsplit('/').next().expect("a database name").to_string();
+    finished(open_in_the_background(&url))
+        .await
+        .expect("the schema is made");
+    back_to_schema_19(&url);
+    let (release, holder) = hold(
+        url.clone(),
+        String::new(),
+        "LOCK TABLE intents IN ROW EXCLUSIVE MODE",
+    )
+    .await;
+    let migrating = open_in_the_background(&url);
+    wait_for_a_build(&name).await;
+    // As a coordinator of an earlier build connects: the lock waited for in a transaction.
+    let older = {
+        let url = url.clone();
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("a session");
+            // Its one look for a deadlock (a second into its wait, by default) long past
+            // when the build comes to wait for it, as when the build scans a big table:
+            // the server then ends the build.
+            client
+                .batch_execute(
+                    "SET application_name = 'older build'; SET deadlock_timeout = '10min'",
+                )
+                .expect("named");
+            let mut tx = client.transaction().expect("a transaction");
+            let waited =
+                tx.batch_execute(&format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK})"));
+            match waited {
+                Ok(()) => tx.commit().map_err(|e| format!("{e:?}")),
+                Err(e) => Err(format!("{e:?}")),
+            }
+        })
+    };
+    wait_until_waiting(&name, "older build").await;
+    release.send(()).expect("the holder waits");
+    finished(migrating)
+        .await
+        .expect("the migration ran, the build again after the deadlock");
+    older
+        .join()
+        .expect("the older coordinator's wait ended")
+        .expect("the older coordinator went through");
+    release.send(()).expect("the holder waits");
+    holder.join().expect("the holder let go");
+    assert_schema_20(&url);
+}
+
+/// Take the database at `url` back to before migration 20.
+fn back_to_schema_19(url: &str) {
+    admin_on(url, |client| {
+        client
+            .batch_execute(
+                "DROP INDEX intents_tier; DROP INDEX intents_locale; \
+                 UPDATE intentdesk_schema SET version = 19",
+            )
+            .expect("back to schema 19");
+    });
+}
+
+/// Migration 20 is done: its version recorded, both its indexes valid and as it writes them.
+fn assert_schema_20(url: &str) {
+    assert_eq!(index_valid(url, "intents_tier"), Some(true));
+    assert_eq!(index_valid(url, "intents_locale"), Some(true));
+    let (tier, locale, version) = admin_on(url, |client| {
+        let row = client
+            .query_one(
+                "SELECT pg_get_indexdef('intents_tier'::regclass), \
+                 pg_get_indexdef('intents_locale'::regclass), \
+                 (SELECT max(version) FROM intentdesk_schema)",
+                &[],
+            )
+            .expect("the indexes are there");
+        (
+            row.get::<_, String>(0),
+            row.get::<_, String>(1),
+            row.get::<_, i64>(2),
+        )
+    });
+    assert!(tier.contains("(tier, seq)"), "{tier}");
+    assert!(locale.contains("(locale, seq)"), "{locale}");
+    assert_eq!(version, 20);
+}
+
+/// Open a store on `url` (and with it, migrate) on a thread of its own.
+fn open_in_the_background(url: &str) -> std::thread::JoinHandle<Result<(), String>> {
+    let location = Location::Postgres(url.to_string());
+    std::thread::spawn(move || {
+        intentdesk::store::open_db(&location, Durability::PowerLoss)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// What a thread gave, once it ended (within the test's patience).
+async fn finished<T>(thread: std::thread::JoinHandle<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !thread.is_finished() {
+        assert!(Instant::now() < deadline, "the thread never ended");
+        tokio::time::sleep(POLL).await;
+    }
+    thread.join().expect("the thread ran")
+}
+
+/// Wait until a session on database `name` builds an index concurrently and waits on a
+/// lock meanwhile.
+async fn wait_for_a_build(name: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while admin(|client| {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_progress_create_index p \
+                 JOIN pg_stat_activity a ON a.pid = p.pid WHERE a.datname = $1 \
+                 AND p.command = 'CREATE INDEX CONCURRENTLY' AND a.wait_event_type = 'Lock'",
+                &[&name],
+            )
+            .expect("the builds are listed")
+            .get::<_, i64>(0)
+    }) == 0
+    {
+        assert!(Instant::now() < deadline, "no build came to wait");
+        tokio::time::sleep(POLL).await;
+    }
 }
 
 /// Run `f` with a client of the database at `url`, on a thread of its own.

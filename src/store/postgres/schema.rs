@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::PgConn;
 use crate::store::StoreError;
 use crate::store::migrations::{MIGRATIONS, for_postgres};
-use crate::store::sql::{Conn, ConnExt, params};
+use crate::store::sql::{Conn, ConnExt, Optional, params};
 
 /// The advisory lock migrations hold (any number, the same for every coordinator).
 const MIGRATION_LOCK: i64 = 0x1D_E5C0;
@@ -26,15 +26,38 @@ pub const WAITING_FOR_A_MIGRATION: &str = "intentdesk waiting for a migration";
 
 /// Bring the database up to the newest schema.
 pub fn migrate(conn: &PgConn) -> Result<(), StoreError> {
-    hold_migration_lock(conn)?;
-    let outcome = migrate_held(conn);
-    let unlocked = conn.one(
-        "SELECT pg_advisory_unlock(?1)::text",
-        params![MIGRATION_LOCK],
-        |r| r.get::<String>(0),
-    );
-    outcome?;
-    unlocked.map(drop)
+    let mut ended = 0;
+    loop {
+        hold_migration_lock(conn)?;
+        let outcome = migrate_held(conn);
+        // Ending the session lets the lock go too: a failed unlock fails nothing.
+        if let Err(e) = conn.one(
+            "SELECT pg_advisory_unlock(?1)::text",
+            params![MIGRATION_LOCK],
+            |r| r.get::<String>(0),
+        ) {
+            tracing::warn!(error = %e, "the migrations' lock was not let go; it goes with the connection");
+        }
+        match outcome {
+            // A coordinator of an earlier build waits for the migrations' lock inside a
+            // statement, and a concurrent build waits for its snapshot: the server ends
+            // one of the two, often the build. Letting the lock go lets the other through;
+            // the build runs again after it.
+            Err(e) if ended_for_a_deadlock(&e) && ended < DEADLOCK_TRIES => {
+                ended += 1;
+                tracing::warn!(error = %e, "a migration was ended to break a deadlock; running it again");
+                std::thread::sleep(Duration::from_millis(100) * ended);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How many times a migration ended to break a deadlock is run again.
+const DEADLOCK_TRIES: u32 = 5;
+
+fn ended_for_a_deadlock(e: &StoreError) -> bool {
+    matches!(e, StoreError::Unavailable(why) if why.ends_with("(40P01)"))
 }
 
 /// Take the migrations' lock for this session. The lock is asked for, not waited for in the
@@ -112,8 +135,11 @@ fn migrate_held(conn: &PgConn) -> Result<(), StoreError> {
     }
     // A database with data gets figures for its new indexes. A new one is left never
     // analysed: figures of empty tables would make plans that read whole tables once they
-    // fill, until the first automatic analyse.
-    conn.batch("ANALYZE")
+    // fill, until the first automatic analyse. The schema is whole without them.
+    if let Err(e) = conn.batch("ANALYZE") {
+        tracing::warn!(error = %e, "the database was not analysed after its migrations; the server's own analyse will give the new indexes their figures");
+    }
+    Ok(())
 }
 
 fn set_version(conn: &PgConn, version: i64) -> Result<(), StoreError> {
@@ -171,8 +197,13 @@ fn index_builds(migration: &str) -> Option<Vec<IndexBuild>> {
         } else {
             return None;
         };
+        // A plain name, as the catalogue spells it (checked there by that spelling).
         let name = rest.split_whitespace().next()?;
-        if name.eq_ignore_ascii_case("IF") || name.eq_ignore_ascii_case("CONCURRENTLY") {
+        let plain = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !plain || ["if", "on", "concurrently"].contains(&name) {
             return None;
         }
         builds.push(IndexBuild {
@@ -185,19 +216,38 @@ fn index_builds(migration: &str) -> Option<Vec<IndexBuild>> {
 
 /// Build one index without holding writes to its table. A build cut short (the coordinator
 /// stopped, the connection lost, the build failed) leaves the index behind marked invalid:
-/// no query uses it and every write still keeps it, so it is dropped and built again.
+/// no query uses it and every write may still keep it, so it is dropped and built again. A
+/// build that fails drops what it left, and one that ends with the index invalid fails.
 fn build_concurrently(conn: &PgConn, build: &IndexBuild) -> Result<(), StoreError> {
-    let invalid: bool = conn.one(
-        "SELECT EXISTS (SELECT 1 FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid \
-         JOIN pg_namespace n ON n.oid = c.relnamespace \
-         WHERE c.relname = ?1 AND n.nspname = current_schema() AND NOT x.indisvalid)",
-        params![build.name],
-        |r| r.get(0),
-    )?;
-    if invalid {
+    if index_valid(conn, &build.name)? == Some(false) {
         conn.batch(&format!("DROP INDEX CONCURRENTLY IF EXISTS {}", build.name))?;
     }
-    conn.batch(&build.sql)
+    if let Err(e) = conn.batch(&build.sql) {
+        if let Err(left) = conn.batch(&format!("DROP INDEX CONCURRENTLY IF EXISTS {}", build.name))
+        {
+            tracing::warn!(index = %build.name, error = %left, "a failed index build left its index; the next start drops it");
+        }
+        return Err(e);
+    }
+    match index_valid(conn, &build.name)? {
+        Some(true) => Ok(()),
+        _ => Err(StoreError::Database(format!(
+            "the index {} was not left valid by its build",
+            build.name
+        ))),
+    }
+}
+
+/// Whether the index `name` of the current schema is valid; `None` when there is none.
+fn index_valid(conn: &PgConn, name: &str) -> Result<Option<bool>, StoreError> {
+    conn.one(
+        "SELECT x.indisvalid FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid \
+         JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE c.relname = ?1 AND n.nspname = current_schema()",
+        params![name],
+        |r| r.get::<bool>(0),
+    )
+    .optional()
 }
 
 #[cfg(test)]
@@ -233,6 +283,9 @@ mod tests {
         );
         assert_eq!(index_builds("DROP INDEX a; CREATE INDEX a ON t (x);"), None);
         assert_eq!(index_builds("  "), None);
+        assert_eq!(index_builds("CREATE INDEX ON t (x);"), None);
+        assert_eq!(index_builds("CREATE INDEX \"Mixed\" ON t (x);"), None);
+        assert_eq!(index_builds("CREATE INDEX IF NOT EXISTS a ON t (x);"), None);
         // Of the shipped list, the index-only ones: 3, 4, 7 and 16-20.
         let concurrent: Vec<usize> = MIGRATIONS
             .iter()
