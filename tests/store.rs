@@ -1261,7 +1261,7 @@ fn paging_matches_plain_sql(store: &mut Store) {
             seed: 11,
         })
         .expect("generate");
-    let filters: [(&str, IntentFilter, &str); 9] = [
+    let mut filters: Vec<(&str, IntentFilter, String)> = vec![
         (
             "tenant",
             IntentFilter {
@@ -1339,7 +1339,59 @@ fn paging_matches_plain_sql(store: &mut Store) {
             },
             "release_id IN ('r2', 'r9')",
         ),
-    ];
+    ]
+    .into_iter()
+    .map(|(name, filter, sql)| (name, filter, sql.to_string()))
+    .collect();
+    // Pauses in force over a few intents: one intent, a tenant's tool, an operation through
+    // one provider; and one resumed over a whole tenant, which pauses nothing.
+    let pick = |sql: &str| -> String {
+        store
+            .conn()
+            .one(sql, params![], |r| r.get(0))
+            .expect("a value of the data set")
+    };
+    let one = pick("SELECT id FROM intents ORDER BY seq LIMIT 1 OFFSET 500");
+    let tool = pick("SELECT tool FROM intents WHERE tenant = 'globex' ORDER BY seq LIMIT 1");
+    store
+        .conn()
+        .batch(&format!(
+            "INSERT INTO commands (seq, id, kind, actor, role, body_hash, body_json, dry_run, \
+                 status, result_json, created_at_ms) \
+             VALUES (1, 'cmd_pauses', 'pause', 'ops', 'admin', 'h', '{{}}', 0, 'applied', '{{}}', {T0}); \
+             INSERT INTO pauses (command_seq, intent_id, reason, created_by, created_at_ms) \
+             VALUES (1, '{one}', 'one intent', 'ops', {T0}); \
+             INSERT INTO pauses (command_seq, tenant, tool, reason, created_by, created_at_ms) \
+             VALUES (1, 'globex', '{tool}', 'a tenant''s tool', 'ops', {T0}); \
+             INSERT INTO pauses (command_seq, operation, provider, reason, created_by, created_at_ms) \
+             VALUES (1, 'payment.initiate', 'mistral', 'an operation through a provider', 'ops', {T0}); \
+             INSERT INTO pauses (command_seq, tenant, reason, created_by, created_at_ms, resumed_at_ms) \
+             VALUES (1, 'acme', 'resumed', 'ops', {T0}, {T0});"
+        ))
+        .expect("pauses");
+    let scopes = format!(
+        "id = '{one}' OR (tenant = 'globex' AND tool = '{tool}') \
+         OR (operation = 'payment.initiate' AND (connector = 'mistral' \
+             OR seq IN (SELECT intent_seq FROM intent_providers WHERE provider = 'mistral')))"
+    );
+    let paused = format!("({scopes})");
+    filters.push((
+        "paused",
+        IntentFilter {
+            paused: Some(true),
+            ..Default::default()
+        },
+        paused.clone(),
+    ));
+    filters.push((
+        "a tenant not paused",
+        IntentFilter {
+            tenants: vec!["globex".into()],
+            paused: Some(false),
+            ..Default::default()
+        },
+        format!("tenant = 'globex' AND NOT {paused}"),
+    ));
     let sorts = [
         (SortKey::Created, false, "seq DESC"),
         (SortKey::Created, true, "seq ASC"),
@@ -1353,53 +1405,99 @@ fn paging_matches_plain_sql(store: &mut Store) {
         ),
     ];
     // The providers' intents are read first at the first (however many they have), and
-    // asked of each intent at the other two.
+    // asked of each intent at the other two; so are the pauses in force.
     for (window, few) in [(10_000, u32::MAX), (97, 0), (1, 0)] {
         store.set_list_window(window);
         store.set_few_provider_intents(few);
-        for (name, filter, sql) in &filters {
-            for (sort, ascending, order) in sorts {
-                let expected: Vec<String> = store
-                    .conn()
-                    .rows(
-                        &format!("SELECT id FROM intents WHERE {sql} ORDER BY {order}"),
-                        params![],
-                        |r| r.get(0),
-                    )
-                    .expect("plain query");
-                assert!(!expected.is_empty(), "{name}: the data set has matches");
-                let mut got = Vec::new();
-                let mut cursor = None;
-                loop {
-                    let page = store
-                        .list_intents(filter, sort, ascending, cursor.as_ref(), 40)
-                        .expect("page");
-                    if cursor.is_none() {
-                        let whole = expected.len() as u64;
-                        assert_eq!(
-                            (page.total, page.total_exact),
-                            (whole.min(1_000), whole <= 1_000),
-                            "{name}, {order}, window {window}, few {few}: the count"
-                        );
-                    }
-                    got.extend(page.items.iter().map(|i| i.id.to_string()));
-                    match page.next_cursor {
-                        Some(c) => {
-                            cursor = Some(intentdesk::store::Cursor::decode(&c).expect("cursor"))
-                        }
-                        None => break,
-                    }
+        store.set_few_pauses(few);
+        pages_match_plain_sql(
+            store,
+            &filters,
+            &sorts,
+            &format!("window {window}, few {few}"),
+        );
+    }
+    // A pause of a provider alone, which no one index finds: the paused intents are looked
+    // for along the order's index, written as the scopes all the same.
+    store
+        .conn()
+        .batch(&format!(
+            "INSERT INTO pauses (command_seq, provider, reason, created_by, created_at_ms) \
+             VALUES (1, 'anthropic', 'a provider', 'ops', {T0})"
+        ))
+        .expect("a provider's pause");
+    let paused = format!(
+        "({scopes} OR connector = 'anthropic' \
+         OR seq IN (SELECT intent_seq FROM intent_providers WHERE provider = 'anthropic'))"
+    );
+    store.set_list_window(97);
+    store.set_few_pauses(u32::MAX);
+    pages_match_plain_sql(
+        store,
+        &[(
+            "paused, a provider among the pauses",
+            IntentFilter {
+                paused: Some(true),
+                ..Default::default()
+            },
+            paused,
+        )],
+        &sorts[..2],
+        "window 97, a provider's pause",
+    );
+}
+
+/// Every filter of `filters`, in every order of `sorts`, walked page by page and compared
+/// with the same list ordered by plain SQL; `how` names the store's settings.
+fn pages_match_plain_sql(
+    store: &mut Store,
+    filters: &[(&str, IntentFilter, String)],
+    sorts: &[(SortKey, bool, &str)],
+    how: &str,
+) {
+    use intentdesk::store::sql::{ConnExt, params};
+    for (name, filter, sql) in filters {
+        for &(sort, ascending, order) in sorts {
+            let expected: Vec<String> = store
+                .conn()
+                .rows(
+                    &format!("SELECT id FROM intents WHERE {sql} ORDER BY {order}"),
+                    params![],
+                    |r| r.get(0),
+                )
+                .expect("plain query");
+            assert!(!expected.is_empty(), "{name}: the data set has matches");
+            let mut got = Vec::new();
+            let mut cursor = None;
+            loop {
+                let page = store
+                    .list_intents(filter, sort, ascending, cursor.as_ref(), 40)
+                    .expect("page");
+                if cursor.is_none() {
+                    let whole = expected.len() as u64;
+                    assert_eq!(
+                        (page.total, page.total_exact),
+                        (whole.min(1_000), whole <= 1_000),
+                        "{name}, {order}, {how}: the count"
+                    );
                 }
-                assert_eq!(
-                    got.len(),
-                    expected.len(),
-                    "{name}, {order}, window {window}, few {few}: row count"
-                );
-                assert!(
-                    got == expected,
-                    "{name}, {order}, window {window}, few {few}: the pages differ from the plain order"
-                );
+                got.extend(page.items.iter().map(|i| i.id.to_string()));
+                match page.next_cursor {
+                    Some(c) => {
+                        cursor = Some(intentdesk::store::Cursor::decode(&c).expect("cursor"))
+                    }
+                    None => break,
+                }
             }
+            assert_eq!(
+                got.len(),
+                expected.len(),
+                "{name}, {order}, {how}: row count"
+            );
+            assert!(
+                got == expected,
+                "{name}, {order}, {how}: the pages differ from the plain order"
+            );
         }
     }
 }

@@ -217,6 +217,9 @@ pub struct Store {
     /// At most how many intents a list's providers have for it to read their intents first
     /// (`query::provider_match`; changed in tests, to read both ways).
     few_provider_intents: u32,
+    /// At most how many pauses in force a list filtered by pauses writes as their scopes
+    /// (`query::FEW_PAUSES`; changed in tests, to read both ways).
+    few_pauses: u32,
     /// The last change-feed event this connection may show, when the backend answers
     /// commits before they are synced (`events::DurableFeed`).
     feed_bound: Option<events::DurableFeed>,
@@ -229,6 +232,7 @@ impl Store {
             conn,
             list_window: paging::DEFAULT_WINDOW,
             few_provider_intents: query::FEW_PROVIDER_INTENTS,
+            few_pauses: query::FEW_PAUSES,
             feed_bound: None,
         }
     }
@@ -279,6 +283,13 @@ impl Store {
     /// it is; only their cost changes. For tests and benchmarks.
     pub fn set_few_provider_intents(&mut self, intents: u32) {
         self.few_provider_intents = intents;
+    }
+
+    /// Change at most how many pauses in force a list filtered by pauses writes as their
+    /// scopes rather than ask each intent. Lists are the same whatever it is; only their
+    /// cost changes. For tests and benchmarks.
+    pub fn set_few_pauses(&mut self, pauses: u32) {
+        self.few_pauses = pauses;
     }
 
     /// Run several operations in one transaction (group commit). Each operation should run

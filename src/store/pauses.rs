@@ -8,42 +8,76 @@ use crate::wire::{Pause, PauseScope};
 /// A SQL condition on intents aliased `i` matching `scope`, with its parameters numbered
 /// from `first`.
 pub(crate) fn scope_condition(scope: &PauseScope, first: usize) -> (String, Vec<String>) {
-    let mut parts = Vec::new();
     let mut values = Vec::new();
-    let mut n = first;
-    let mut push = |sql: String, v: &str| {
-        parts.push(sql);
+    let cond = scope_condition_with(scope, false, &mut |v| {
         values.push(v.to_string());
+        format!("?{}", first + values.len() - 1)
+    });
+    (cond, values)
+}
+
+/// [`scope_condition`], each value bound by `bind`, which gives the mark to write for it.
+/// With `by_one`, the intents are searched through one index only, that of the narrowest
+/// column the scope names (an intent, then a tenant, an operation, a tool); the others are
+/// written so that no index is taken for them. Without statistics (a coordinator's own
+/// store has none) SQLite may take the index of a tool every intent has over that of a
+/// tenant none has.
+pub(crate) fn scope_condition_with(
+    scope: &PauseScope,
+    by_one: bool,
+    bind: &mut dyn FnMut(&str) -> String,
+) -> String {
+    let searched = [
+        ("id", &scope.intent_id),
+        ("tenant", &scope.tenant),
+        ("operation", &scope.operation),
+        ("tool", &scope.tool),
+    ]
+    .into_iter()
+    .find(|(_, value)| value.is_some())
+    .map(|(column, _)| column);
+    let equal = |column: &str, mark: String| {
+        if by_one && searched != Some(column) {
+            format!("(i.{column} || '') = {mark}")
+        } else {
+            format!("i.{column} = {mark}")
+        }
     };
+    let mut parts = Vec::new();
     if let Some(t) = &scope.tenant {
-        push(format!("i.tenant = ?{n}"), t);
-        n += 1;
+        parts.push(equal("tenant", bind(t)));
     }
     if let Some(p) = &scope.provider {
-        push(
-            format!(
-                "(i.connector = ?{n} OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = ?{n}))"
-            ),
-            p,
-        );
-        n += 1;
+        let m = bind(p);
+        parts.push(format!(
+            "(i.connector = {m} OR EXISTS (SELECT 1 FROM intent_providers q WHERE q.intent_seq = i.seq AND q.provider = {m}))"
+        ));
     }
     if let Some(t) = &scope.tool {
-        push(format!("i.tool = ?{n}"), t);
-        n += 1;
+        parts.push(equal("tool", bind(t)));
     }
     if let Some(o) = &scope.operation {
-        push(format!("i.operation = ?{n}"), o);
-        n += 1;
+        parts.push(equal("operation", bind(o)));
     }
     if let Some(id) = &scope.intent_id {
-        push(format!("i.id = ?{n}"), id);
+        parts.push(equal("id", bind(id)));
     }
     if parts.is_empty() {
-        ("1 = 1".to_string(), values)
+        "1 = 1".to_string()
     } else {
-        (parts.join(" AND "), values)
+        parts.join(" AND ")
     }
+}
+
+/// Whether `scope` names something an index of the intents finds them by (a tenant, a
+/// tool, an operation or an intent): its intents are then read through that index, not
+/// looked for among all of them. A provider alone is the intent's connector or one of its
+/// attempts' providers, which no one index holds.
+pub(crate) fn narrow(scope: &PauseScope) -> bool {
+    scope.tenant.is_some()
+        || scope.tool.is_some()
+        || scope.operation.is_some()
+        || scope.intent_id.is_some()
 }
 
 pub(crate) fn insert(

@@ -199,6 +199,70 @@ fn a_tiers_and_a_locales_intents_are_read_through_their_index() {
     }
 }
 
+/// A list of what the few pauses in force hold, each naming an intent, a tenant's tool or
+/// an operation, counts and pages them through the intents' indexes of those: it does not
+/// ask each intent whether a pause covers it, which read every intent.
+#[test]
+fn a_few_pauses_intents_are_read_through_the_intents_indexes() {
+    use super::query::{IntentFilter, Known, count_sql, filter_where_knowing};
+    use super::sql::params_of;
+    use crate::wire::PauseScope;
+    let (_dir, store) = store();
+    let filter = IntentFilter {
+        paused: Some(true),
+        ..IntentFilter::default()
+    };
+    let scopes = vec![
+        PauseScope {
+            intent_id: Some("int_x".into()),
+            ..PauseScope::default()
+        },
+        PauseScope {
+            tenant: Some("acme".into()),
+            tool: Some("erp".into()),
+            ..PauseScope::default()
+        },
+        PauseScope {
+            operation: Some("payment.initiate".into()),
+            provider: Some("bank".into()),
+            ..PauseScope::default()
+        },
+    ];
+    let reads = |known: Known| {
+        let w = filter_where_knowing(&filter, known);
+        let count = plan(&store, &count_sql(&w), &params_of(&w.values));
+        let page = plan(
+            &store,
+            &format!(
+                "SELECT i.id FROM intents i WHERE {} ORDER BY +i.seq DESC LIMIT 51",
+                w.sql()
+            ),
+            &params_of(&w.values),
+        );
+        [count, page]
+    };
+    for steps in reads(Known {
+        pauses: Some(scopes),
+        ..Known::default()
+    }) {
+        let intents = naming(&steps, "i");
+        assert!(
+            !intents.is_empty() && intents.iter().all(|s| s.starts_with("SEARCH")),
+            "{steps:?}"
+        );
+        // A tenant's tool through the tenant's index, not that of a tool most intents have.
+        assert!(
+            intents.iter().any(|s| s.contains("intents_tenant_state"))
+                && !intents.iter().any(|s| s.contains("intents_tool")),
+            "{steps:?}"
+        );
+    }
+    // Asked of each intent, as when the pauses in force are many.
+    for steps in reads(Known::default()) {
+        assert!(steps.iter().any(|s| s.starts_with("SCAN i")), "{steps:?}");
+    }
+}
+
 /// An intent's detail reads its caller key's counts by the key, not through every key.
 #[test]
 fn an_intents_caller_key_is_read_by_the_key() {

@@ -16,7 +16,8 @@ use super::{Store, StoreError, to_u64};
 use crate::domain::canonical::{fold_digits, normalize_text};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale};
 use crate::wire::{
-    Attempt, Intent, IntentDetail, IntentPage, KeyLedger, LinkedIntent, MAX_LINKED, Transition,
+    Attempt, Intent, IntentDetail, IntentPage, KeyLedger, LinkedIntent, MAX_LINKED, PauseScope,
+    Transition,
 };
 
 /// Counting stops here; beyond it `total_exact` is false.
@@ -212,22 +213,29 @@ fn canonical_number(q: &str) -> Option<String> {
 
 /// What a list learned of the store before it writes its filter ([`filter_where_knowing`]).
 /// By default nothing: each condition is asked of each intent.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Known {
     pub(crate) providers: ProviderMatch,
-    /// Whether any pause is in force. With none, no intent is paused, and a filter on
-    /// pauses needs no intent asked.
-    pub(crate) pauses_in_force: bool,
+    /// The scopes of the pauses in force, when there are at most a few
+    /// ([`FEW_PAUSES`]): a filter on pauses is then written as those scopes, which the
+    /// intents' indexes find, and with none it matches nothing or everything. `None`: each
+    /// intent is asked whether a pause in force covers it.
+    pub(crate) pauses: Option<Vec<PauseScope>>,
 }
 
 impl Default for Known {
     fn default() -> Known {
         Known {
             providers: ProviderMatch::OfEachIntent,
-            pauses_in_force: true,
+            pauses: None,
         }
     }
 }
+
+/// At most how many pauses in force a list filtered by pauses writes as their scopes
+/// ([`Known::pauses`]); with more, each intent is asked. Pauses are an operator's, made
+/// in an incident and resumed after it: a handful at a time.
+pub const FEW_PAUSES: u32 = 32;
 
 /// How a filter's providers are matched ([`Known::providers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,13 +342,30 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
         let m = w.bind(i64::from(min));
         w.push(&format!("i.attempts >= {m}"));
     }
-    match f.paused {
-        None => {}
-        // No intent is paused while no pause is in force: asked of each intent, finding
-        // that read every one (1 s on a million intents).
-        Some(true) if !known.pauses_in_force => w.push("1 = 0"),
-        Some(false) if !known.pauses_in_force => {}
-        Some(paused) => {
+    match (f.paused, &known.pauses) {
+        (None, _) => {}
+        // The few pauses in force, as their scopes: a pause of one intent, a tenant's tool or
+        // an operation is read through the intents' index of it, where asking each intent
+        // read every one (1 s on a million intents), and none in force matches nothing.
+        (Some(paused), Some(scopes)) => {
+            let any = scopes
+                .iter()
+                .map(|scope| {
+                    let cond = super::pauses::scope_condition_with(scope, true, &mut |v| {
+                        w.bind(v.to_string())
+                    });
+                    format!("({cond})")
+                })
+                .collect::<Vec<_>>()
+                .join(" OR ");
+            match (paused, any.is_empty()) {
+                (true, true) => w.push("1 = 0"),
+                (false, true) => {}
+                (true, false) => w.push(&format!("({any})")),
+                (false, false) => w.push(&format!("NOT ({any})")),
+            }
+        }
+        (Some(paused), None) => {
             let cond = "EXISTS (SELECT 1 FROM pauses z WHERE z.resumed_at_ms IS NULL \
              AND (z.tenant IS NULL OR z.tenant = i.tenant) AND (z.tool IS NULL OR z.tool = i.tool) \
              AND (z.operation IS NULL OR z.operation = i.operation) AND (z.intent_id IS NULL OR z.intent_id = i.id) \
@@ -406,17 +431,27 @@ pub trait Queries {
 }
 
 impl Store {
-    /// Whether any pause is in force (read along the index of those in force).
-    fn any_pause_in_force(&self) -> Result<bool, StoreError> {
-        let found: Option<i64> = self
-            .conn
-            .one(
-                "SELECT 1 FROM pauses WHERE resumed_at_ms IS NULL LIMIT 1",
-                params![],
-                |r| r.get(0),
-            )
-            .optional()?;
-        Ok(found.is_some())
+    /// The scopes of the pauses in force, when there are at most `few` (read along the
+    /// index of those in force); `None` when there are more.
+    fn pauses_in_force(&self, few: u32) -> Result<Option<Vec<PauseScope>>, StoreError> {
+        let scopes = self.conn.rows(
+            &format!(
+                "SELECT tenant, provider, tool, operation, intent_id FROM pauses \
+                 WHERE resumed_at_ms IS NULL LIMIT {}",
+                u64::from(few) + 1
+            ),
+            params![],
+            |r| {
+                Ok(PauseScope {
+                    tenant: r.get(0)?,
+                    provider: r.get(1)?,
+                    tool: r.get(2)?,
+                    operation: r.get(3)?,
+                    intent_id: r.get(4)?,
+                })
+            },
+        )?;
+        Ok((scopes.len() as u64 <= u64::from(few)).then_some(scopes))
     }
 }
 
@@ -431,11 +466,16 @@ impl Queries for Store {
     ) -> Result<IntentPage, StoreError> {
         let limit = limit.clamp(1, MAX_PAGE);
         let providers = provider_match(&*self.conn, filter, self.few_provider_intents)?;
-        let known = Known {
-            providers,
-            pauses_in_force: filter.paused.is_none() || self.any_pause_in_force()?,
+        let pauses = match filter.paused {
+            Some(_) => self.pauses_in_force(self.few_pauses)?,
+            None => None,
         };
-        let base = filter_where_knowing(filter, known);
+        // Paused intents found through the indexes of their pauses' scopes.
+        let paused_by_index = filter.paused == Some(true)
+            && pauses
+                .as_ref()
+                .is_some_and(|scopes| scopes.iter().all(super::pauses::narrow));
+        let base = filter_where_knowing(filter, Known { providers, pauses });
         let counted: i64 = self
             .conn
             .one(&count_sql(&base), &params_of(&base.values), |r| r.get(0))?;
@@ -459,7 +499,9 @@ impl Queries for Store {
         // has: 0.4 s on a million intents, 0.2 ms hidden).
         let planned = Order {
             hint: "",
-            by_filter: indexed_filter(filter) || providers == ProviderMatch::FromTheProviders,
+            by_filter: indexed_filter(filter)
+                || providers == ProviderMatch::FromTheProviders
+                || paused_by_index,
             ..order
         };
         // Few matches the planner can reach through the filter's index (at most the count's
@@ -467,7 +509,7 @@ impl Queries for Store {
         // walked along the order's index would find few of them, at a read of the table for
         // each row it walks (0.1 s on a million intents ordered by attempts).
         let few = providers == ProviderMatch::FromTheProviders
-            || (counted <= TOTAL_CAP && indexed_filter(filter));
+            || (counted <= TOTAL_CAP && (indexed_filter(filter) || paused_by_index));
         let (first, boundary) = if few {
             (planned, None)
         } else {
