@@ -1405,16 +1405,17 @@ fn paging_matches_plain_sql(store: &mut Store) {
         ),
     ];
     // The providers' intents are read first at the first (however many they have), and
-    // asked of each intent at the other two; so are the pauses in force.
-    for (window, few) in [(10_000, u32::MAX), (97, 0), (1, 0)] {
+    // asked of each intent at the other two; the pauses in force are asked of each intent
+    // at the first, and written as their scopes at the other two.
+    for (window, few, few_pauses) in [(10_000, u32::MAX, 0), (97, 0, u32::MAX), (1, 0, u32::MAX)] {
         store.set_list_window(window);
         store.set_few_provider_intents(few);
-        store.set_few_pauses(few);
+        store.set_few_pauses(few_pauses);
         pages_match_plain_sql(
             store,
             &filters,
             &sorts,
-            &format!("window {window}, few {few}"),
+            &format!("window {window}, few {few}, few pauses {few_pauses}"),
         );
     }
     // A pause of a provider alone, which no one index finds: the paused intents are looked

@@ -243,6 +243,7 @@ fn a_few_pauses_intents_are_read_through_the_intents_indexes() {
     };
     for steps in reads(Known {
         pauses: Some(scopes),
+        one_index_a_scope: true,
         ..Known::default()
     }) {
         let intents = naming(&steps, "i");
