@@ -77,6 +77,7 @@ fn hold_migration_lock(conn: &PgConn) -> Result<(), StoreError> {
         if held {
             if named {
                 conn.batch("SET application_name = 'intentdesk'")?;
+                tracing::info!("another session's migration is done");
             }
             return Ok(());
         }
@@ -84,6 +85,9 @@ fn hold_migration_lock(conn: &PgConn) -> Result<(), StoreError> {
             conn.batch(&format!(
                 "SET application_name = '{WAITING_FOR_A_MIGRATION}'"
             ))?;
+            tracing::info!(
+                "waiting for another session's migration of the schema (it holds the migrations' lock)"
+            );
             named = true;
         }
         std::thread::sleep(pause);
@@ -123,7 +127,10 @@ fn migrate_held(conn: &PgConn) -> Result<(), StoreError> {
         match index_builds(sql) {
             Some(builds) => {
                 for build in builds {
+                    let started = std::time::Instant::now();
+                    tracing::info!(migration = version, index = %build.name, "building an index beside the running coordinators' writes");
                     build_concurrently(conn, &build)?;
+                    tracing::info!(migration = version, index = %build.name, ms = started.elapsed().as_millis() as u64, "index built");
                 }
                 in_transaction(conn, |conn| set_version(conn, version))?;
             }
