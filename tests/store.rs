@@ -1384,6 +1384,15 @@ fn paging_matches_plain_sql(store: &mut Store) {
         paused.clone(),
     ));
     filters.push((
+        "a tenant's paused",
+        IntentFilter {
+            tenants: vec!["globex".into()],
+            paused: Some(true),
+            ..Default::default()
+        },
+        format!("tenant = 'globex' AND {paused}"),
+    ));
+    filters.push((
         "a tenant not paused",
         IntentFilter {
             tenants: vec!["globex".into()],
@@ -1404,12 +1413,13 @@ fn paging_matches_plain_sql(store: &mut Store) {
             "coalesce(indeterminate_since_ms, 9223372036854775807) ASC, seq ASC",
         ),
     ];
-    // The providers' intents are read first at the first (however many they have), and
-    // asked of each intent at the other two; the pauses in force are asked of each intent
-    // at the first, and written as their scopes at the other two.
-    for (window, few, few_pauses) in [(10_000, u32::MAX, 0), (97, 0, u32::MAX), (1, 0, u32::MAX)] {
+    // The providers' intents and what the pauses hold are read first at the first
+    // (however many they are), and asked of each intent at the other two; the pauses in
+    // force are written as their scopes at the first two, and asked of each intent at the
+    // third.
+    for (window, few, few_pauses) in [(10_000, u32::MAX, u32::MAX), (97, 0, u32::MAX), (1, 0, 0)] {
         store.set_list_window(window);
-        store.set_few_provider_intents(few);
+        store.set_few_read_first(few);
         store.set_few_pauses(few_pauses);
         pages_match_plain_sql(
             store,

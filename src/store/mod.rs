@@ -214,9 +214,10 @@ pub struct Store {
     /// Rows a list page walks in sort order before the planner takes over
     /// (`paging::DEFAULT_WINDOW`; smaller in tests, to cross many windows).
     list_window: i64,
-    /// At most how many intents a list's providers have for it to read their intents first
-    /// (`query::provider_match`; changed in tests, to read both ways).
-    few_provider_intents: u32,
+    /// At most how many intents a list's providers, or its pauses in force, hold for it to
+    /// read those intents first (`query::FEW_READ_FIRST`; changed in tests, to read both
+    /// ways).
+    few_read_first: u32,
     /// At most how many pauses in force a list filtered by pauses writes as their scopes
     /// (`query::FEW_PAUSES`; changed in tests, to read both ways).
     few_pauses: u32,
@@ -231,7 +232,7 @@ impl Store {
         Store {
             conn,
             list_window: paging::DEFAULT_WINDOW,
-            few_provider_intents: query::FEW_PROVIDER_INTENTS,
+            few_read_first: query::FEW_READ_FIRST,
             few_pauses: query::FEW_PAUSES,
             feed_bound: None,
         }
@@ -278,11 +279,11 @@ impl Store {
         self.list_window = i64::from(rows.max(1));
     }
 
-    /// Change at most how many intents a list's providers may have for the list to read
-    /// their intents first rather than ask it of each intent. Lists are the same whatever
-    /// it is; only their cost changes. For tests and benchmarks.
-    pub fn set_few_provider_intents(&mut self, intents: u32) {
-        self.few_provider_intents = intents;
+    /// Change at most how many intents a list's providers, or its pauses in force, may
+    /// hold for the list to read those intents first rather than ask it of each intent.
+    /// Lists are the same whatever it is; only their cost changes. For tests and benchmarks.
+    pub fn set_few_read_first(&mut self, intents: u32) {
+        self.few_read_first = intents;
     }
 
     /// Change at most how many pauses in force a list filtered by pauses writes as their

@@ -243,7 +243,7 @@ fn a_few_pauses_intents_are_read_through_the_intents_indexes() {
     };
     for steps in reads(Known {
         pauses: Some(scopes),
-        one_index_a_scope: true,
+        no_statistics: true,
         ..Known::default()
     }) {
         let intents = naming(&steps, "i");
@@ -262,6 +262,58 @@ fn a_few_pauses_intents_are_read_through_the_intents_indexes() {
     for steps in reads(Known::default()) {
         assert!(steps.iter().any(|s| s.starts_with("SCAN i")), "{steps:?}");
     }
+}
+
+/// A tenant's list of what the few pauses in force hold (a tenant-scoped operator's is
+/// always one) reads those intents first, through the scopes' indexes: it does not walk
+/// the tenant's intents asking each.
+#[test]
+fn a_tenants_paused_intents_are_read_first_when_few() {
+    use super::query::{IntentFilter, Known, count_sql, filter_where_knowing};
+    use super::sql::params_of;
+    use crate::wire::PauseScope;
+    let (_dir, store) = store();
+    let filter = IntentFilter {
+        allowed_tenants: Some(vec!["acme".into()]),
+        paused: Some(true),
+        ..IntentFilter::default()
+    };
+    let known = |paused_first| Known {
+        pauses: Some(vec![
+            PauseScope {
+                intent_id: Some("int_x".into()),
+                ..PauseScope::default()
+            },
+            PauseScope {
+                tenant: Some("globex".into()),
+                tool: Some("erp".into()),
+                ..PauseScope::default()
+            },
+        ]),
+        no_statistics: true,
+        paused_first,
+        ..Known::default()
+    };
+    let tenants_index = |steps: &[String]| {
+        naming(steps, "i")
+            .iter()
+            .any(|s| s.contains("intents_tenant_state"))
+    };
+    let w = filter_where_knowing(&filter, known(true));
+    let steps = plan(&store, &count_sql(&w), &params_of(&w.values));
+    let by_key = |steps: &[String]| {
+        steps
+            .iter()
+            .any(|s| s.starts_with("SEARCH i USING INTEGER PRIMARY KEY"))
+    };
+    assert!(
+        by_key(&steps) && naming(&steps, "i").iter().all(|s| s.starts_with("SEARCH")),
+        "{steps:?}"
+    );
+    // Written in place, the tenant's index is walked, each of its intents asked.
+    let w = filter_where_knowing(&filter, known(false));
+    let steps = plan(&store, &count_sql(&w), &params_of(&w.values));
+    assert!(!by_key(&steps) && tenants_index(&steps), "{steps:?}");
 }
 
 /// An intent's detail reads its caller key's counts by the key, not through every key.

@@ -24,9 +24,9 @@ use crate::wire::{
 pub const TOTAL_CAP: u64 = 1_000;
 /// The largest page a caller may ask for.
 pub const MAX_PAGE: u32 = 500;
-/// At most how many intents a list's providers have for the list to read them first
-/// ([`provider_match`]).
-pub const FEW_PROVIDER_INTENTS: u32 = 10_000;
+/// At most how many intents a list's providers, or its pauses in force, hold for the list
+/// to read those intents first ([`provider_match`], [`few_paused_intents`]).
+pub const FEW_READ_FIRST: u32 = 10_000;
 
 /// Which intents to list. Empty lists match everything. `allowed_tenants` is the caller's
 /// tenant scope and is always applied on top of `tenants`.
@@ -221,11 +221,18 @@ pub(crate) struct Known {
     /// intents' indexes find, and with none it matches nothing or everything. `None`: each
     /// intent is asked whether a pause in force covers it.
     pub(crate) pauses: Option<Vec<PauseScope>>,
-    /// Whether each pause's scope is searched through one index only, the first the scope
-    /// names of an intent's, a tenant's, an operation's and a tool's
-    /// ([`super::pauses::scope_condition_with`]): SQLite has no statistics to choose by
-    /// on a coordinator's own store; PostgreSQL has, and plans each list for its values.
-    pub(crate) one_index_a_scope: bool,
+    /// Whether the planner has no statistics to choose an index by (SQLite, on a
+    /// coordinator's own store; PostgreSQL has them, and plans each list for its values).
+    /// The filter then tells it: each pause's scope is searched through one index only
+    /// ([`super::pauses::scope_condition_with`]), and when the intents of the providers or
+    /// the pauses are read first, the filter's other columns are written so that no index
+    /// is taken for them.
+    pub(crate) no_statistics: bool,
+    /// The intents the pauses hold are few ([`few_paused_intents`]): they are read first,
+    /// through their scopes' indexes, and each intent by its key, whatever else the filter
+    /// names (a tenant-scoped caller's tenant, whose index the planner would otherwise
+    /// walk, asking each of its intents).
+    pub(crate) paused_first: bool,
 }
 
 impl Default for Known {
@@ -233,7 +240,8 @@ impl Default for Known {
         Known {
             providers: ProviderMatch::OfEachIntent,
             pauses: None,
-            one_index_a_scope: false,
+            no_statistics: false,
+            paused_first: false,
         }
     }
 }
@@ -288,6 +296,43 @@ pub(crate) fn provider_match(
     })
 }
 
+/// Whether the pauses of `scopes` hold at most `few` intents (counted up to `few` + 1
+/// through their scopes' indexes); read first, they cost all of them before the first is
+/// shown.
+pub(crate) fn few_paused_intents(
+    conn: &dyn super::sql::Conn,
+    scopes: &[PauseScope],
+    no_statistics: bool,
+    few: u32,
+) -> Result<bool, StoreError> {
+    let mut w = Where::default();
+    let any = any_scope(&mut w, scopes, no_statistics);
+    let found: i64 = conn.one(
+        &format!(
+            "SELECT count(*) FROM (SELECT 1 FROM intents i WHERE {any} LIMIT {}) AS capped",
+            u64::from(few) + 1
+        ),
+        &params_of(&w.values),
+        |r| r.get(0),
+    )?;
+    Ok(to_u64(found) <= u64::from(few))
+}
+
+/// The intents any of `scopes` holds, as a condition on intents aliased `i` (empty for no
+/// scope).
+fn any_scope(w: &mut Where, scopes: &[PauseScope], no_statistics: bool) -> String {
+    scopes
+        .iter()
+        .map(|scope| {
+            let cond = super::pauses::scope_condition_with(scope, no_statistics, &mut |v| {
+                w.bind(v.to_string())
+            });
+            format!("({cond})")
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
 /// How many intents a list's filter matches, up to [`TOTAL_CAP`] + 1.
 pub(crate) fn count_sql(filter: &Where) -> String {
     format!(
@@ -305,21 +350,40 @@ pub(crate) fn filter_where(f: &IntentFilter) -> Where {
 /// [`filter_where`], written with what is `known` of the store.
 pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
     let mut w = Where::default();
-    w.any_of("i.tenant", &f.tenants);
+    // Read first, the providers' or the pauses' few intents are each found by its key; an
+    // index of the filter's other columns (a tenant-scoped caller's tenant) would be walked
+    // instead, asking each of its intents, were the planner left to guess.
+    let read_first = known.no_statistics
+        && (known.paused_first || known.providers == ProviderMatch::FromTheProviders);
+    let text = |column: &str| {
+        if read_first {
+            format!("(i.{column} || '')")
+        } else {
+            format!("i.{column}")
+        }
+    };
+    let number = |column: &str| {
+        if read_first {
+            format!("(i.{column} + 0)")
+        } else {
+            format!("i.{column}")
+        }
+    };
+    w.any_of(&text("tenant"), &f.tenants);
     if let Some(allowed) = &f.allowed_tenants {
         if allowed.is_empty() {
             w.push("1 = 0");
         } else {
-            w.any_of("i.tenant", allowed);
+            w.any_of(&text("tenant"), allowed);
         }
     }
-    w.any_of("i.state", &names(&f.states, IntentState::as_str));
-    w.any_of("i.operation", &f.operations);
-    w.any_of("i.tool", &f.tools);
-    w.any_of("i.release_id", &f.releases);
-    w.any_of("i.workflow_id", &f.workflows);
-    w.any_of("i.locale", &names(&f.locales, Locale::as_str));
-    w.any_of("i.tier", &names(&f.tiers, ConsequenceTier::as_str));
+    w.any_of(&text("state"), &names(&f.states, IntentState::as_str));
+    w.any_of(&text("operation"), &f.operations);
+    w.any_of(&text("tool"), &f.tools);
+    w.any_of(&text("release_id"), &f.releases);
+    w.any_of(&text("workflow_id"), &f.workflows);
+    w.any_of(&text("locale"), &names(&f.locales, Locale::as_str));
+    w.any_of(&text("tier"), &names(&f.tiers, ConsequenceTier::as_str));
     if !f.providers.is_empty() {
         let marks = f
             .providers
@@ -338,15 +402,15 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
     }
     if let Some(since) = f.since_ms {
         let m = w.bind(super::to_i64(since));
-        w.push(&format!("i.created_at_ms >= {m}"));
+        w.push(&format!("{} >= {m}", number("created_at_ms")));
     }
     if let Some(until) = f.until_ms {
         let m = w.bind(super::to_i64(until));
-        w.push(&format!("i.created_at_ms < {m}"));
+        w.push(&format!("{} < {m}", number("created_at_ms")));
     }
     if let Some(min) = f.min_attempts {
         let m = w.bind(i64::from(min));
-        w.push(&format!("i.attempts >= {m}"));
+        w.push(&format!("{} >= {m}", number("attempts")));
     }
     match (f.paused, &known.pauses) {
         (None, _) => {}
@@ -354,21 +418,14 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
         // an operation is read through the intents' index of it, where asking each intent
         // read every one (1 s on a million intents), and none in force matches nothing.
         (Some(paused), Some(scopes)) => {
-            let any = scopes
-                .iter()
-                .map(|scope| {
-                    let cond = super::pauses::scope_condition_with(
-                        scope,
-                        known.one_index_a_scope,
-                        &mut |v| w.bind(v.to_string()),
-                    );
-                    format!("({cond})")
-                })
-                .collect::<Vec<_>>()
-                .join(" OR ");
+            let any = any_scope(&mut w, scopes, known.no_statistics);
             match (paused, any.is_empty()) {
                 (true, true) => w.push("1 = 0"),
                 (false, true) => {}
+                // The subquery's `i` is its own intents, read through the scopes' indexes.
+                (true, false) if known.paused_first => w.push(&format!(
+                    "i.seq IN (SELECT i.seq FROM intents i WHERE {any})"
+                )),
                 (true, false) => w.push(&format!("({any})")),
                 (false, false) => w.push(&format!("NOT ({any})")),
             }
@@ -474,22 +531,35 @@ impl Store {
         limit: u32,
     ) -> Result<IntentPage, StoreError> {
         let limit = limit.clamp(1, MAX_PAGE);
-        let providers = provider_match(&*self.conn, filter, self.few_provider_intents)?;
+        let providers = provider_match(&*self.conn, filter, self.few_read_first)?;
         let pauses = match filter.paused {
             Some(_) => self.pauses_in_force(self.few_pauses)?,
             None => None,
         };
-        // Paused intents found through the indexes of their pauses' scopes.
-        let paused_by_index = filter.paused == Some(true)
-            && pauses
-                .as_ref()
-                .is_some_and(|scopes| scopes.iter().all(super::pauses::narrow));
+        let no_statistics = self.conn.dialect() == super::sql::Dialect::Sqlite;
+        // Paused intents found through the indexes of their pauses' scopes, and read first
+        // when they are few.
+        let narrow_pauses = match (&pauses, filter.paused) {
+            (Some(scopes), Some(true)) if !scopes.is_empty() => scopes
+                .iter()
+                .all(super::pauses::narrow)
+                .then_some(scopes.as_slice()),
+            _ => None,
+        };
+        let paused_by_index = narrow_pauses.is_some();
+        let paused_first = match narrow_pauses {
+            Some(scopes) => {
+                few_paused_intents(&*self.conn, scopes, no_statistics, self.few_read_first)?
+            }
+            None => false,
+        };
         let base = filter_where_knowing(
             filter,
             Known {
                 providers,
                 pauses,
-                one_index_a_scope: self.conn.dialect() == super::sql::Dialect::Sqlite,
+                no_statistics,
+                paused_first,
             },
         );
         let counted: i64 = self
@@ -520,6 +590,7 @@ impl Store {
             // would cost all of them.
             by_filter: indexed_filter(filter)
                 || providers == ProviderMatch::FromTheProviders
+                || paused_first
                 || (paused_by_index && counted <= TOTAL_CAP),
             ..order
         };
@@ -528,6 +599,7 @@ impl Store {
         // walked along the order's index would find few of them, at a read of the table for
         // each row it walks (0.1 s on a million intents ordered by attempts).
         let few = providers == ProviderMatch::FromTheProviders
+            || paused_first
             || (counted <= TOTAL_CAP && (indexed_filter(filter) || paused_by_index));
         let (first, boundary) = if few {
             (planned, None)
