@@ -536,6 +536,19 @@ async fn a_database_that_goes_away_is_reported_and_nothing_is_answered_as_stored
     assert_eq!(list["total"], 1, "{list}");
 }
 
+/// A fleet on database `url` with one order committed, created under `key`; and the
+/// database's name.
+async fn fleet_with_an_order(url: &str, key: &str) -> (Fleet, String) {
+    let name = url.rsplit('/').next().expect("a database name").to_string();
+    let fleet = fleet(url.to_string()).await;
+    let created = fleet
+        .order(&fleet.a, &fleet.a, key, &order("acme", "4100"))
+        .await;
+    let id = created["id"].as_str().expect("an id").to_string();
+    fleet.wait_for_state(&fleet.a, &id, "committed").await;
+    (fleet, name)
+}
+
 /// How many sessions on database `name` named `application` wait on a lock.
 fn waiting_on_a_lock(name: &str, application: &str) -> i64 {
     admin(|client| {
@@ -625,13 +638,7 @@ async fn wait_until_waiting(name: &str, application: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_on_the_change_feed_holds_up_no_list_and_nothing_for_ever() {
     let Some(url) = fresh_postgres() else { return };
-    let name = url.rsplit('/').next().expect("a database name").to_string();
-    let fleet = fleet(url.clone()).await;
-    let created = fleet
-        .order(&fleet.a, &fleet.a, "locked-1", &order("acme", "4100"))
-        .await;
-    let id = created["id"].as_str().expect("an id").to_string();
-    fleet.wait_for_state(&fleet.a, &id, "committed").await;
+    let (fleet, name) = fleet_with_an_order(&url, "locked-1").await;
 
     // As a newer coordinator's migration would: the migrations' lock for the session, and
     // the feed for a transaction. Each is let go when the test says (or ends).
@@ -792,13 +799,7 @@ async fn a_write_waiting_on_a_lock_gives_up_and_stores_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_migration_that_adds_indexes_holds_no_write_of_the_running_coordinators() {
     let Some(url) = fresh_postgres() else { return };
-    let name = url.rsplit('/').next().expect("a database name").to_string();
-    let fleet = fleet(url.clone()).await;
-    let created = fleet
-        .order(&fleet.a, &fleet.a, "before-1", &order("acme", "4100"))
-        .await;
-    let before = created["id"].as_str().expect("an id").to_string();
-    fleet.wait_for_state(&fleet.a, &before, "committed").await;
+    let (fleet, name) = fleet_with_an_order(&url, "before-1").await;
 
     back_to_schema_19(&url);
     // A long transaction on the intents, open until the test lets it go.

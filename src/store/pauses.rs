@@ -164,16 +164,22 @@ pub(crate) fn pause_from_row(r: &Row<'_>) -> Result<Pause, StoreError> {
     Ok(Pause {
         seq: r.get(0)?,
         command_id: r.get(1)?,
-        scope: PauseScope {
-            tenant: r.get(2)?,
-            provider: r.get(3)?,
-            tool: r.get(4)?,
-            operation: r.get(5)?,
-            intent_id: r.get(6)?,
-        },
+        scope: scope_from_row(r, 2)?,
         reason: r.get(7)?,
         created_by: r.get(8)?,
         created_at_ms: r.get(9)?,
         resumed_at_ms: r.get(10)?,
+    })
+}
+
+/// A pause's scope from the row's columns `first..first + 5`: tenant, provider, tool,
+/// operation, intent.
+pub(crate) fn scope_from_row(r: &Row<'_>, first: usize) -> Result<PauseScope, StoreError> {
+    Ok(PauseScope {
+        tenant: r.get(first)?,
+        provider: r.get(first + 1)?,
+        tool: r.get(first + 2)?,
+        operation: r.get(first + 3)?,
+        intent_id: r.get(first + 4)?,
     })
 }

@@ -506,15 +506,7 @@ impl Store {
                 u64::from(few) + 1
             ),
             params![],
-            |r| {
-                Ok(PauseScope {
-                    tenant: r.get(0)?,
-                    provider: r.get(1)?,
-                    tool: r.get(2)?,
-                    operation: r.get(3)?,
-                    intent_id: r.get(4)?,
-                })
-            },
+            |r| super::pauses::scope_from_row(r, 0),
         )?;
         Ok((scopes.len() as u64 <= u64::from(few)).then_some(scopes))
     }
