@@ -801,14 +801,7 @@ async fn a_migration_that_adds_indexes_holds_no_write_of_the_running_coordinator
     let Some(url) = fresh_postgres() else { return };
     let (fleet, name) = fleet_with_an_order(&url, "before-1").await;
 
-    back_to_schema_19(&url);
-    // A long transaction on the intents, open until the test lets it go.
-    let (release, holder) = hold(
-        url.clone(),
-        String::new(),
-        "LOCK TABLE intents IN ROW EXCLUSIVE MODE",
-    )
-    .await;
+    let (release, holder) = back_to_schema_19_the_intents_held(&url).await;
     // A build of migration 20's second index, cut short while it waits: left invalid.
     let leftover = {
         let url = url.clone();
@@ -882,13 +875,7 @@ async fn an_older_coordinator_waiting_for_the_migrations_lock_does_not_end_a_bui
     finished(open_in_the_background(&url))
         .await
         .expect("the schema is made");
-    back_to_schema_19(&url);
-    let (release, holder) = hold(
-        url.clone(),
-        String::new(),
-        "LOCK TABLE intents IN ROW EXCLUSIVE MODE",
-    )
-    .await;
+    let (release, holder) = back_to_schema_19_the_intents_held(&url).await;
     let migrating = open_in_the_background(&url);
     wait_for_a_build(&name).await;
     // As a coordinator of an earlier build connects: the lock waited for in a transaction.
@@ -925,6 +912,20 @@ async fn an_older_coordinator_waiting_for_the_migrations_lock_does_not_end_a_bui
     release.send(()).expect("the holder waits");
     holder.join().expect("the holder let go");
     assert_schema_20(&url);
+}
+
+/// Take the database at `url` back to before migration 20, and open a long transaction on
+/// its intents (a long write, a `LOCK TABLE`), which [`hold`]'s sender lets go.
+async fn back_to_schema_19_the_intents_held(
+    url: &str,
+) -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    back_to_schema_19(url);
+    hold(
+        url.to_string(),
+        String::new(),
+        "LOCK TABLE intents IN ROW EXCLUSIVE MODE",
+    )
+    .await
 }
 
 /// Take the database at `url` back to before migration 20.
