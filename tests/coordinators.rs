@@ -914,6 +914,50 @@ async fn an_older_coordinator_waiting_for_the_migrations_lock_does_not_end_a_bui
     assert_schema_20(&url);
 }
 
+/// A migration whose second index cannot be built (its name taken by a table of someone
+/// else's) fails the start, and leaves nothing of itself: the first index, built, is
+/// dropped again, and the version stays. A coordinator of an earlier build that knows the
+/// migration builds its indexes in a transaction, and would otherwise meet the first by
+/// name. Once the name is free, the next start builds both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_migration_that_fails_part_way_leaves_nothing_of_itself() {
+    let Some(url) = fresh_postgres() else { return };
+    finished(open_in_the_background(&url))
+        .await
+        .expect("the schema is made");
+    back_to_schema_19(&url);
+    admin_on(&url, |client| {
+        client
+            .batch_execute("CREATE TABLE intents_locale (x INTEGER)")
+            .expect("the name is taken");
+    });
+    let refused = finished(open_in_the_background(&url))
+        .await
+        .expect_err("the migration fails");
+    assert!(refused.contains("intents_locale"), "{refused}");
+    assert_eq!(
+        index_valid(&url, "intents_tier"),
+        None,
+        "the first index is dropped"
+    );
+    let version = admin_on(&url, |client| {
+        client
+            .query_one("SELECT max(version) FROM intentdesk_schema", &[])
+            .expect("the version")
+            .get::<_, i64>(0)
+    });
+    assert_eq!(version, 19);
+    admin_on(&url, |client| {
+        client
+            .batch_execute("DROP TABLE intents_locale")
+            .expect("the name is free");
+    });
+    finished(open_in_the_background(&url))
+        .await
+        .expect("the migration runs");
+    assert_schema_20(&url);
+}
+
 /// Take the database at `url` back to before migration 20, and open a long transaction on
 /// its intents (a long write, a `LOCK TABLE`), which [`hold`]'s sender lets go.
 async fn back_to_schema_19_the_intents_held(

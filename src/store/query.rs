@@ -225,13 +225,14 @@ pub(crate) struct Known {
     /// coordinator's own store; PostgreSQL has them, and plans each list for its values).
     /// The filter then tells it: each pause's scope is searched through one index only
     /// ([`super::pauses::scope_condition_with`]), and when the intents of the providers or
-    /// the pauses are read first, the filter's other columns are written so that no index
-    /// is taken for them.
+    /// the pauses are read first, the filter's columns most intents share (tenant, state,
+    /// operation, tool, release, locale, tier) are written so that no index is taken for
+    /// them.
     pub(crate) no_statistics: bool,
     /// The intents the pauses hold are few ([`few_paused_intents`]): they are read first,
-    /// through their scopes' indexes, and each intent by its key, whatever else the filter
-    /// names (a tenant-scoped caller's tenant, whose index the planner would otherwise
-    /// walk, asking each of its intents).
+    /// through their scopes' indexes, and each intent by its key (on SQLite only, whose
+    /// planner would otherwise walk the index of a tenant-scoped caller's tenant, asking
+    /// each of its intents).
     pub(crate) paused_first: bool,
 }
 
@@ -352,19 +353,13 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
     let mut w = Where::default();
     // Read first, the providers' or the pauses' few intents are each found by its key; an
     // index of the filter's other columns (a tenant-scoped caller's tenant) would be walked
-    // instead, asking each of its intents, were the planner left to guess.
+    // instead, asking each of its intents, were the planner left to guess. A workflow, a
+    // time range and many attempts, which may name fewer intents still, keep theirs.
     let read_first = known.no_statistics
         && (known.paused_first || known.providers == ProviderMatch::FromTheProviders);
     let text = |column: &str| {
         if read_first {
             format!("(i.{column} || '')")
-        } else {
-            format!("i.{column}")
-        }
-    };
-    let number = |column: &str| {
-        if read_first {
-            format!("(i.{column} + 0)")
         } else {
             format!("i.{column}")
         }
@@ -381,7 +376,7 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
     w.any_of(&text("operation"), &f.operations);
     w.any_of(&text("tool"), &f.tools);
     w.any_of(&text("release_id"), &f.releases);
-    w.any_of(&text("workflow_id"), &f.workflows);
+    w.any_of("i.workflow_id", &f.workflows);
     w.any_of(&text("locale"), &names(&f.locales, Locale::as_str));
     w.any_of(&text("tier"), &names(&f.tiers, ConsequenceTier::as_str));
     if !f.providers.is_empty() {
@@ -402,15 +397,15 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
     }
     if let Some(since) = f.since_ms {
         let m = w.bind(super::to_i64(since));
-        w.push(&format!("{} >= {m}", number("created_at_ms")));
+        w.push(&format!("i.created_at_ms >= {m}"));
     }
     if let Some(until) = f.until_ms {
         let m = w.bind(super::to_i64(until));
-        w.push(&format!("{} < {m}", number("created_at_ms")));
+        w.push(&format!("i.created_at_ms < {m}"));
     }
     if let Some(min) = f.min_attempts {
         let m = w.bind(i64::from(min));
-        w.push(&format!("{} >= {m}", number("attempts")));
+        w.push(&format!("i.attempts >= {m}"));
     }
     match (f.paused, &known.pauses) {
         (None, _) => {}
@@ -539,7 +534,8 @@ impl Store {
             _ => None,
         };
         let paused_by_index = narrow_pauses.is_some();
-        let paused_first = match narrow_pauses {
+        // PostgreSQL plans the scopes written in place by its statistics.
+        let paused_first = match narrow_pauses.filter(|_| no_statistics) {
             Some(scopes) => {
                 few_paused_intents(&*self.conn, scopes, no_statistics, self.few_read_first)?
             }

@@ -24,8 +24,18 @@ const MIGRATION_LOCK: i64 = 0x1D_E5C0;
 /// operator who finds coordinators slow to start sees why.
 pub const WAITING_FOR_A_MIGRATION: &str = "intentdesk waiting for a migration";
 
-/// Bring the database up to the newest schema.
+/// Bring the database up to the newest schema. Its statements run without the statement
+/// limit the URL may set (an index build on a big table takes as long as it takes); the
+/// limit stands again after.
 pub fn migrate(conn: &PgConn) -> Result<(), StoreError> {
+    conn.batch("SET statement_timeout = 0")?;
+    let outcome = migrate_unlimited(conn);
+    let reset = conn.batch("RESET statement_timeout");
+    outcome?;
+    reset
+}
+
+fn migrate_unlimited(conn: &PgConn) -> Result<(), StoreError> {
     let mut ended = 0;
     loop {
         hold_migration_lock(conn)?;
@@ -126,10 +136,18 @@ fn migrate_held(conn: &PgConn) -> Result<(), StoreError> {
         let version = index as i64 + 1;
         match index_builds(sql) {
             Some(builds) => {
-                for build in builds {
+                for (done, build) in builds.iter().enumerate() {
                     let started = std::time::Instant::now();
                     tracing::info!(migration = version, index = %build.name, "building an index beside the running coordinators' writes");
-                    build_concurrently(conn, &build)?;
+                    if let Err(e) = build_concurrently(conn, build) {
+                        // A migration is there whole or not at all: a coordinator of an
+                        // earlier build that knows it builds its indexes in a transaction,
+                        // and would meet those already built by name.
+                        for built in &builds[..done] {
+                            drop_index(conn, &built.name);
+                        }
+                        return Err(e);
+                    }
                     tracing::info!(migration = version, index = %build.name, ms = started.elapsed().as_millis() as u64, "index built");
                 }
                 in_transaction(conn, |conn| set_version(conn, version))?;
@@ -230,18 +248,25 @@ fn build_concurrently(conn: &PgConn, build: &IndexBuild) -> Result<(), StoreErro
         conn.batch(&format!("DROP INDEX CONCURRENTLY IF EXISTS {}", build.name))?;
     }
     if let Err(e) = conn.batch(&build.sql) {
-        if let Err(left) = conn.batch(&format!("DROP INDEX CONCURRENTLY IF EXISTS {}", build.name))
-        {
-            tracing::warn!(index = %build.name, error = %left, "a failed index build left its index; the next start drops it");
-        }
+        drop_index(conn, &build.name);
         return Err(e);
     }
     match index_valid(conn, &build.name)? {
         Some(true) => Ok(()),
         _ => Err(StoreError::Database(format!(
-            "the index {} was not left valid by its build",
+            "the index {} is not there and valid after its build: is its name taken by \
+             another table or index?",
             build.name
         ))),
+    }
+}
+
+/// Drop the index `name` without holding writes to its table, if it is there; a failure is
+/// only logged (the next start drops an invalid index, and builds one left valid again
+/// only if it is missing).
+fn drop_index(conn: &PgConn, name: &str) {
+    if let Err(e) = conn.batch(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}")) {
+        tracing::warn!(index = %name, error = %e, "an index of an unfinished migration was not dropped");
     }
 }
 
