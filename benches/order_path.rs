@@ -7,11 +7,12 @@
 //! Run: `cargo bench --bench order_path [-- ORDERS]` (20,000 orders by default);
 //! `STATEMENTS=1` adds each step's costliest statements, `STATEMENTS=full` all of them
 //! whole; `EXPERIMENT_DROP=index,index` drops those indexes first, to measure what each
-//! costs the writer (the figures in BENCHMARKS.md); `HISTORY=n` and `RESUMED_PAUSES=n` give
-//! the store a past first (finished intents, pauses made and resumed), to measure whether
-//! an order costs more on a store that has run for a while. The file is synced at checkpoints only
-//! (`process_crash`), as the writer's own connection commits when a syncer of its own
-//! answers the writes (`store::sqlite::sync`): the sync is not the writer's time.
+//! costs the writer (the figures in docs/throughput-log.md); `HISTORY=n` and
+//! `RESUMED_PAUSES=n` give the store a past first (finished intents, pauses made and
+//! resumed), to measure whether an order costs more on a store that has run for a while.
+//! The file is synced at checkpoints only (`process_crash`), as the writer's own connection
+//! commits when a syncer of its own answers the writes (`store::sqlite::sync`): the sync is
+//! not the writer's time.
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -366,12 +366,13 @@ CREATE INDEX intents_open_deadline ON intents (deadline_at_ms)
     // 14: a webhook's deliveries are remembered under the intent they receipt. Keyed by the
     // connector and the action key, which begins with the tenant, each first delivery's entry
     // landed in one of as many places as there are tenants: about eleven of the log's 120
-    // pages a group commit wrote under whole orders over 16 tenants (BENCHMARKS.md). Keyed by
-    // the intent's sequence they land at the end, beside each other; the key is the table
-    // (no rowid beside it), and the connector and the action key are the intent's own. An
-    // event id repeated for another intent is a delivery of its own, as before. No foreign
-    // key: intents are never deleted, and PostgreSQL would check the copy row by row with
-    // the intents table locked against writes.
+    // pages a group commit wrote under whole orders over 16 tenants
+    // (docs/throughput-log.md). Keyed by the intent's sequence they land at the end, beside
+    // each other; the key is the table (no rowid beside it), and the connector and the
+    // action key are the intent's own. An event id repeated for another intent is a
+    // delivery of its own, as before. No foreign key: intents are never deleted, and
+    // PostgreSQL would check the copy row by row with the intents table locked against
+    // writes.
     //
     // `webhook_events` stays as it was, unread from here on: coordinators of schema 13 still
     // running while a newer one migrates go on recording there (a repeat of a delivery one

@@ -14,7 +14,7 @@
 //! be refused. The wait is set with the `busy_timeout` pragma, which answers with a row:
 //! run as a statement that answers nothing, it failed, the log was never started over, and
 //! under load it grew past 1.7 GiB, every commit paying the file system for new blocks
-//! (BENCHMARKS.md, the throughput section).
+//! (docs/throughput-log.md).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,8 +25,8 @@ use crate::store::sql::ConnExt;
 use crate::store::{Durability, Store, StoreError};
 
 /// The log's length past which the writer starts it over: 16 MiB, in frames of the file's
-/// page size. Against 64 MiB: creates 8-15 % faster, whole orders the same (BENCHMARKS.md,
-/// the throughput section).
+/// page size. Against 64 MiB: creates 8-15 % faster, whole orders the same
+/// (docs/throughput-log.md).
 pub const RESTART_BYTES: u64 = 16 << 20;
 
 /// How many frames the log holds, as the writer's connection last said after a commit.
@@ -47,7 +47,7 @@ impl LogLength {
 /// How often the checkpointer copies the log while writes go on. Each copy writes a page
 /// once however often it changed since the last, and syncs the database file once, beside
 /// the syncer's syncs of the log: every 100 ms made whole orders 6-9 % slower than every
-/// second (BENCHMARKS.md, the throughput section).
+/// second (docs/throughput-log.md).
 const PERIOD: Duration = Duration::from_secs(1);
 
 /// The checkpointer of one database file.

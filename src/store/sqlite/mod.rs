@@ -44,7 +44,8 @@ pub(super) const BUSY_TIMEOUT_MS: u64 = 10_000;
 /// at commit and into the file at the checkpoint (and into a savepoint's journal, where a
 /// group runs again with savepoints after a failed write). Half
 /// of SQLite's default halves those copies for a few more pages on the deeper trees:
-/// whole orders ran 14 % faster and the log per order shrank by a third (BENCHMARKS.md).
+/// whole orders ran 14 % faster and the log per order shrank by a third; measured again without
+/// savepoints, 1 KiB and 4 KiB pages both cost the writer more (docs/throughput-log.md).
 pub(super) const PAGE_SIZE: i64 = 2048;
 
 /// A connection to the file with its pragmas set and its schema brought up to date.
@@ -131,7 +132,7 @@ pub fn open_writer_profiled(
 /// table, a pointer a page: with 64 MiB (32,768 pages) 2.9 % of the coordinator's CPU, with
 /// this 0.3 %. What the writer reads is mostly what it wrote a moment before (the last
 /// pages of each index, the rows of the intents in flight); what falls out is read back
-/// from the operating system's cache (BENCHMARKS.md).
+/// from the operating system's cache (docs/throughput-log.md).
 const WRITER_CACHE_KIB: i64 = 8_192;
 
 fn writer_connection(path: &Path, durability: Durability) -> Result<Connection, StoreError> {
