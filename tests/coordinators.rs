@@ -449,15 +449,7 @@ fn admin_sql(sql: &str) {
 /// (the synchronous client must not run on the test's runtime).
 fn admin<T: Send>(f: impl FnOnce(&mut postgres::Client) -> T + Send) -> T {
     let admin = std::env::var(common::backends::POSTGRES_ENV).expect("the test server");
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut client =
-                postgres::Client::connect(&admin, postgres::NoTls).expect("the server answers");
-            f(&mut client)
-        })
-        .join()
-        .expect("the admin statement ran")
-    })
+    admin_on(&admin, f)
 }
 
 /// Drop every session on database `name` and wait until the server has none left:
@@ -1049,7 +1041,8 @@ async fn wait_for_a_build(name: &str) {
     }
 }
 
-/// Run `f` with a client of the database at `url`, on a thread of its own.
+/// Run `f` with a client of the database at `url`, on a thread of its own (the synchronous
+/// client must not run on the test's runtime).
 fn admin_on<T: Send>(url: &str, f: impl FnOnce(&mut postgres::Client) -> T + Send) -> T {
     std::thread::scope(|s| {
         s.spawn(|| {

@@ -29,6 +29,28 @@ fn naming<'a>(plan: &'a [String], alias: &str) -> Vec<&'a String> {
         .collect()
 }
 
+/// The plans of a list's count and of its page of 51 ordered by `order`, its filter written
+/// from what the list learned of the store (`known`).
+fn list_plans(
+    store: &Store,
+    filter: &super::query::IntentFilter,
+    known: super::query::Known,
+    order: &str,
+) -> [Vec<String>; 2] {
+    let w = super::query::filter_where_knowing(filter, known);
+    let values = super::sql::params_of(&w.values);
+    let count = plan(store, &super::query::count_sql(&w), &values);
+    let page = plan(
+        store,
+        &format!(
+            "SELECT i.id FROM intents i WHERE {} ORDER BY {order} LIMIT 51",
+            w.sql()
+        ),
+        &values,
+    );
+    [count, page]
+}
+
 /// Every step searches an index or a key for what it needs: none walks a whole table or a
 /// whole index, and none sorts what it found.
 fn bounded(plan: &[String]) -> bool {
@@ -100,8 +122,7 @@ fn an_intents_pause_is_looked_for_among_the_pauses_in_force() {
 /// asked of each intent, which finds a page of them soon.
 #[test]
 fn a_few_providers_intents_are_read_through_the_providers_index() {
-    use super::query::{IntentFilter, Known, ProviderMatch, count_sql, filter_where_knowing};
-    use super::sql::params_of;
+    use super::query::{IntentFilter, Known, ProviderMatch};
     let (_dir, store) = store();
     // Only the providers' rows are asked for: no intent needs to be there.
     store
@@ -135,17 +156,12 @@ fn a_few_providers_intents_are_read_through_the_providers_index() {
         providers: ProviderMatch::FromTheProviders,
         ..Known::default()
     };
-    let w = filter_where_knowing(&filter("rare"), known);
-    let count = plan(&store, &count_sql(&w), &params_of(&w.values));
-    let page = plan(
+    for steps in list_plans(
         &store,
-        &format!(
-            "SELECT i.id FROM intents i WHERE {} ORDER BY +i.attempts DESC, i.seq DESC LIMIT 51",
-            w.sql()
-        ),
-        &params_of(&w.values),
-    );
-    for steps in [count, page] {
+        &filter("rare"),
+        known,
+        "+i.attempts DESC, i.seq DESC",
+    ) {
         assert!(
             steps
                 .iter()
@@ -204,8 +220,7 @@ fn a_tiers_and_a_locales_intents_are_read_through_their_index() {
 /// ask each intent whether a pause covers it, which read every intent.
 #[test]
 fn a_few_pauses_intents_are_read_through_the_intents_indexes() {
-    use super::query::{IntentFilter, Known, count_sql, filter_where_knowing};
-    use super::sql::params_of;
+    use super::query::{IntentFilter, Known};
     use crate::wire::PauseScope;
     let (_dir, store) = store();
     let filter = IntentFilter {
@@ -228,19 +243,7 @@ fn a_few_pauses_intents_are_read_through_the_intents_indexes() {
             ..PauseScope::default()
         },
     ];
-    let reads = |known: Known| {
-        let w = filter_where_knowing(&filter, known);
-        let count = plan(&store, &count_sql(&w), &params_of(&w.values));
-        let page = plan(
-            &store,
-            &format!(
-                "SELECT i.id FROM intents i WHERE {} ORDER BY +i.seq DESC LIMIT 51",
-                w.sql()
-            ),
-            &params_of(&w.values),
-        );
-        [count, page]
-    };
+    let reads = |known: Known| list_plans(&store, &filter, known, "+i.seq DESC");
     for steps in reads(Known {
         pauses: Some(scopes),
         no_statistics: true,
@@ -269,8 +272,7 @@ fn a_few_pauses_intents_are_read_through_the_intents_indexes() {
 /// the tenant's intents asking each.
 #[test]
 fn a_tenants_paused_intents_are_read_first_when_few() {
-    use super::query::{IntentFilter, Known, count_sql, filter_where_knowing};
-    use super::sql::params_of;
+    use super::query::{IntentFilter, Known};
     use crate::wire::PauseScope;
     let (_dir, store) = store();
     let filter = IntentFilter {
@@ -299,8 +301,7 @@ fn a_tenants_paused_intents_are_read_first_when_few() {
             .iter()
             .any(|s| s.contains("intents_tenant_state"))
     };
-    let w = filter_where_knowing(&filter, known(true));
-    let steps = plan(&store, &count_sql(&w), &params_of(&w.values));
+    let [steps, _] = list_plans(&store, &filter, known(true), "+i.seq DESC");
     let by_key = |steps: &[String]| {
         steps
             .iter()
@@ -311,8 +312,7 @@ fn a_tenants_paused_intents_are_read_first_when_few() {
         "{steps:?}"
     );
     // Written in place, the tenant's index is walked, each of its intents asked.
-    let w = filter_where_knowing(&filter, known(false));
-    let steps = plan(&store, &count_sql(&w), &params_of(&w.values));
+    let [steps, _] = list_plans(&store, &filter, known(false), "+i.seq DESC");
     assert!(!by_key(&steps) && tenants_index(&steps), "{steps:?}");
 }
 
