@@ -509,10 +509,20 @@ fn enqueue_dispatch(
         "INSERT INTO intent_providers (provider, intent_seq) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
         params![intent.connector, seq],
     )?;
+    // The send's payload is the canonical arguments. Where those are kept apart (and an
+    // outbox row is written again at its claim and at its end), the row leaves it empty and
+    // its claim reads them (`outbox::claim_row`).
+    let payload = if tx.dialect().payload_apart() {
+        "''"
+    } else {
+        "i.canonical_json"
+    };
     tx.run_held(
-        "INSERT INTO outbox (intent_seq, attempt_seq, action_key, connector, operation, payload_json, status, \
-         available_at_ms, created_at_ms) \
-         SELECT ?1, ?2, action_key, connector, operation, canonical_json, 'pending', ?3, ?4 FROM intents WHERE seq = ?1",
+        &format!(
+            "INSERT INTO outbox (intent_seq, attempt_seq, action_key, connector, operation, payload_json, status, \
+             available_at_ms, created_at_ms) \
+             SELECT ?1, ?2, i.action_key, i.connector, i.operation, {payload}, 'pending', ?3, ?4 FROM intents i WHERE i.seq = ?1"
+        ),
         params![seq, attempt_seq, to_i64(plan.available_at_ms), now],
     )?;
     Ok(())

@@ -124,6 +124,10 @@ impl Store {
         );
         // Each attempt row waits for its intent's seq: (intent number, the row without it).
         let mut attempts: Vec<(u64, &str, Vec<Value>)> = Vec::new();
+        // As the coordinator writes them: the arguments in a row of their own where the
+        // dialect keeps them so, each waiting for its intent's seq too.
+        let apart = self.conn.dialect().payload_apart();
+        let mut payloads: Vec<(u64, String)> = Vec::new();
         let mut n = 0;
         while n < spec.intents {
             self.conn.batch("BEGIN")?;
@@ -183,10 +187,15 @@ impl Store {
                     operation.into(),
                     tool.into(),
                     tier.into(),
-                    args.clone().into(),
-                    args.clone().into(),
+                    (if apart { "" } else { &args }).into(),
+                    (if apart { "" } else { &args }).into(),
                     hash.into(),
-                    search_form(&args).into(),
+                    (if apart {
+                        String::new()
+                    } else {
+                        search_form(&args)
+                    })
+                    .into(),
                     release.into(),
                     locale.into(),
                     "erp".into(),
@@ -245,6 +254,9 @@ impl Store {
                     ));
                     stats.attempts += 1;
                 }
+                if apart {
+                    payloads.push((n, args));
+                }
                 stats.intents += 1;
                 n += 1;
             }
@@ -270,6 +282,20 @@ impl Store {
                 "ON CONFLICT DO NOTHING",
                 2,
             );
+            let mut payload_rows = Rows::new(
+                "INSERT INTO intent_payloads (intent_seq, args_json, canonical_json, search_text)",
+                "",
+                4,
+            );
+            for (number, args) in payloads.drain(..) {
+                let seq = seqs[(number - first) as usize];
+                payload_rows.push(vec![
+                    Value::Int(seq),
+                    args.as_str().into(),
+                    args.as_str().into(),
+                    search_form(&args).into(),
+                ]);
+            }
             let mut seen = std::collections::HashSet::new();
             for (number, provider, mut row) in attempts.drain(..) {
                 let seq = seqs[(number - first) as usize];
@@ -279,6 +305,7 @@ impl Store {
                 row.insert(1, Value::Int(seq));
                 attempt_rows.push(row);
             }
+            payload_rows.write(tx.as_conn(), 500, &mut |_| Ok(()))?;
             attempt_rows.write(tx.as_conn(), 400, &mut |_| Ok(()))?;
             providers.write(tx.as_conn(), 1000, &mut |_| Ok(()))?;
             tx.batch("COMMIT")?;

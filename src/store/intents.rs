@@ -468,6 +468,13 @@ impl Intents for Store {
         }
         let action_key = ActionKey::new(&new.operation, &new.tenant, &new.id);
         let now = to_i64(new.created_at_ms);
+        // Where the arguments go: the intent's row, or one of their own (migration 21).
+        let apart = tx.dialect().payload_apart();
+        let (args_json, canonical_json, search_text) = if apart {
+            ("", "", "")
+        } else {
+            (&*new.args_json, &*new.canonical_json, &*new.search_text)
+        };
         let seq: i64 = tx.insert_seq(
             "INSERT INTO intents (id, tenant, caller_key, actor, purpose, operation, tool, tier, args_json, \
              canonical_json, args_hash, search_text, release_id, locale, connector, action_key, state, \
@@ -484,10 +491,10 @@ impl Intents for Store {
                 new.operation,
                 new.tool,
                 new.tier.as_str(),
-                new.args_json,
-                new.canonical_json,
+                args_json,
+                canonical_json,
                 new.args_hash,
-                new.search_text,
+                search_text,
                 new.release_id,
                 new.locale.as_str(),
                 new.connector,
@@ -514,6 +521,13 @@ impl Intents for Store {
         if claimed_key == 0 {
             drop(tx);
             return self.create_or_replay(new);
+        }
+        if apart {
+            tx.run_held(
+                "INSERT INTO intent_payloads (intent_seq, args_json, canonical_json, search_text) \
+                 VALUES (?1, ?2, ?3, ?4)",
+                params![seq, new.args_json, new.canonical_json, new.search_text],
+            )?;
         }
         tx.run_held(
             "INSERT INTO transitions (intent_seq, from_state, to_state, event, at_ms) VALUES \
@@ -554,9 +568,10 @@ impl Intents for Store {
     }
 
     fn canonical_args(&mut self, id: &IntentId) -> Result<String, StoreError> {
+        let canonical = self.conn.dialect().payload_column("canonical_json");
         self.conn
             .one(
-                "SELECT canonical_json FROM intents WHERE id = ?1",
+                &format!("SELECT {canonical} FROM intents i WHERE i.id = ?1"),
                 params![id.as_str()],
                 |r| r.get(0),
             )
@@ -682,8 +697,13 @@ type Loader = fn(&dyn Conn, &IntentId) -> Result<(i64, Intent), StoreError>;
 fn with_args(store: &mut Store, id: &IntentId, load: Loader) -> Result<Intent, StoreError> {
     let tx = store.conn.savepoint()?;
     let (seq, mut intent) = load(&tx, id)?;
+    let dialect = tx.dialect();
     let (args, canonical): (String, String) = tx.one(
-        "SELECT args_json, canonical_json FROM intents WHERE seq = ?1",
+        &format!(
+            "SELECT {}, {} FROM intents i WHERE i.seq = ?1",
+            dialect.payload_column("args_json"),
+            dialect.payload_column("canonical_json")
+        ),
         params![seq],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;

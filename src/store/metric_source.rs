@@ -277,8 +277,8 @@ impl MetricSource for Store {
         if filter.q.as_deref().is_none_or(|q| q.trim().is_empty()) && filter.paused.is_none() {
             return Ok(None);
         }
-        let w = filter_where(filter);
-        let sql = format!("SELECT i.seq FROM intents i WHERE {}", w.sql());
+        let w = filter_where(filter, self.conn.dialect());
+        let sql = format!("SELECT i.seq FROM intents i{} WHERE {}", w.joins(), w.sql());
         let seqs = self
             .conn
             .rows(&sql, &params_of(&w.values), |r| r.get::<i64>(0))?;

@@ -82,10 +82,11 @@ impl Metrics for Store {
         filter: &MetricFilter,
         now_ms: u64,
     ) -> Result<IndeterminateSummary, StoreError> {
-        let mut w = filter_where(filter);
+        let mut w = filter_where(filter, self.conn.dialect());
         w.push("i.state = 'indeterminate'");
         let sql = format!(
-            "SELECT i.indeterminate_since_ms FROM intents i WHERE {} ORDER BY 1",
+            "SELECT i.indeterminate_since_ms FROM intents i{} WHERE {} ORDER BY 1",
+            w.joins(),
             w.sql()
         );
         let ages: Vec<u64> = self.conn.rows(&sql, &params_of(&w.values), |r| {
@@ -108,8 +109,9 @@ impl Metrics for Store {
         now_ms: u64,
         releases: &ReleaseRegistry,
     ) -> Result<Summary, StoreError> {
-        let w = filter_where(filter);
+        let w = filter_where(filter, self.conn.dialect());
         let cond = w.sql();
+        let joins = w.joins();
         let bound = params_of(&w.values);
         let values = || bound.as_slice();
 
@@ -117,7 +119,7 @@ impl Metrics for Store {
         let mut budget_exceeded = 0;
         {
             let sql = format!(
-                "SELECT i.attempts, i.attempts > i.max_attempts, count(*) FROM intents i WHERE {cond} GROUP BY 1, 2"
+                "SELECT i.attempts, i.attempts > i.max_attempts, count(*) FROM intents i{joins} WHERE {cond} GROUP BY 1, 2"
             );
             let rows = self.conn.rows(&sql, values(), |r| {
                 Ok((r.get::<i64>(0)?, r.get::<bool>(1)?, r.get::<i64>(2)?))
@@ -134,7 +136,8 @@ impl Metrics for Store {
 
         let mut states = std::collections::BTreeMap::new();
         {
-            let sql = format!("SELECT i.state, count(*) FROM intents i WHERE {cond} GROUP BY 1");
+            let sql =
+                format!("SELECT i.state, count(*) FROM intents i{joins} WHERE {cond} GROUP BY 1");
             let rows = self.conn.rows(&sql, values(), |r| {
                 Ok((r.get::<String>(0)?, r.get::<i64>(1)?))
             })?;
@@ -143,7 +146,7 @@ impl Metrics for Store {
             }
         }
         let count_where =
-            |extra: &str| format!("SELECT count(*) FROM intents i WHERE {cond} AND {extra}");
+            |extra: &str| format!("SELECT count(*) FROM intents i{joins} WHERE {cond} AND {extra}");
         let dispatched: i64 = self.conn.one(
             &count_where("i.first_dispatch_at_ms IS NOT NULL"),
             values(),
@@ -152,21 +155,21 @@ impl Metrics for Store {
         let duplicate_effects: i64 = self.conn.one(
             &format!(
                 "SELECT count(*) FROM (SELECT DISTINCT r.intent_seq, r.downstream_id \
-                 FROM receipts r JOIN intents i ON i.seq = r.intent_seq \
+                 FROM receipts r JOIN intents i ON i.seq = r.intent_seq{joins} \
                  WHERE {cond} AND r.authoritative = 0 AND r.downstream_id IS DISTINCT FROM i.downstream_ref) d"
             ),
             values(),
             |r| r.get(0),
         )?;
         let late_results: i64 = self.conn.one(
-            &format!("SELECT count(*) FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} AND a.late = 1"),
+            &format!("SELECT count(*) FROM attempts a JOIN intents i ON i.seq = a.intent_seq{joins} WHERE {cond} AND a.late = 1"),
             values(),
             |r| r.get(0),
         )?;
         let (with_two, diverged): (i64, i64) = if !releases.releases.is_empty() {
             let sql = format!(
                 "SELECT a.intent_seq, i.operation, coalesce(a.release_id, i.release_id), a.proposal_hash \
-                 FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} \
+                 FROM attempts a JOIN intents i ON i.seq = a.intent_seq{joins} WHERE {cond} \
                  AND a.proposal_hash IS NOT NULL ORDER BY a.intent_seq, a.seq"
             );
             let rows: Vec<(i64, String, String, String)> = self.conn.rows(&sql, values(), |r| {
@@ -195,7 +198,7 @@ impl Metrics for Store {
             self.conn.one(
             &format!(
                 "SELECT count(*), CAST(coalesce(sum(CASE WHEN d > 1 THEN 1 ELSE 0 END), 0) AS BIGINT) FROM (SELECT count(DISTINCT a.proposal_hash) AS d, count(*) AS n \
-                 FROM attempts a JOIN intents i ON i.seq = a.intent_seq WHERE {cond} AND a.proposal_hash IS NOT NULL \
+                 FROM attempts a JOIN intents i ON i.seq = a.intent_seq{joins} WHERE {cond} AND a.proposal_hash IS NOT NULL \
                  GROUP BY a.intent_seq HAVING count(*) >= 2) AS per_intent"
             ),
             values(),
@@ -204,7 +207,8 @@ impl Metrics for Store {
         };
         let mut per_intent_lookups: Vec<u64> = Vec::new();
         {
-            let sql = format!("SELECT i.lookups, count(*) FROM intents i WHERE {cond} GROUP BY 1");
+            let sql =
+                format!("SELECT i.lookups, count(*) FROM intents i{joins} WHERE {cond} GROUP BY 1");
             let rows = self
                 .conn
                 .rows(&sql, values(), |r| Ok((r.get::<i64>(0)?, r.get::<i64>(1)?)))?;
@@ -257,7 +261,7 @@ impl Metrics for Store {
         let on_attempts = matches!(metric, "attempts" | "amplification" | "late_results");
         let group = group_column(group_by, on_attempts)
             .ok_or_else(|| StoreError::Conflict(format!("unknown group_by `{group_by}`")))?;
-        let mut w = filter_where(filter);
+        let mut w = filter_where(filter, self.conn.dialect());
         let b = w.bind(to_i64(bucket_ms));
         let (time, from_table, value) = match metric {
             "attempts" => (
@@ -305,8 +309,9 @@ impl Metrics for Store {
         let t = w.bind(to_i64(to_ms));
         w.push(&format!("{time} >= {f} AND {time} < {t}"));
         let sql = format!(
-            "SELECT ({time} / {b}) * {b} AS bucket, {group} AS g, {value}, count(*) FROM {from_table} WHERE {} \
+            "SELECT ({time} / {b}) * {b} AS bucket, {group} AS g, {value}, count(*) FROM {from_table}{} WHERE {} \
              GROUP BY bucket, g ORDER BY bucket, g",
+            w.joins(),
             w.sql()
         );
         self.conn.rows(&sql, &params_of(&w.values), |r| {

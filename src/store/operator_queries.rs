@@ -142,10 +142,11 @@ impl OperatorQueries for Store {
         filter: &IntentFilter,
         now_ms: u64,
     ) -> Result<Vec<TenantCounts>, StoreError> {
-        let w = filter_where(filter);
+        let w = filter_where(filter, self.conn.dialect());
         let sql = format!(
-            "SELECT i.tenant, i.state, count(*), min(i.indeterminate_since_ms) FROM intents i WHERE {} \
+            "SELECT i.tenant, i.state, count(*), min(i.indeterminate_since_ms) FROM intents i{} WHERE {} \
              GROUP BY 1, 2 ORDER BY 1, 2",
+            w.joins(),
             w.sql()
         );
         let rows = self.conn.rows(&sql, &params_of(&w.values), |r| {

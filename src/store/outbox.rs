@@ -500,11 +500,18 @@ fn claim_row(
     if let Some(tenant) = &first_send_unannounced {
         super::events::append_ref(tx, "intent", tenant, &intent_id, "", now_ms)?;
     }
+    // A send planned where the arguments are kept apart left its payload to them.
+    let payload = format!(
+        "CASE WHEN o.payload_json = '' THEN {} ELSE o.payload_json END",
+        tx.dialect().payload_column("canonical_json")
+    );
     let row = tx.one(
-            "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, o.payload_json, i.deadline_at_ms, \
-             a.downstream_resource, i.first_dispatch_at_ms, i.key_retention_secs \
-             FROM outbox o JOIN intents i ON i.seq = o.intent_seq JOIN attempts a ON a.seq = o.attempt_seq \
-             WHERE o.seq = ?1",
+            &format!(
+                "SELECT i.tenant, a.id, o.action_key, o.connector, o.operation, {payload}, i.deadline_at_ms, \
+                 a.downstream_resource, i.first_dispatch_at_ms, i.key_retention_secs \
+                 FROM outbox o JOIN intents i ON i.seq = o.intent_seq JOIN attempts a ON a.seq = o.attempt_seq \
+                 WHERE o.seq = ?1"
+            ),
             params![outbox_seq],
             |r| {
                 Ok((

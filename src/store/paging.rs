@@ -169,8 +169,9 @@ impl Order {
             conn.dialect().index_hint(self.hint),
         );
         let sql = format!(
-            "SELECT {INTENT_COLUMNS}, {column} FROM intents i {hint} WHERE {} \
+            "SELECT {INTENT_COLUMNS}, {column} FROM intents i {hint}{} WHERE {} \
              ORDER BY {column} {dir}, i.seq {dir} LIMIT {n}",
+            w.joins(),
             w.sql()
         );
         let rows = conn.rows(&sql, &params_of(&w.values), |r| {

@@ -6,7 +6,7 @@
 //! the test gives the store figures like a busy one's first.
 
 use super::Store;
-use super::sql::{Conn, ConnExt, ToValue, params};
+use super::sql::{Conn, ConnExt, Dialect, ToValue, params};
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().expect("temporary directory");
@@ -43,7 +43,8 @@ fn list_plans(
     let page = plan(
         store,
         &format!(
-            "SELECT i.id FROM intents i WHERE {} ORDER BY {order} LIMIT 51",
+            "SELECT i.id FROM intents i{} WHERE {} ORDER BY {order} LIMIT 51",
+            w.joins(),
             w.sql()
         ),
         &values,
@@ -154,7 +155,7 @@ fn a_few_providers_intents_are_read_through_the_providers_index() {
     }
     let known = Known {
         providers: ProviderMatch::FromTheProviders,
-        ..Known::default()
+        ..Known::nothing(Dialect::Sqlite)
     };
     for steps in list_plans(
         &store,
@@ -202,7 +203,7 @@ fn a_tiers_and_a_locales_intents_are_read_through_their_index() {
             "intents_locale",
         ),
     ] {
-        let w = filter_where(&filter);
+        let w = filter_where(&filter, Dialect::Sqlite);
         let steps = plan(&store, &count_sql(&w), &params_of(&w.values));
         let reads = naming(&steps, "i");
         assert!(
@@ -247,7 +248,7 @@ fn a_few_pauses_intents_are_read_through_the_intents_indexes() {
     for steps in reads(Known {
         pauses: Some(scopes),
         no_statistics: true,
-        ..Known::default()
+        ..Known::nothing(Dialect::Sqlite)
     }) {
         let intents = naming(&steps, "i");
         assert!(
@@ -262,7 +263,7 @@ fn a_few_pauses_intents_are_read_through_the_intents_indexes() {
         );
     }
     // Asked of each intent, as when the pauses in force are many.
-    for steps in reads(Known::default()) {
+    for steps in reads(Known::nothing(Dialect::Sqlite)) {
         assert!(steps.iter().any(|s| s.starts_with("SCAN i")), "{steps:?}");
     }
 }
@@ -294,7 +295,7 @@ fn a_tenants_paused_intents_are_read_first_when_few() {
         ]),
         no_statistics: true,
         paused_first,
-        ..Known::default()
+        ..Known::nothing(Dialect::Sqlite)
     };
     let tenants_index = |steps: &[String]| {
         naming(steps, "i")

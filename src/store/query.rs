@@ -7,7 +7,7 @@
 //! fast on a million intents.
 
 use super::ops::*;
-use super::sql::{ConnExt, Optional, Value, params, params_of};
+use super::sql::{ConnExt, Dialect, Optional, Value, params, params_of};
 use serde::{Deserialize, Serialize};
 
 use super::paging::{Order, indexed_filter};
@@ -153,14 +153,22 @@ impl Cursor {
     }
 }
 
-/// A SQL `WHERE` clause under construction, with numbered parameters.
+/// A SQL `WHERE` clause under construction, with numbered parameters, and the joins its
+/// conditions read (after the intents `i` in the query's `FROM`: [`Where::joins`]).
 #[derive(Default, Clone)]
 pub(crate) struct Where {
     parts: Vec<String>,
     pub(crate) values: Vec<Value>,
+    joins: &'static str,
 }
 
 impl Where {
+    /// What the query's `FROM` joins to the intents `i` for these conditions: the
+    /// arguments' rows (`ip`) for a text search where they are kept apart.
+    pub(crate) fn joins(&self) -> &'static str {
+        self.joins
+    }
+
     pub(crate) fn push(&mut self, sql: &str) {
         self.parts.push(sql.to_string());
     }
@@ -212,9 +220,12 @@ fn canonical_number(q: &str) -> Option<String> {
 }
 
 /// What a list learned of the store before it writes its filter ([`filter_where_knowing`]).
-/// By default nothing: each condition is asked of each intent.
+/// At the least its dialect ([`Known::nothing`]): each condition is then asked of each
+/// intent.
 #[derive(Debug, Clone)]
 pub(crate) struct Known {
+    /// Where the store keeps what a text search reads ([`Dialect::payload_apart`]).
+    pub(crate) dialect: Dialect,
     pub(crate) providers: ProviderMatch,
     /// The scopes of the pauses in force, when there are at most a few
     /// ([`FEW_PAUSES`]): a filter on pauses is then written as those scopes, which the
@@ -236,9 +247,11 @@ pub(crate) struct Known {
     pub(crate) paused_first: bool,
 }
 
-impl Default for Known {
-    fn default() -> Known {
+impl Known {
+    /// Nothing learned of a store of this `dialect`: each condition is asked of each intent.
+    pub(crate) fn nothing(dialect: Dialect) -> Known {
         Known {
+            dialect,
             providers: ProviderMatch::OfEachIntent,
             pauses: None,
             no_statistics: false,
@@ -337,15 +350,16 @@ fn any_scope(w: &mut Where, scopes: &[PauseScope], no_statistics: bool) -> Strin
 /// How many intents a list's filter matches, up to [`TOTAL_CAP`] + 1.
 pub(crate) fn count_sql(filter: &Where) -> String {
     format!(
-        "SELECT count(*) FROM (SELECT 1 FROM intents i WHERE {} LIMIT {}) AS capped",
+        "SELECT count(*) FROM (SELECT 1 FROM intents i{} WHERE {} LIMIT {}) AS capped",
+        filter.joins(),
         filter.sql(),
         TOTAL_CAP + 1
     )
 }
 
 /// Build the `WHERE` for an intent filter over intents aliased `i`.
-pub(crate) fn filter_where(f: &IntentFilter) -> Where {
-    filter_where_knowing(f, Known::default())
+pub(crate) fn filter_where(f: &IntentFilter, dialect: Dialect) -> Where {
+    filter_where_knowing(f, Known::nothing(dialect))
 }
 
 /// [`filter_where`], written with what is `known` of the store.
@@ -448,18 +462,21 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
         let like = w.bind(format!("%{escaped}%"));
         // An amount typed as the console shows it (`35,500,000`, `۳۵٬۵۰۰٬۰۰۰`) is also looked
         // for as the canonical number the arguments were indexed under.
+        // Joined rather than asked of each intent: a search through a million intents that
+        // finds nothing took half as long again with a subquery for each.
+        let text = if known.dialect.payload_apart() {
+            w.joins = " LEFT JOIN intent_payloads ip ON ip.intent_seq = i.seq";
+            "coalesce(ip.search_text, i.search_text)"
+        } else {
+            "i.search_text"
+        };
         let number = canonical_number(q)
             .filter(|n| *n != folded)
-            .map(|n| {
-                format!(
-                    " OR i.search_text LIKE {} ESCAPE '\\'",
-                    w.bind(format!("%{n}%"))
-                )
-            })
+            .map(|n| format!(" OR {text} LIKE {} ESCAPE '\\'", w.bind(format!("%{n}%"))))
             .unwrap_or_default();
         w.push(&format!(
             "(i.id = {exact} OR i.action_key = {exact} OR i.receipt_id = {exact} OR i.downstream_ref = {exact} \
-             OR i.search_text LIKE {like} ESCAPE '\\'{number})"
+             OR {text} LIKE {like} ESCAPE '\\'{number})"
         ));
     }
     w
@@ -523,7 +540,8 @@ impl Store {
             Some(_) => self.pauses_in_force(self.few_pauses)?,
             None => None,
         };
-        let no_statistics = self.conn.dialect() == super::sql::Dialect::Sqlite;
+        let dialect = self.conn.dialect();
+        let no_statistics = dialect == Dialect::Sqlite;
         // Paused intents found through the indexes of their pauses' scopes, and read first
         // when they are few.
         let narrow_pauses = match (&pauses, filter.paused) {
@@ -544,6 +562,7 @@ impl Store {
         let base = filter_where_knowing(
             filter,
             Known {
+                dialect,
                 providers,
                 pauses,
                 no_statistics,

@@ -273,6 +273,26 @@ impl Dialect {
         }
     }
 
+    /// Whether a new intent's arguments (as given, canonical, folded for search) go in a row
+    /// of their own, `intent_payloads` (migration 21), and the intent's own columns stay
+    /// empty. SQLite writes a row whole at every update, and an intent's row is updated at
+    /// each step of an order; PostgreSQL stores large values apart from the row already.
+    pub fn payload_apart(self) -> bool {
+        matches!(self, Dialect::Sqlite)
+    }
+
+    /// One of an intent's argument columns (`args_json`, `canonical_json`, `search_text`)
+    /// in a query over `intents i`: from its own row where [`Dialect::payload_apart`] put it
+    /// there, else (an intent made before migration 21, or on PostgreSQL) from the intent's.
+    pub fn payload_column(self, column: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!(
+                "coalesce((SELECT p.{column} FROM intent_payloads p WHERE p.intent_seq = i.seq), i.{column})"
+            ),
+            Dialect::Postgres => format!("i.{column}"),
+        }
+    }
+
     /// An index hint after a table name; only SQLite takes one.
     pub fn index_hint(self, hint: &str) -> &str {
         match self {
