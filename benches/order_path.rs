@@ -9,7 +9,9 @@
 //! whole; `EXPERIMENT_DROP=index,index` drops those indexes first, to measure what each
 //! costs the writer (the figures in docs/throughput-log.md); `HISTORY=n` and
 //! `RESUMED_PAUSES=n` give the store a past first (finished intents, pauses made and
-//! resumed), to measure whether an order costs more on a store that has run for a while.
+//! resumed), to measure whether an order costs more on a store that has run for a while;
+//! `ARGS_LINES=n` gives each order `n` lines (a SKU, a description, a quantity, a price:
+//! about 120 bytes each) beside the peer harness's three small arguments.
 //! The file is synced at checkpoints only (`process_crash`), as the writer's own connection
 //! commits when a syncer of its own answers the writes (`store::sqlite::sync`): the sync is
 //! not the writer's time.
@@ -299,9 +301,22 @@ fn pragma(store: &Store, pragma: &str) {
         .expect("pragma");
 }
 
-/// Order `n` as the peer harness sends it: one of 16 tenants, a small argument object.
+/// Order `n` as the peer harness sends it: one of 16 tenants, a small argument object, and
+/// `ARGS_LINES` lines of a purchase order if asked for.
 fn new_intent(id: &IntentId, n: usize, now: u64) -> NewIntent {
-    let args = json!({"title": format!("intent {n}"), "priority": (n % 3).to_string(), "ref": format!("run-{n}")});
+    let mut args = json!({"title": format!("intent {n}"), "priority": (n % 3).to_string(), "ref": format!("run-{n}")});
+    static LINES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let lines = *LINES.get_or_init(|| {
+        std::env::var("ARGS_LINES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    });
+    if lines > 0 {
+        args["lines"] = (0..lines)
+            .map(|l| json!({"sku": format!("SKU-{:06}", (n * 7 + l) % 999_999), "description": format!("part {l} of order {n}, as the requisition names it"), "quantity": l % 9 + 1, "unit_price": format!("{}.{:02}", 10 + l, n % 100)}))
+            .collect();
+    }
     let canonical = canonicalize(&args).expect("canonical");
     let args_text = args.to_string();
     NewIntent {

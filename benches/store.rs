@@ -88,6 +88,26 @@ fn queries(c: &mut Criterion) {
             )
         })
     });
+    // A text search: one most intents match (the generator's every order is of paper), and
+    // one none does, which reads every intent's searchable text.
+    for (name, q) in [
+        ("search_first_page", "paper a4"),
+        ("search_no_match", "nosuchthing"),
+    ] {
+        let search = IntentFilter {
+            q: Some(q.into()),
+            ..Default::default()
+        };
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                black_box(
+                    store
+                        .list_intents(&search, SortKey::Created, false, None, 100)
+                        .expect("search"),
+                )
+            })
+        });
+    }
     group.bench_function("indeterminate_age_summary", |b| {
         b.iter(|| {
             black_box(
