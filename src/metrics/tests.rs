@@ -174,6 +174,24 @@ fn a_search_filter_is_applied_through_sql() {
     let o = overview(&mut store, &index, &filter, END).expect("overview");
     assert!(summary.intents > 0);
     assert_eq!(o.intents, summary.intents);
+    // The generator keeps the arguments in rows of their own, as a coordinator on SQLite
+    // does: each count and chart of the filter joins them, and counts what the summary does.
+    let indeterminate = store
+        .indeterminate_summary(&filter, END)
+        .expect("indeterminate");
+    assert_eq!(indeterminate.count, summary.indeterminate.count);
+    let created = store
+        .series("intents", HOUR, "none", &filter, END - 7 * HOUR, END + 1)
+        .expect("series");
+    assert_eq!(
+        created.iter().map(|p| p.count).sum::<u64>(),
+        summary.intents
+    );
+    let tenants = store.tenant_counts(&filter, END).expect("tenant counts");
+    assert_eq!(
+        tenants.iter().flat_map(|t| t.states.values()).sum::<u64>(),
+        summary.intents
+    );
 }
 
 #[test]

@@ -448,10 +448,13 @@ CREATE INDEX intents_locale ON intents (locale, seq);
     // payload, empty (`Dialect::payload_apart`); an intent made before keeps them where they
     // were. PostgreSQL keeps them in the intent's row, where large values are stored apart
     // already and an update that leaves them unchanged does not copy them, so coordinators
-    // of the previous schema still running read every intent whole.
+    // of the previous schema still running read every intent whole. No foreign key: the row
+    // is written in the intent's own transaction and intents are never deleted, and on
+    // PostgreSQL adding one would lock the intents against every write while the running
+    // coordinators' open writes end.
     r#"
 CREATE TABLE intent_payloads (
-    intent_seq     INTEGER NOT NULL PRIMARY KEY REFERENCES intents (seq),
+    intent_seq     INTEGER NOT NULL PRIMARY KEY,
     args_json      TEXT NOT NULL,
     canonical_json TEXT NOT NULL,
     search_text    TEXT NOT NULL
