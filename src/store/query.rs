@@ -164,7 +164,8 @@ pub(crate) struct Where {
 
 impl Where {
     /// What the query's `FROM` joins to the intents `i` for these conditions: the
-    /// arguments' rows (`ip`) for a text search where they are kept apart.
+    /// arguments' rows (`ip`) for a text search where they are kept apart
+    /// ([`Dialect::search_text`]).
     pub(crate) fn joins(&self) -> &'static str {
         self.joins
     }
@@ -224,7 +225,7 @@ fn canonical_number(q: &str) -> Option<String> {
 /// intent.
 #[derive(Debug, Clone)]
 pub(crate) struct Known {
-    /// Where the store keeps what a text search reads ([`Dialect::payload_apart`]).
+    /// Where the store keeps what a text search reads ([`Dialect::search_text`]).
     pub(crate) dialect: Dialect,
     pub(crate) providers: ProviderMatch,
     /// The scopes of the pauses in force, when there are at most a few
@@ -460,15 +461,8 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
             .replace('%', "\\%")
             .replace('_', "\\_");
         let like = w.bind(format!("%{escaped}%"));
-        // The arguments' rows, where they are apart, are joined rather than asked for by a
-        // subquery for each intent: a search of a million intents that finds nothing took
-        // 1.16 s joined, 1.47 s asked (docs/throughput-log.md).
-        let searched = if known.dialect.payload_apart() {
-            w.joins = " LEFT JOIN intent_payloads ip ON ip.intent_seq = i.seq";
-            "coalesce(ip.search_text, i.search_text)"
-        } else {
-            "i.search_text"
-        };
+        let (joins, searched) = known.dialect.search_text();
+        w.joins = joins;
         // An amount typed as the console shows it (`35,500,000`, `۳۵٬۵۰۰٬۰۰۰`) is also looked
         // for as the canonical number the arguments were indexed under.
         let number = canonical_number(q)

@@ -293,6 +293,21 @@ impl Dialect {
         }
     }
 
+    /// How a query over many `intents i` reads their search text: the join it adds after
+    /// `intents i` in its `FROM`, and the expression. Where the arguments are apart, their
+    /// rows are joined rather than asked for by a subquery for each intent: a search of a
+    /// million intents that finds nothing took 1.16 s joined, 1.47 s asked
+    /// (docs/throughput-log.md).
+    pub fn search_text(self) -> (&'static str, &'static str) {
+        match self {
+            Dialect::Sqlite => (
+                " LEFT JOIN intent_payloads ip ON ip.intent_seq = i.seq",
+                "coalesce(ip.search_text, i.search_text)",
+            ),
+            Dialect::Postgres => ("", "i.search_text"),
+        }
+    }
+
     /// An index hint after a table name; only SQLite takes one.
     pub fn index_hint(self, hint: &str) -> &str {
         match self {
