@@ -158,6 +158,37 @@ fn the_checks_catch_an_answered_intent_that_vanished() {
     );
 }
 
+/// A send that carries other arguments than its own order's is caught as it leaves: every
+/// order's stored arguments are made those of an order never placed, and the world goes on
+/// until one of the orders made before is sent.
+#[test]
+fn the_checks_catch_a_send_of_arguments_nobody_ordered() {
+    let (mut world, _, _) = world_with_a_commit(15);
+    world
+        .write(|s| {
+            s.conn().run(
+                "UPDATE intent_payloads SET canonical_json = '{\"amount\":0,\"item\":\"A4 paper\",\"qty\":12}'",
+                params![],
+            )
+        })
+        .expect("tampered");
+    for step in world.step + 1..world.step + 5_000 {
+        world.step = step;
+        steps::run_step(&mut world).expect("step");
+        if world
+            .violations
+            .iter()
+            .any(|v| v.name == "sends_what_was_ordered")
+        {
+            return;
+        }
+    }
+    panic!(
+        "nothing was sent in 5,000 steps of world 15, or its arguments went unnoticed: {:?}",
+        world.violations
+    );
+}
+
 #[test]
 fn the_checks_catch_one_record_committed_for_two_intents() {
     let (mut world, _, _) = world_with_a_commit(14);

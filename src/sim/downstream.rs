@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::dice::Dice;
 use crate::clock::{Clock, ManualClock};
@@ -203,6 +203,15 @@ impl World {
                 json!({"error": {"message": "the order was refused"}}),
             );
         }
+        // As the sandbox answers: a body that is not a JSON object is refused before
+        // anything is made.
+        let Ok(Value::Object(body)) = serde_json::from_str::<Value>(payload_json) else {
+            return reply(
+                400,
+                None,
+                json!({"error": {"message": "the body must be a JSON object"}}),
+            );
+        };
         self.landings.entry(key.to_string()).or_default().push(now);
         self.unproven.insert(key.to_string());
         let (Ok(resource), Ok(external)) =
@@ -210,7 +219,6 @@ impl World {
         else {
             return reply(404, None, json!({"error": {"message": "no such resource"}}));
         };
-        let body: Map<String, Value> = serde_json::from_str(payload_json).unwrap_or_default();
         let policy = self.policy();
         let answer = match self
             .store

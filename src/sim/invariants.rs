@@ -4,6 +4,7 @@
 //! the participants were told.
 
 use crate::domain::IntentState;
+use crate::domain::canonical::canonicalize;
 use crate::store::ClaimedRow;
 use crate::store::ops::*;
 use crate::store::sql::{ConnExt, params};
@@ -75,6 +76,31 @@ pub fn before_send(world: &mut World, row: &ClaimedRow) {
         );
         return;
     };
+    // What leaves is what the agent ordered, in canonical form: not another order's
+    // arguments, and not an empty body.
+    let ordered = world
+        .orders
+        .iter()
+        .find(|o| o.tenant == intent.tenant.as_str() && o.caller_key == intent.caller_key)
+        .map(|o| canonicalize(&o.args(false)).map(|c| c.json));
+    match ordered {
+        Some(Ok(args)) if args == row.payload_json => {}
+        Some(Ok(args)) => world.violate(
+            "sends_what_was_ordered",
+            format!(
+                "{id} is about to be sent with {:?}; its order's arguments are {args}",
+                row.payload_json
+            ),
+        ),
+        Some(Err(e)) => world.violate(
+            "sends_what_was_ordered",
+            format!("{id}'s order's arguments have no canonical form: {e}"),
+        ),
+        None => world.violate(
+            "sends_what_was_ordered",
+            format!("{id} is about to be sent and no agent ordered it"),
+        ),
+    }
     let now = world.now();
     if intent.state != IntentState::Executing {
         world.violate(

@@ -216,6 +216,25 @@ pub struct Order {
     pub stage: u8,
 }
 
+impl Order {
+    /// The order's arguments, its amount in Persian digits or in ASCII: one canonical form
+    /// either way.
+    pub fn args(&self, persian: bool) -> Value {
+        let amount = if persian {
+            Value::String(
+                self.amount
+                    .to_string()
+                    .chars()
+                    .map(|c| char::from_u32(0x06F0 + c.to_digit(10).unwrap_or(0)).unwrap_or(c))
+                    .collect(),
+            )
+        } else {
+            Value::from(self.amount)
+        };
+        serde_json::json!({"item": "A4 paper", "qty": 12, "amount": amount})
+    }
+}
+
 /// A send whose answer has not been recorded yet.
 #[derive(Debug, Clone)]
 pub struct InTransit {

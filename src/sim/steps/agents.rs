@@ -12,19 +12,6 @@ use crate::sim::world::{Order, TENANTS, World};
 
 use super::OPERATIONS;
 
-pub(super) fn amount_text(amount: u64, persian: bool) -> Value {
-    if persian {
-        let digits: String = amount
-            .to_string()
-            .chars()
-            .map(|c| char::from_u32(0x06F0 + c.to_digit(10).unwrap_or(0)).unwrap_or(c))
-            .collect();
-        Value::String(digits)
-    } else {
-        json!(amount)
-    }
-}
-
 pub(super) fn order_body(order: &Order, persian: bool) -> Value {
     json!({
         "tenant": order.tenant,
@@ -33,7 +20,7 @@ pub(super) fn order_body(order: &Order, persian: bool) -> Value {
         "operation": order.operation,
         "tool": if order.consequence.is_mutating() { "erp" } else { "llm" },
         "consequence": order.consequence,
-        "args": {"item": "A4 paper", "qty": 12, "amount": amount_text(order.amount, persian)},
+        "args": order.args(persian),
         "deadline_secs": 30 + (order.amount % 300),
         "max_attempts": 1 + (order.amount % 5),
         "release_id": "procure-agent@2.4.0",
