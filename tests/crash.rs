@@ -339,6 +339,16 @@ async fn crash_run(seed: u64, intents: u64, kills: u32, fleet: usize, database: 
                         receipt,
                         "the receipt names the record: {what}"
                     );
+                    // What was made is what the agent asked for, in canonical form.
+                    let ordered: Value = intent["canonical_args"]
+                        .as_str()
+                        .and_then(|args| serde_json::from_str(args).ok())
+                        .expect("the intent's canonical arguments");
+                    assert_eq!(
+                        Value::Object(resource.body),
+                        ordered,
+                        "the record holds the intent's own arguments: {what}"
+                    );
                 }
                 "indeterminate" => assert!(effects <= 1, "{what}"),
                 _ => assert_eq!(effects, 0, "nothing applied for a {state} intent: {what}"),
