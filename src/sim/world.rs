@@ -221,13 +221,9 @@ impl Order {
     /// either way.
     pub fn args(&self, persian: bool) -> Value {
         let amount = if persian {
-            Value::String(
-                self.amount
-                    .to_string()
-                    .chars()
-                    .map(|c| char::from_u32(0x06F0 + c.to_digit(10).unwrap_or(0)).unwrap_or(c))
-                    .collect(),
-            )
+            Value::String(crate::i18n::digits::to_persian_digits(
+                &self.amount.to_string(),
+            ))
         } else {
             Value::from(self.amount)
         };
