@@ -20,7 +20,9 @@
 # other, and ends with each round's ratio of our `power_loss` drain to Restate's `send`
 # drain and their median. Under each round's ratio: the CPU an order cost the coordinator,
 # the sandbox and the load generator, and how many orders a second the machine's cores
-# could give at that cost with none of them idle, beside three times the peer's drain.
+# could give at that cost with none of them idle, beside three times the peer's drain; and
+# the coordinator's CPU thread by thread (`coordinator_threads` in results.jsonl; the
+# threads of the runtime's blocking pool, which run reads, bear its workers' name).
 #
 # Knobs: CONCURRENCY (32), DURATION (20), WARMUP (2), DURABILITIES ("power_loss
 # process_crash"), ROUNDS (1), PORT (7410; the sandbox takes PORT+10), BIN (built here if
@@ -82,6 +84,37 @@ run_peer() {
 
 sha() { printf %s "$(cat "$1")" | sha256sum | cut -d' ' -f1; }
 
+# Each thread of process $1: its id, its name and the clock ticks it has run.
+thread_ticks() {
+  local t stat name
+  for t in /proc/"$1"/task/*; do
+    stat="$(cat "$t/stat" 2>/dev/null)" || continue
+    name="$(cat "$t/comm" 2>/dev/null)" || continue
+    # After the name's closing parenthesis, user and system time are the 12th and 13th fields.
+    # shellcheck disable=SC2086
+    set -- ${stat##*) }
+    printf '%s %s %s\n' "${t##*/}" "${name// /_}" "$((${12} + ${13}))"
+  done
+}
+
+# The coordinator's CPU thread by thread, a second in from each end of the measured window,
+# into $2 as JSON: whether one of its threads runs out of core, or they take turns.
+sample_threads() {
+  local pid="$1" into="$2" span=$((DURATION - 2))
+  [ "$span" -gt 0 ] || return 0
+  sleep $((WARMUP + 1))
+  thread_ticks "$pid" > "$into.before"
+  sleep "$span"
+  thread_ticks "$pid" > "$into.after"
+  join <(sort "$into.before") <(sort "$into.after") |
+    awk -v span="$span" -v hz="$(getconf CLK_TCK)" '
+      { pct = 100 * ($5 - $3) / hz / span; if (pct >= 0.5) printf "%s\t%.1f\n", $2, pct }' |
+    sort -t$'\t' -k2,2nr |
+    awk -F'\t' 'BEGIN { printf "[" } { printf "%s{\"name\":\"%s\",\"cpu_pct\":%s}", (NR > 1 ? "," : ""), $1, $2 }
+      END { print "]" }' > "$into"
+  rm -f "$into.before" "$into.after"
+}
+
 # One coordinator and sandbox on a fresh database; runs one load shape against them, for
 # round $3.
 run_one() {
@@ -120,12 +153,16 @@ run_one() {
   [ -n "$up" ] || { echo "coordinator or sandbox did not come up (logs in $dir)" >&2; exit 1; }
 
   log "$durability $shape: $CONCURRENCY callers, ${DURATION}s after ${WARMUP}s"
+  sample_threads "$coordinator" "$dir/threads.json" &
+  local sampler=$!
   (cd "$LOAD_DIR" && node load.mjs --shape "$shape" --auth-token-file "$dir/admin.token" \
     --url "http://127.0.0.1:$PORT/v1/intents" --concurrency "$CONCURRENCY" \
     --duration "$DURATION" --warmup "$WARMUP" --label "$shape-c$CONCURRENCY" \
     --pids "coordinator=$coordinator,sandbox=$sandbox" --json "$dir/result.jsonl") > "$dir/load.out"
 
-  local effects metrics committed writes commits
+  wait "$sampler" || true
+  local effects metrics committed writes commits threads="[]"
+  [ ! -s "$dir/threads.json" ] || threads="$(cat "$dir/threads.json")"
   effects="$(curl -sf "http://127.0.0.1:$SANDBOX_PORT/_sandbox/effects")"
   metrics="$(curl -sf -H "Authorization: Bearer $(cat "$dir/admin.token")" "http://127.0.0.1:$PORT/metrics")"
   committed="$(sed -n 's/^intentdesk_intents{state="committed"} //p' <<< "$metrics")"
@@ -133,13 +170,14 @@ run_one() {
   writes="$(sed -n 's/^intentdesk_store_writes_total //p' <<< "$metrics")"
   commits="$(sed -n 's/^intentdesk_store_commits_total //p' <<< "$metrics")"
   tail -1 "$dir/result.jsonl" | node -e '
-    const [durability, effects, committed, writes, commits, round] = process.argv.slice(1);
+    const [durability, effects, committed, writes, commits, round, threads] = process.argv.slice(1);
     const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
     const e = JSON.parse(effects);
     r.system = "intentdesk"; r.durability = durability; r.round = Number(round);
     r.sandbox_effects = e; r.committed = Number(committed || 0);
     r.store_writes = Number(writes || 0); r.store_commits = Number(commits || 0);
-    console.log(JSON.stringify(r));' "$durability" "$effects" "$committed" "$writes" "$commits" "$round" >> "$results"
+    r.coordinator_threads = JSON.parse(threads);
+    console.log(JSON.stringify(r));' "$durability" "$effects" "$committed" "$writes" "$commits" "$round" "$threads" >> "$results"
   stop_all
   [ -z "$pg_database" ] || psql -q "$POSTGRES" -c "DROP DATABASE $pg_database" > /dev/null
 
@@ -182,6 +220,13 @@ node -e '
           `${(r.store_writes / r.committed).toFixed(2)} writes an order, ${(r.store_writes / r.store_commits).toFixed(1)} a commit` :
         `${r.errors} errors`;
     out.push(`| ${r.round} | ${who} | ${r.label} | ${rate} | ${r.fresh.p50_ms} / ${r.fresh.p99_ms} | ${cpu(r, server)} | ${rss(r, server)} | ${checks} |`);
+  }
+  // The coordinator thread by thread in each order run: one thread out of core, or turns.
+  for (const r of rows) {
+    if (r.system === "intentdesk" && r.drain && (r.coordinator_threads || []).length > 0) {
+      const threads = r.coordinator_threads.map((t) => `${t.name} ${t.cpu_pct} %`).join(", ");
+      out.push(`round ${r.round}, ${r.durability}, the coordinator by thread: ${threads}`);
+    }
   }
   // Each round: our power_loss drain over Restate send drain, from the same round.
   const drained = (round, pick) => rows.find((r) => r.round === round && pick(r) && r.drain);
