@@ -7,18 +7,20 @@
 //! While writes go on, that copy never finds the whole log copied, and SQLite starts the
 //! log over only when it is, at the start of a write. So once the log is longer than its
 //! limit ([`RESTART_BYTES`]) the checkpointer makes one last copy and stops, and the
-//! writer, between two transactions, copies what was written during that copy itself and
-//! waits briefly for the reads begun on the old log ([`Restarts`]): the next commit writes
-//! the log from its start again, over blocks the file already has, which a sync flushes
-//! without growing the file. Every write waits while the writer copies and syncs the
-//! database file; the last copy keeps that short (left to the writer from the
-//! checkpointer's previous copy, up to a quarter of the log, it took 4.5-6.6 ms at the
-//! median, and creates' p99 went past 10 ms on a slow machine; docs/throughput-log.md).
-//! Were both to copy, the writer's copy would find the checkpointer's under way and be
-//! refused. The wait is set with the `busy_timeout` pragma, which answers with a row:
-//! run as a statement that answers nothing, it failed, the log was never started over, and
-//! under load it grew past 1.7 GiB, every commit paying the file system for new blocks
-//! (docs/throughput-log.md).
+//! writer, between two transactions, copies what is left itself (normally what was written
+//! during that last copy) and waits briefly for the reads begun on the old log
+//! ([`Restarts`]): the next commit writes the log from its start again, over blocks the
+//! file already has, which a sync flushes without growing the file. Every write waits while
+//! the writer copies and syncs the database file; the last copy keeps that short (without
+//! it, the writer copied all that came since the checkpointer's previous copy, up to a
+//! quarter of the limit: the stop took 4.5-6.6 ms at the median, and creates' p99 went past
+//! 10 ms on a slow machine; docs/throughput-log.md). Should no last copy begin before the
+//! log is an eighth past its limit (a checkpointer that stopped), the writer takes the turn
+//! and copies all of it. Were both to copy, the writer's copy would find the
+//! checkpointer's under way and be refused. The wait is set with the `busy_timeout`
+//! pragma, which answers with a row: run as a statement that answers nothing, it failed,
+//! the log was never started over, and under load it grew past 1.7 GiB, every commit paying
+//! the file system for new blocks (docs/throughput-log.md).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -113,6 +115,23 @@ impl Wake {
     fn to_copy_early(&self) -> bool {
         (self.eager() || self.past_limit()) && !self.writers_turn()
     }
+
+    /// A copy begins, of the log as long as the writer last said: past the limit, it is
+    /// the last one before the writer's turn.
+    fn begin_copy(&mut self) {
+        self.written = false;
+        self.copied_at = self.frames;
+        self.closing_copy |= self.past_limit();
+    }
+
+    /// The writer's copy emptied the log, which its next commit writes from the start:
+    /// nothing is left to copy until then.
+    fn started_over(&mut self) {
+        self.written = false;
+        self.frames = 0;
+        self.copied_at = 0;
+        self.closing_copy = false;
+    }
 }
 
 impl Checkpointer {
@@ -165,12 +184,23 @@ impl Checkpointer {
     }
 
     /// Whether the log's rest is the writer's to copy: the checkpointer began its last
-    /// copy since the log passed its limit.
-    fn writers_turn(&self) -> bool {
+    /// copy since the log passed its limit, or, with `overdue`, the writer takes the turn
+    /// without it. Either way no copy begins after this answers yes, until the log starts
+    /// over.
+    fn claim_turn(&self, overdue: bool) -> bool {
+        let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if overdue && wake.past_limit() {
+            wake.closing_copy = true;
+        }
+        wake.writers_turn()
+    }
+
+    /// The writer's copy emptied the log.
+    fn started_over(&self) {
         self.state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .writers_turn()
+            .started_over();
     }
 
     /// Stop after the current checkpoint.
@@ -196,17 +226,14 @@ impl Checkpointer {
             if wake.closed {
                 return;
             }
-            wake.written = false;
-            wake.copied_at = wake.frames;
-            wake.closing_copy |= wake.past_limit();
-            // Marked under the lock the writer takes to ask whether it is its turn: a
-            // writer that finds it its turn finds this copy under way or done, and none
-            // begins after it.
-            self.copying.store(true, Ordering::Release);
+            wake.begin_copy();
+            // Marked under the lock the writer takes to claim its turn: a writer that has
+            // its turn finds this copy under way or done, and none begins after it.
+            let copying = Copying::mark(&self.copying);
             drop(wake);
             // Passive: copies what no reader still needs, and waits for nobody.
             let copied = checkpoint(store, "PASSIVE");
-            self.copying.store(false, Ordering::Release);
+            drop(copying);
             if let Err(e) = copied {
                 tracing::warn!(error = %e, "a checkpoint failed; the next one tries again");
             }
@@ -221,6 +248,23 @@ impl Checkpointer {
                     .0;
             }
         }
+    }
+}
+
+/// A copy under way, marked for the writer until it ends, even by a panic: a mark left
+/// behind would keep the writer from ever starting the log over.
+struct Copying<'a>(&'a AtomicBool);
+
+impl<'a> Copying<'a> {
+    fn mark(flag: &'a AtomicBool) -> Copying<'a> {
+        flag.store(true, Ordering::Release);
+        Copying(flag)
+    }
+}
+
+impl Drop for Copying<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -268,10 +312,11 @@ impl Restarts {
 
     /// On the writer's connection, between two transactions: copy what the checkpointer
     /// has not, and wait briefly for the reads begun on the old log, so that the next
-    /// commit starts the log over. While the checkpointer's last copy is still under way,
-    /// the writer tries again after its next commit. (When no commit follows, the rest
-    /// stays in the log until one does: readers find it there, and closing the last
-    /// connection copies it.)
+    /// commit starts the log over. Until the checkpointer has begun its last copy (unless
+    /// the log is an eighth past its limit), and while any copy of its is under way, the
+    /// writer tries again after its next commit. (When no commit follows, the rest stays
+    /// in the log until one does: readers find it there, and closing the last connection
+    /// copies it.)
     pub fn restart(
         &mut self,
         store: &Store,
@@ -279,9 +324,9 @@ impl Restarts {
         checkpointer: &Checkpointer,
     ) -> Result<(), StoreError> {
         // The checkpointer's last copy first, unless the log has gone well past its limit
-        // without one (a checkpointer that stopped copying). Asked before whether a copy
-        // is under way: once it is the writer's turn, the checkpointer begins none.
-        if !checkpointer.writers_turn() && frames <= self.limit + self.limit / 8 {
+        // without one (a checkpointer that stopped copying). The turn is claimed before
+        // asking whether a copy is under way: once it is the writer's, none begins.
+        if !checkpointer.claim_turn(frames > self.limit + self.limit / 8) {
             return Ok(());
         }
         if checkpointer.copying.load(Ordering::Acquire) {
@@ -299,7 +344,10 @@ impl Restarts {
         let restored = wait(super::BUSY_TIMEOUT_MS);
         // A failed copy waits for more log too, rather than being tried after each commit.
         self.not_before = match restarted {
-            Ok(true) => 0,
+            Ok(true) => {
+                checkpointer.started_over();
+                0
+            }
             _ => frames + self.limit / 4,
         };
         restarted.and(restored).map(|_| ())
@@ -342,13 +390,16 @@ mod tests {
         assert!(!past.writers_turn());
         assert!(past.to_copy() && past.to_copy_early());
         // Once it began, the rest is the writer's, and the checkpointer copies no more.
-        past.closing_copy = true;
+        past.begin_copy();
+        past.written = true;
         assert!(past.writers_turn());
         assert!(!past.to_copy() && !past.to_copy_early());
-        // Not before the limit, whatever was copied.
+        // A copy begun at the limit is not the last one.
         let mut at = wake(RESTART_FRAMES, 0);
-        at.closing_copy = true;
+        at.begin_copy();
         assert!(!at.writers_turn());
+        at.frames += 1;
+        assert!(!at.writers_turn(), "no copy began past the limit yet");
     }
 
     /// A checkpointer whose thread never runs, in the state `wake`.
@@ -360,21 +411,44 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_log_started_over_wants_a_last_copy_again() {
-        let mut long = wake(RESTART_FRAMES + 5, RESTART_FRAMES + 1);
-        long.closing_copy = true;
-        let checkpointer = checkpointer(long);
-        assert!(checkpointer.writers_turn());
-        // The writer's next commit begins the log again.
-        checkpointer.written(3);
-        assert!(!checkpointer.writers_turn());
-        checkpointer.written(RESTART_FRAMES + 2);
-        assert!(!checkpointer.writers_turn(), "no last copy yet in this log");
+    /// Past the limit, with the checkpointer's last copy begun.
+    fn last_copy_begun() -> Wake {
+        let mut wake = wake(RESTART_FRAMES + 5, RESTART_FRAMES - 10);
+        wake.begin_copy();
+        wake
     }
 
-    /// The writer's restart of a log `frames` long, with the checkpointer in `wake`: whether
-    /// it tried (a try on a log with nothing to copy succeeds and clears `not_before`).
+    #[test]
+    fn a_log_started_over_wants_a_last_copy_again() {
+        // A log SQLite started over by itself: the writer's next commit says it is short.
+        let by_itself = checkpointer(last_copy_begun());
+        assert!(by_itself.claim_turn(false));
+        by_itself.written(3);
+        assert!(!by_itself.claim_turn(false));
+        by_itself.written(RESTART_FRAMES + 2);
+        assert!(!by_itself.claim_turn(false), "no last copy yet in this log");
+        // A log the writer started over: nothing to copy until its next commit.
+        let by_the_writer = checkpointer(last_copy_begun());
+        by_the_writer.state.lock().expect("lock").written = true;
+        by_the_writer.started_over();
+        let wake = by_the_writer.state.lock().expect("lock");
+        assert!(!wake.to_copy() && !wake.writers_turn());
+    }
+
+    #[test]
+    fn a_turn_taken_without_the_last_copy_keeps_the_checkpointer_out() {
+        let mut overdue = wake(RESTART_FRAMES + 5, RESTART_FRAMES - 10);
+        overdue.written = true;
+        let checkpointer = checkpointer(overdue);
+        assert!(!checkpointer.claim_turn(false));
+        assert!(checkpointer.state.lock().expect("lock").to_copy());
+        assert!(checkpointer.claim_turn(true));
+        let wake = checkpointer.state.lock().expect("lock");
+        assert!(!wake.to_copy() && !wake.to_copy_early());
+    }
+
+    /// The writer's restart of a log `frames` long, with the checkpointer in `wake`:
+    /// whether it tried (a try sets `not_before`, whether or not it copied all of the log).
     fn writer_tries(frames: u64, wake: Wake) -> bool {
         let dir = tempfile::tempdir().expect("temporary directory");
         let store = super::super::open(&dir.path().join("log.sqlite"), Durability::PowerLoss)
@@ -391,12 +465,46 @@ mod tests {
     fn the_writer_waits_for_the_checkpointers_last_copy_unless_the_log_runs_far_past() {
         let past = RESTART_FRAMES + 1;
         assert!(!writer_tries(past, wake(past, RESTART_FRAMES - 10)));
-        let mut copied = wake(past, past);
-        copied.closing_copy = true;
+        let mut copied = wake(past, RESTART_FRAMES - 10);
+        copied.begin_copy();
         assert!(writer_tries(past, copied));
         // A checkpointer that never made its last copy holds the log up only so far.
-        let far = RESTART_FRAMES + RESTART_FRAMES / 8 + 1;
+        let edge = RESTART_FRAMES + RESTART_FRAMES / 8;
+        assert!(!writer_tries(edge, wake(edge, RESTART_FRAMES - 10)));
+        let far = edge + 1;
         assert!(writer_tries(far, wake(far, RESTART_FRAMES - 10)));
+    }
+
+    #[test]
+    fn the_writer_waits_while_a_copy_is_under_way() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let store = super::super::open(&dir.path().join("log.sqlite"), Durability::PowerLoss)
+            .expect("open");
+        let checkpointer = checkpointer(last_copy_begun());
+        let mark = super::Copying::mark(&checkpointer.copying);
+        let mut restarts = Restarts::new(RESTART_FRAMES);
+        restarts.not_before = 1;
+        restarts
+            .restart(&store, RESTART_FRAMES + 5, &checkpointer)
+            .expect("restart");
+        assert_eq!(restarts.not_before, 1, "no try while the copy runs");
+        drop(mark);
+        restarts
+            .restart(&store, RESTART_FRAMES + 6, &checkpointer)
+            .expect("restart");
+        assert_ne!(restarts.not_before, 1, "a try once it ended");
+    }
+
+    #[test]
+    fn a_copy_that_panics_leaves_no_mark() {
+        let flag = std::sync::atomic::AtomicBool::new(false);
+        let panicked = std::panic::catch_unwind(|| {
+            let _copying = super::Copying::mark(&flag);
+            assert!(flag.load(std::sync::atomic::Ordering::Acquire));
+            panic!("a copy that fails badly");
+        });
+        assert!(panicked.is_err());
+        assert!(!flag.load(std::sync::atomic::Ordering::Acquire));
     }
 
     #[test]
