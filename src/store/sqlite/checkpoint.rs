@@ -76,8 +76,9 @@ struct Wake {
     limit: u64,
     /// The checkpointer waits for a first write since its last copy.
     idle: bool,
-    /// A copy began after the log passed its limit, since the log last started over: what
-    /// is left for the writer to copy is only what was written meanwhile.
+    /// Since the log last started over, a copy began after it passed its limit (what is
+    /// left for the writer to copy is only what was written meanwhile), or the writer took
+    /// its turn without one ([`Checkpointer::claim_turn`]).
     closing_copy: bool,
 }
 
@@ -447,14 +448,22 @@ mod tests {
         assert!(!wake.to_copy() && !wake.to_copy_early());
     }
 
-    /// The writer's restart of a log `frames` long, with the checkpointer in `wake`:
-    /// whether it tried (a try sets `not_before`, whether or not it copied all of the log).
-    fn writer_tries(frames: u64, wake: Wake) -> bool {
+    /// A file in WAL mode and the writer's restarts of its log, with `not_before` at 1: a
+    /// try sets it, whether or not it copied all of the log, so it says whether the writer
+    /// tried.
+    fn log_and_restarts() -> (tempfile::TempDir, crate::store::Store, Restarts) {
         let dir = tempfile::tempdir().expect("temporary directory");
         let store = super::super::open(&dir.path().join("log.sqlite"), Durability::PowerLoss)
             .expect("open");
         let mut restarts = Restarts::new(RESTART_FRAMES);
         restarts.not_before = 1;
+        (dir, store, restarts)
+    }
+
+    /// Whether the writer tries to start a log `frames` long over, the checkpointer in
+    /// `wake`.
+    fn writer_tries(frames: u64, wake: Wake) -> bool {
+        let (_dir, store, mut restarts) = log_and_restarts();
         restarts
             .restart(&store, frames, &checkpointer(wake))
             .expect("restart");
@@ -477,13 +486,9 @@ mod tests {
 
     #[test]
     fn the_writer_waits_while_a_copy_is_under_way() {
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let store = super::super::open(&dir.path().join("log.sqlite"), Durability::PowerLoss)
-            .expect("open");
+        let (_dir, store, mut restarts) = log_and_restarts();
         let checkpointer = checkpointer(last_copy_begun());
         let mark = super::Copying::mark(&checkpointer.copying);
-        let mut restarts = Restarts::new(RESTART_FRAMES);
-        restarts.not_before = 1;
         restarts
             .restart(&store, RESTART_FRAMES + 5, &checkpointer)
             .expect("restart");
