@@ -12,6 +12,8 @@
 
 mod checkpoint;
 mod conn;
+#[cfg(test)]
+mod frames;
 pub mod schema;
 pub mod sync;
 pub mod writer;
