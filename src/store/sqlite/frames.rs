@@ -2,9 +2,11 @@
 //! one change of ours) writes the frames a commit appends to the write-ahead log in a few
 //! calls instead of two calls a frame. These tests hold what that change must not alter:
 //! a log left behind by a process that never checkpointed nor closed is recovered whole,
-//! frame by frame, by the next process to open the file, including the frames of a
-//! transaction too large for the page cache (written before its commit, some of them
-//! written over again) and a commit larger than one gathering of frames.
+//! frame by frame, by the next process to open the file: many small commits, a commit
+//! larger than one gathering of frames, a transaction too large for the page cache
+//! (written before its commit, some of its pages written over again), and a log written
+//! over from its start once it was copied into the file. A frame that lands anywhere but
+//! where SQLite would have put it alone fails the recovery.
 
 use std::path::Path;
 
@@ -140,7 +142,46 @@ fn a_transaction_that_spills_and_writes_pages_again_is_recovered() {
     )
     .expect("an update");
     insert(&conn, 3000..3500);
+    assert!(
+        frames(&path) > 0,
+        "pages spilled to the log before the commit"
+    );
     conn.execute_batch("COMMIT").expect("commit");
     left_behind(&path, &copy);
     assert_recovered(&copy, 3500, |id| id < 3000 && id % 7 == 0);
+}
+
+/// Once everything in the log is copied into the file, the next commit writes the log over
+/// from its start, under new salts, past which the old, longer log still lies (its size
+/// kept to a limit): the frames gathered must land at the new start, or the recovery finds
+/// none of them.
+#[test]
+fn a_log_started_over_is_recovered_from_its_new_start() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let (path, copy) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+    let conn = open(&path, 100_000);
+    for group in 0..100 {
+        conn.execute_batch("BEGIN").expect("begin");
+        insert(&conn, group * 30..group * 30 + 30);
+        conn.execute_batch("COMMIT").expect("commit");
+    }
+    let before = frames(&path);
+    let (busy, logged, copied): (i64, i64, i64) = conn
+        .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .expect("a checkpoint");
+    assert_eq!((busy, copied), (0, logged), "the whole log copied");
+    conn.execute_batch("PRAGMA journal_size_limit = 1048576")
+        .expect("a limit");
+    conn.execute_batch("BEGIN").expect("begin");
+    insert(&conn, 3000..5000);
+    conn.execute_batch("COMMIT").expect("commit");
+    let after = frames(&path);
+    assert!(
+        after < before,
+        "the log started over and was cut to its limit ({before} frames, then {after})"
+    );
+    left_behind(&path, &copy);
+    assert_recovered(&copy, 5000, |_| false);
 }
