@@ -8,7 +8,7 @@
 //! over from its start once it was copied into the file. A frame that lands anywhere but
 //! where SQLite would have put it alone fails the recovery.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
 
@@ -25,16 +25,39 @@ fn open(path: &Path, cache_pages: i64) -> Connection {
     conn
 }
 
+/// A folder with a database file opened as the writer's (with `cache_pages` of page cache),
+/// and where its copy goes.
+fn files(cache_pages: i64) -> (tempfile::TempDir, PathBuf, PathBuf, Connection) {
+    let dir = tempfile::tempdir().expect("a folder");
+    let (path, copy) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+    let conn = open(&path, cache_pages);
+    (dir, path, copy, conn)
+}
+
+/// The rows `ids` in commits of 30, as the writer's groups.
+fn commit_in_groups_of_30(conn: &Connection, ids: std::ops::Range<i64>) {
+    let mut first = ids.start;
+    while first < ids.end {
+        let last = (first + 30).min(ids.end);
+        conn.execute_batch("BEGIN").expect("begin");
+        insert(conn, first..last);
+        conn.execute_batch("COMMIT").expect("commit");
+        first = last;
+    }
+}
+
 /// The database file and its log copied as they are on the disk while `conn` still
 /// holds them open: what a process that died at that moment leaves behind.
 fn left_behind(from: &Path, to: &Path) {
     std::fs::copy(from, to).expect("the database file");
-    let log = |p: &Path| {
-        let mut s = p.as_os_str().to_owned();
-        s.push("-wal");
-        std::path::PathBuf::from(s)
-    };
-    std::fs::copy(log(from), log(to)).expect("the log");
+    std::fs::copy(log_of(from), log_of(to)).expect("the log");
+}
+
+/// The write-ahead log beside the database file at `path`.
+fn log_of(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push("-wal");
+    PathBuf::from(s)
 }
 
 fn row(n: i64) -> (String, Vec<u8>) {
@@ -45,10 +68,17 @@ fn row(n: i64) -> (String, Vec<u8>) {
     )
 }
 
-/// Every row is back, each with its own content (one byte longer where `grown` says so),
-/// and the file is whole.
-fn assert_recovered(path: &Path, rows: i64, grown: impl Fn(i64) -> bool) {
-    let conn = Connection::open(path).expect("the copy");
+/// The files at `path` left behind as by a process that died (copied to `copy`) and opened
+/// again: every row is back, each with its own content (one byte longer where `grown` says
+/// so), and the file is whole.
+fn assert_recovered_after_a_death(
+    path: &Path,
+    copy: &Path,
+    rows: i64,
+    grown: impl Fn(i64) -> bool,
+) {
+    left_behind(path, copy);
+    let conn = Connection::open(copy).expect("the copy");
     let found: i64 = conn
         .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
         .expect("a count");
@@ -82,47 +112,35 @@ fn insert(conn: &Connection, ids: std::ops::Range<i64>) {
     }
 }
 
+/// How many frames the log of the database at `path` has room for: its header is 32 bytes,
+/// each frame 24 and a 2 KiB page.
 fn frames(path: &Path) -> u64 {
-    let mut s = path.as_os_str().to_owned();
-    s.push("-wal");
-    let len = std::fs::metadata(std::path::PathBuf::from(s))
-        .expect("the log")
-        .len();
+    let len = std::fs::metadata(log_of(path)).expect("the log").len();
     len.saturating_sub(32) / (2048 + 24)
 }
 
 /// Many small commits, as the writer's groups, each appending a few dozen frames.
 #[test]
 fn commits_in_the_log_are_recovered_after_the_process_dies() {
-    let dir = tempfile::tempdir().expect("a folder");
-    let (path, copy) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
-    let conn = open(&path, 2000);
-    for group in 0..200 {
-        conn.execute_batch("BEGIN").expect("begin");
-        insert(&conn, group * 30..group * 30 + 30);
-        conn.execute_batch("COMMIT").expect("commit");
-    }
+    let (_dir, path, copy, conn) = files(2000);
+    commit_in_groups_of_30(&conn, 0..6000);
     assert!(
         frames(&path) > 2000,
         "the commits are in the log, not the file"
     );
-    left_behind(&path, &copy);
-    assert_recovered(&copy, 6000, |_| false);
+    assert_recovered_after_a_death(&path, &copy, 6000, |_| false);
 }
 
 /// One commit of more pages than one gathering holds, and of more than fit one call of
 /// the file layer: written in several calls, recovered as one commit.
 #[test]
 fn a_commit_of_thousands_of_pages_is_recovered_whole() {
-    let dir = tempfile::tempdir().expect("a folder");
-    let (path, copy) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
-    let conn = open(&path, 100_000);
+    let (_dir, path, copy, conn) = files(100_000);
     conn.execute_batch("BEGIN").expect("begin");
     insert(&conn, 0..8000);
     conn.execute_batch("COMMIT").expect("commit");
     assert!(frames(&path) > 1200, "one commit of many frames");
-    left_behind(&path, &copy);
-    assert_recovered(&copy, 8000, |_| false);
+    assert_recovered_after_a_death(&path, &copy, 8000, |_| false);
 }
 
 /// A transaction larger than the page cache spills frames to the log before its commit,
@@ -130,9 +148,7 @@ fn a_commit_of_thousands_of_pages_is_recovered_whole() {
 /// checksums from what the file holds. All of it recovers.
 #[test]
 fn a_transaction_that_spills_and_writes_pages_again_is_recovered() {
-    let dir = tempfile::tempdir().expect("a folder");
-    let (path, copy) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
-    let conn = open(&path, 16);
+    let (_dir, path, copy, conn) = files(16);
     conn.execute_batch("BEGIN").expect("begin");
     insert(&conn, 0..3000);
     // Pages spilled above are changed again.
@@ -147,8 +163,7 @@ fn a_transaction_that_spills_and_writes_pages_again_is_recovered() {
         "pages spilled to the log before the commit"
     );
     conn.execute_batch("COMMIT").expect("commit");
-    left_behind(&path, &copy);
-    assert_recovered(&copy, 3500, |id| id < 3000 && id % 7 == 0);
+    assert_recovered_after_a_death(&path, &copy, 3500, |id| id < 3000 && id % 7 == 0);
 }
 
 /// Once everything in the log is copied into the file, the next commit writes the log over
@@ -157,14 +172,8 @@ fn a_transaction_that_spills_and_writes_pages_again_is_recovered() {
 /// none of them.
 #[test]
 fn a_log_started_over_is_recovered_from_its_new_start() {
-    let dir = tempfile::tempdir().expect("a folder");
-    let (path, copy) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
-    let conn = open(&path, 100_000);
-    for group in 0..100 {
-        conn.execute_batch("BEGIN").expect("begin");
-        insert(&conn, group * 30..group * 30 + 30);
-        conn.execute_batch("COMMIT").expect("commit");
-    }
+    let (_dir, path, copy, conn) = files(100_000);
+    commit_in_groups_of_30(&conn, 0..3000);
     let before = frames(&path);
     let (busy, logged, copied): (i64, i64, i64) = conn
         .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
@@ -182,6 +191,5 @@ fn a_log_started_over_is_recovered_from_its_new_start() {
         after < before,
         "the log started over and was cut to its limit ({before} frames, then {after})"
     );
-    left_behind(&path, &copy);
-    assert_recovered(&copy, 5000, |_| false);
+    assert_recovered_after_a_death(&path, &copy, 5000, |_| false);
 }
