@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
 
+use super::writer::wal_path;
+
 /// A connection as the writer's: WAL, 2 KiB pages, no automatic checkpoint, so that
 /// everything committed stays in the log.
 fn open(path: &Path, cache_pages: i64) -> Connection {
@@ -46,20 +48,14 @@ fn commit_in_groups_of_30(conn: &Connection, ids: std::ops::Range<i64>) {
     }
 }
 
-/// The database file and its log copied as they are on the disk while `conn` still
-/// holds them open: what a process that died at that moment leaves behind.
+/// The database file and its log copied as they are on the disk while the connection
+/// still holds them open: what a process that died at that moment leaves behind.
 fn left_behind(from: &Path, to: &Path) {
     std::fs::copy(from, to).expect("the database file");
-    std::fs::copy(log_of(from), log_of(to)).expect("the log");
+    std::fs::copy(wal_path(from), wal_path(to)).expect("the log");
 }
 
-/// The write-ahead log beside the database file at `path`.
-fn log_of(path: &Path) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push("-wal");
-    PathBuf::from(s)
-}
-
+/// Row `n`'s key and content: 300 to 999 bytes, so that rows fill pages unevenly.
 fn row(n: i64) -> (String, Vec<u8>) {
     let fill = u8::try_from(n % 251).expect("below 251");
     (
@@ -115,7 +111,7 @@ fn insert(conn: &Connection, ids: std::ops::Range<i64>) {
 /// How many frames the log of the database at `path` has room for: its header is 32 bytes,
 /// each frame 24 and a 2 KiB page.
 fn frames(path: &Path) -> u64 {
-    let len = std::fs::metadata(log_of(path)).expect("the log").len();
+    let len = std::fs::metadata(wal_path(path)).expect("the log").len();
     len.saturating_sub(32) / (2048 + 24)
 }
 
