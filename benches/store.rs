@@ -88,14 +88,19 @@ fn queries(c: &mut Criterion) {
             )
         })
     });
-    // A text search: one most intents match (the generator's every order is of paper), and
-    // one none does, which reads every intent's searchable text.
-    for (name, q) in [
-        ("search_first_page", "paper a4"),
-        ("search_no_match", "nosuchthing"),
+    // A text search: one most intents match (the generator's every order is of paper), one
+    // a few do (199 orders of 3,305 sheets), one some do (3,002 with 330 in them), and one
+    // none does; the last also as a caller of one tenant asks it.
+    for (name, q, tenant) in [
+        ("search_first_page", "paper a4", None),
+        ("search_few_match", "3305", None),
+        ("search_some_match", "330", None),
+        ("search_no_match", "nosuchthing", None),
+        ("search_no_match_one_tenant", "nosuchthing", Some("acme")),
     ] {
         let search = IntentFilter {
             q: Some(q.into()),
+            allowed_tenants: tenant.map(|t| vec![t.to_string()]),
             ..Default::default()
         };
         group.bench_function(name, |b| {

@@ -1106,6 +1106,119 @@ on_both_backends! {
 }
 
 on_both_backends! {
+    /// A search whose term few intents' text holds (read first, on SQLite, from their
+    /// arguments' rows alone) and one most intents' text holds (asked of each intent) answer
+    /// alike: the count, the page with the list's other filters, the pages after it, and an
+    /// intent found by its id rather than its text.
+    fn a_search_answers_alike_whether_few_or_many_intents_hold_its_term(store) {
+        let mut ids = Vec::new();
+        // More intents of paper than a list counts exactly (1,000).
+        for n in 0..1_001u64 {
+            let intent = created(
+                store
+                    .create_or_replay(&new_intent(
+                        n,
+                        if n % 2 == 0 { "acme" } else { "globex" },
+                        &format!("paper-{n}"),
+                        json!({"item": "paper a4", "qty": n}),
+                    ))
+                    .expect("create"),
+            );
+            ids.push(intent.id);
+        }
+        let mut walnut = Vec::new();
+        for (n, tenant) in [(2_000u64, "acme"), (2_001, "globex"), (2_002, "acme")] {
+            let intent = created(
+                store
+                    .create_or_replay(&new_intent(
+                        n,
+                        tenant,
+                        &format!("desk-{n}"),
+                        json!({"item": "Walnut desk", "qty": 1}),
+                    ))
+                    .expect("create"),
+            );
+            walnut.push(intent.id);
+        }
+        let search = |q: &str| IntentFilter {
+            q: Some(q.into()),
+            ..Default::default()
+        };
+        let ids_of = |page: &intentdesk::wire::IntentPage| {
+            page.items.iter().map(|i| i.id.clone()).collect::<Vec<_>>()
+        };
+
+        let few = store
+            .list_intents(&search("walnut"), SortKey::Created, false, None, 50)
+            .expect("search");
+        assert_eq!((few.total, few.total_exact), (3, true));
+        assert_eq!(ids_of(&few), [walnut[2].clone(), walnut[1].clone(), walnut[0].clone()]);
+
+        let acme = IntentFilter {
+            tenants: vec!["acme".into()],
+            ..search("WALNUT")
+        };
+        let page = store
+            .list_intents(&acme, SortKey::Created, false, None, 50)
+            .expect("search");
+        assert_eq!((page.total, ids_of(&page)), (2, vec![walnut[2].clone(), walnut[0].clone()]));
+        let globex = IntentFilter {
+            allowed_tenants: Some(vec!["globex".into()]),
+            ..search("walnut desk")
+        };
+        let page = store
+            .list_intents(&globex, SortKey::Updated, true, None, 50)
+            .expect("search");
+        assert_eq!((page.total, ids_of(&page)), (1, vec![walnut[1].clone()]));
+
+        // Pages of the few continue where the last ended.
+        let first = store
+            .list_intents(&search("walnut"), SortKey::Created, false, None, 2)
+            .expect("page 1");
+        assert_eq!(ids_of(&first), [walnut[2].clone(), walnut[1].clone()]);
+        let cursor = intentdesk::store::Cursor::decode(first.next_cursor.as_deref().expect("more"))
+            .expect("cursor");
+        let second = store
+            .list_intents(&search("walnut"), SortKey::Created, false, Some(&cursor), 2)
+            .expect("page 2");
+        assert_eq!((ids_of(&second), second.next_cursor), (vec![walnut[0].clone()], None));
+
+        let many = store
+            .list_intents(&search("paper a4"), SortKey::Created, false, None, 50)
+            .expect("search");
+        assert_eq!((many.total, many.total_exact), (1_000, false));
+        assert_eq!(ids_of(&many), ids.iter().rev().take(50).cloned().collect::<Vec<_>>());
+        // Another filter beside the term: counted, not taken from the term's many.
+        let committed_paper = IntentFilter {
+            states: vec![IntentState::Committed],
+            ..search("paper a4")
+        };
+        let page = store
+            .list_intents(&committed_paper, SortKey::Created, false, None, 50)
+            .expect("search");
+        assert_eq!((page.total, page.total_exact, page.items.len()), (0, true, 0));
+        let acme_paper = IntentFilter {
+            tenants: vec!["acme".into()],
+            ..search("paper")
+        };
+        let page = store
+            .list_intents(&acme_paper, SortKey::Created, false, None, 3)
+            .expect("search");
+        assert_eq!(ids_of(&page), [ids[1_000].clone(), ids[998].clone(), ids[996].clone()]);
+
+        // An id is found by the id, though no intent's text holds it.
+        let by_id = store
+            .list_intents(&search(ids[7].as_str()), SortKey::Created, false, None, 50)
+            .expect("search");
+        assert_eq!((by_id.total, ids_of(&by_id)), (1, vec![ids[7].clone()]));
+        let nothing = store
+            .list_intents(&search("nosuchthing"), SortKey::Created, false, None, 50)
+            .expect("search");
+        assert_eq!((nothing.total, nothing.items.len()), (0, 0));
+    }
+}
+
+on_both_backends! {
     fn a_bad_cursor_is_refused(store) {
         assert!(intentdesk::store::Cursor::decode("v1.created.d.x.1").is_err());
         let cursor = intentdesk::store::Cursor::decode("v1.attempts.d.1.1").expect("well formed");

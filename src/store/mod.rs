@@ -36,6 +36,7 @@ mod query;
 pub mod queue;
 mod receipts;
 mod revisits;
+mod search;
 pub mod sql;
 pub mod sqlite;
 mod sweeps;
@@ -124,9 +125,10 @@ pub use events::StoredEvent;
 pub use intents::{CreateOutcome, LinkRefusal, Links, NewIntent};
 pub use metrics::{MetricFilter, SERIES_METRICS};
 pub use outbox::{Claim, ClaimedRow, ContractOf, HeldSend, SendTerms};
-pub use query::{Cursor, IntentFilter, MAX_PAGE, SortKey, forget_at, search_form};
+pub use query::{Cursor, IntentFilter, MAX_PAGE, SortKey, forget_at};
 pub use receipts::{HELD_BY_ANOTHER, LOOKUP_HELD_BY_ANOTHER, ReceiptObservation};
 pub use revisits::{MAX_REVISITS, Sighting};
+pub use search::search_form;
 
 /// Everything that can go wrong in the store.
 #[derive(Debug, thiserror::Error)]

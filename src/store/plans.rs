@@ -381,3 +381,57 @@ fn an_intents_commands_are_read_along_indexes() {
         "{steps:?}"
     );
 }
+
+/// A search whose term few intents' text holds is written as those intents' keys: its count
+/// and its page, a tenant's too, reach each intent by its key or by the index of the key the
+/// term may be, and never walk the intents asking each for its text. Asked of each intent
+/// (a term many intents hold), they read each intent's arguments' row.
+#[test]
+fn a_terms_few_intents_are_read_by_their_keys() {
+    use super::query::{IntentFilter, Known};
+    let (_dir, store) = store();
+    for tenants in [vec![], vec!["acme".to_string()]] {
+        let filter = IntentFilter {
+            q: Some("walnut".into()),
+            tenants,
+            ..IntentFilter::default()
+        };
+        let known = Known {
+            no_statistics: true,
+            text_matches: Some(vec![3, 17, 42]),
+            ..Known::nothing(Dialect::Sqlite)
+        };
+        let [count, page] = list_plans(&store, &filter, known, "+i.seq DESC");
+        for steps in [&count, &page] {
+            let intents = naming(steps, "i");
+            assert!(
+                !intents.is_empty() && intents.iter().all(|s| s.starts_with("SEARCH")),
+                "{steps:?}"
+            );
+            assert!(
+                intents.iter().any(|s| s.contains("INTEGER PRIMARY KEY")),
+                "{steps:?}"
+            );
+            assert!(
+                !steps.iter().any(|s| s.contains("intent_payloads")),
+                "{steps:?}"
+            );
+        }
+        assert!(
+            !count.iter().any(|s| s.contains("TEMP B-TREE")),
+            "{count:?}"
+        );
+        let asked = list_plans(
+            &store,
+            &filter,
+            Known::nothing(Dialect::Sqlite),
+            "+i.seq DESC",
+        );
+        assert!(
+            asked
+                .iter()
+                .all(|steps| steps.iter().any(|s| s.starts_with("SEARCH ip"))),
+            "{asked:?}"
+        );
+    }
+}

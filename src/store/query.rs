@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::paging::{Order, indexed_filter};
 use super::pauses::pause_from_row;
+use super::search::TextMatches;
 use super::{Store, StoreError, to_u64};
-use crate::domain::canonical::{fold_digits, normalize_text};
 use crate::domain::{ActionKey, ConsequenceTier, IntentId, IntentState, Locale};
 use crate::wire::{
     Attempt, Intent, IntentDetail, IntentPage, KeyLedger, LinkedIntent, MAX_LINKED, PauseScope,
@@ -201,25 +201,6 @@ fn names<T: Copy>(list: &[T], f: impl Fn(T) -> &'static str) -> Vec<String> {
     list.iter().map(|v| f(*v).to_string()).collect()
 }
 
-/// Text as search compares it: normalised like canonical args, digits folded, lower case.
-pub fn search_form(s: &str) -> String {
-    // ASCII has no digit to fold and lowercases byte by byte (held to the full form by a
-    // test).
-    if s.is_ascii() {
-        return s.trim().to_ascii_lowercase();
-    }
-    fold_digits(&normalize_text(s)).to_lowercase()
-}
-
-/// The canonical number a search term stands for, by the canonical rules for numeric
-/// strings (`1,200`, `۱٬۲۰۰` and `1200.0` all stand for `1200`); `None` for other text.
-fn canonical_number(q: &str) -> Option<String> {
-    let args = serde_json::json!({ "q": q });
-    let json = crate::domain::canonical::canonicalize(&args).ok()?.json;
-    let value = json.strip_prefix("{\"q\":")?.strip_suffix('}')?;
-    (!value.starts_with('"')).then(|| value.to_string())
-}
-
 /// What a list learned of the store before it writes its filter ([`filter_where_knowing`]).
 /// At the least its dialect ([`Known::nothing`]): each condition is then asked of each
 /// intent.
@@ -246,6 +227,11 @@ pub(crate) struct Known {
     /// planner would otherwise walk the index of a tenant-scoped caller's tenant, asking
     /// each of its intents).
     pub(crate) paused_first: bool,
+    /// The few intents a text search matches by their search text, read first
+    /// ([`super::search::few_text_matches`]): the search is written as their keys, which the
+    /// planner reaches with the keys the term may be (id, action key, receipt, downstream
+    /// record) through their indexes. `None`: each intent's text is asked.
+    pub(crate) text_matches: Option<Vec<i64>>,
 }
 
 impl Known {
@@ -257,6 +243,7 @@ impl Known {
             pauses: None,
             no_statistics: false,
             paused_first: false,
+            text_matches: None,
         }
     }
 }
@@ -363,6 +350,21 @@ pub(crate) fn filter_where(f: &IntentFilter, dialect: Dialect) -> Where {
     filter_where_knowing(f, Known::nothing(dialect))
 }
 
+/// Whether the filter names a term and tenants only, as `search::text_matches` reads them.
+fn only_searched(f: &IntentFilter) -> bool {
+    *f == IntentFilter {
+        q: f.q.clone(),
+        tenants: f.tenants.clone(),
+        allowed_tenants: f.allowed_tenants.clone(),
+        ..IntentFilter::default()
+    }
+}
+
+/// The term a list is searched for, when it names one.
+pub(crate) fn search_term(f: &IntentFilter) -> Option<&str> {
+    f.q.as_deref().map(str::trim).filter(|q| !q.is_empty())
+}
+
 /// [`filter_where`], written with what is `known` of the store.
 pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
     let mut w = Where::default();
@@ -371,7 +373,9 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
     // instead, asking each of its intents, were the planner left to guess. A workflow, a
     // time range and many attempts, which may name fewer intents still, keep theirs.
     let read_first = known.no_statistics
-        && (known.paused_first || known.providers == ProviderMatch::FromTheProviders);
+        && (known.paused_first
+            || known.providers == ProviderMatch::FromTheProviders
+            || known.text_matches.is_some());
     let text = |column: &str| {
         if read_first {
             format!("(i.{column} || '')")
@@ -453,30 +457,27 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
             });
         }
     }
-    if let Some(q) = f.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+    if let Some(q) = search_term(f) {
         let exact = w.bind(q.to_string());
-        let folded = search_form(q);
-        let escaped = folded
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        let like = w.bind(format!("%{escaped}%"));
-        let (joins, searched) = known.dialect.search_text();
-        w.joins = joins;
-        // An amount typed as the console shows it (`35,500,000`, `۳۵٬۵۰۰٬۰۰۰`) is also looked
-        // for as the canonical number the arguments were indexed under.
-        let number = canonical_number(q)
-            .filter(|n| *n != folded)
-            .map(|n| {
-                format!(
-                    " OR {searched} LIKE {} ESCAPE '\\'",
-                    w.bind(format!("%{n}%"))
-                )
-            })
-            .unwrap_or_default();
+        let matched = match &known.text_matches {
+            // Read first (`search::few_text_matches`): found by their keys.
+            Some(seqs) => {
+                let list = w.bind(serde_json::to_string(seqs).unwrap_or_else(|_| "[]".into()));
+                format!("i.seq IN (SELECT value FROM json_each({list}))")
+            }
+            None => {
+                let (joins, searched) = known.dialect.search_text();
+                w.joins = joins;
+                super::search::patterns(q)
+                    .into_iter()
+                    .map(|p| format!("{searched} LIKE {} ESCAPE '\\'", w.bind(p)))
+                    .collect::<Vec<_>>()
+                    .join(" OR ")
+            }
+        };
         w.push(&format!(
             "(i.id = {exact} OR i.action_key = {exact} OR i.receipt_id = {exact} OR i.downstream_ref = {exact} \
-             OR {searched} LIKE {like} ESCAPE '\\'{number})"
+             OR {matched})"
         ));
     }
     w
@@ -559,6 +560,19 @@ impl Store {
             }
             None => false,
         };
+        // What the intents' text alone says of a term: the few intents it matches, read
+        // first, or that it matches more than a list counts.
+        let text = match search_term(filter) {
+            Some(q) => super::search::text_matches(&*self.conn, filter, q, TOTAL_CAP)?,
+            None => TextMatches::Unread,
+        };
+        // Read for the term and the tenants alone, the many are the list's count.
+        let counted_already = text == TextMatches::Many && only_searched(filter);
+        let text_matches = match text {
+            TextMatches::Few(seqs) => Some(seqs),
+            TextMatches::Many | TextMatches::Unread => None,
+        };
+        let text_first = text_matches.is_some();
         let base = filter_where_knowing(
             filter,
             Known {
@@ -567,12 +581,17 @@ impl Store {
                 pauses,
                 no_statistics,
                 paused_first,
+                text_matches,
             },
         );
-        let counted: i64 = self
-            .conn
-            .one(&count_sql(&base), &params_of(&base.values), |r| r.get(0))?;
-        let counted = to_u64(counted);
+        let counted = if counted_already {
+            TOTAL_CAP + 1
+        } else {
+            let counted: i64 = self
+                .conn
+                .one(&count_sql(&base), &params_of(&base.values), |r| r.get(0))?;
+            to_u64(counted)
+        };
 
         if let Some(c) = cursor
             && (c.sort != sort || c.ascending != ascending)
@@ -598,6 +617,7 @@ impl Store {
             by_filter: indexed_filter(filter)
                 || providers == ProviderMatch::FromTheProviders
                 || paused_first
+                || text_first
                 || (paused_by_index && counted <= TOTAL_CAP),
             ..order
         };
@@ -607,6 +627,7 @@ impl Store {
         // each row it walks (0.1 s on a million intents ordered by attempts).
         let few = providers == ProviderMatch::FromTheProviders
             || paused_first
+            || text_first
             || (counted <= TOTAL_CAP && (indexed_filter(filter) || paused_by_index));
         let (first, boundary) = if few {
             (planned, None)
@@ -831,22 +852,4 @@ pub(crate) const CALLER_KEY_COUNTS_SQL: &str = "SELECT k.replays, k.mismatches F
 /// sent under.
 pub fn forget_at(intent: &Intent) -> Option<u64> {
     Some(intent.first_dispatch_at_ms? + intent.key_retention_secs? * 1000)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::canonical::normalize_any_text;
-
-    #[test]
-    fn ascii_search_text_takes_the_form_the_full_rules_give() {
-        for byte in 0u8..=0x7f {
-            let c = char::from(byte);
-            for text in [c.to_string(), format!("Po{c}7"), format!("{c}AB{c}")] {
-                let full = fold_digits(&normalize_any_text(&text)).to_lowercase();
-                assert_eq!(search_form(&text), full, "{text:?}");
-            }
-        }
-        assert_eq!(search_form(" PO-۱۷ "), "po-17");
-    }
 }
