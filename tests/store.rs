@@ -1188,6 +1188,16 @@ on_both_backends! {
             .expect("search");
         assert_eq!((many.total, many.total_exact), (1_000, false));
         assert_eq!(ids_of(&many), ids.iter().rev().take(50).cloned().collect::<Vec<_>>());
+        // A caller's scope with the term's many: counted past the cap, as asked.
+        let scoped_paper = IntentFilter {
+            allowed_tenants: Some(vec!["acme".into(), "globex".into()]),
+            ..search("paper")
+        };
+        let page = store
+            .list_intents(&scoped_paper, SortKey::Created, false, None, 5)
+            .expect("search");
+        assert_eq!((page.total, page.total_exact), (1_000, false));
+        assert_eq!(ids_of(&page), ids.iter().rev().take(5).cloned().collect::<Vec<_>>());
         // Another filter beside the term: counted, not taken from the term's many.
         let committed_paper = IntentFilter {
             states: vec![IntentState::Committed],
@@ -1206,6 +1216,12 @@ on_both_backends! {
             .expect("search");
         assert_eq!(ids_of(&page), [ids[1_000].clone(), ids[998].clone(), ids[996].clone()]);
 
+        // An action key is found by the key, though no intent's text holds it.
+        let key = store.intent(&walnut[1]).expect("intent").action_key;
+        let by_key = store
+            .list_intents(&search(key.as_str()), SortKey::Created, false, None, 50)
+            .expect("search");
+        assert_eq!((by_key.total, ids_of(&by_key)), (1, vec![walnut[1].clone()]));
         // An id is found by the id, though no intent's text holds it.
         let by_id = store
             .list_intents(&search(ids[7].as_str()), SortKey::Created, false, None, 50)

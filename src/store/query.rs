@@ -228,7 +228,7 @@ pub(crate) struct Known {
     /// each of its intents).
     pub(crate) paused_first: bool,
     /// The few intents a text search matches by their search text, read first
-    /// ([`super::search::few_text_matches`]): the search is written as their keys, which the
+    /// ([`super::search::text_matches`]): the search is written as their keys, which the
     /// planner reaches with the keys the term may be (id, action key, receipt, downstream
     /// record) through their indexes. `None`: each intent's text is asked.
     pub(crate) text_matches: Option<Vec<i64>>,
@@ -350,16 +350,6 @@ pub(crate) fn filter_where(f: &IntentFilter, dialect: Dialect) -> Where {
     filter_where_knowing(f, Known::nothing(dialect))
 }
 
-/// Whether the filter names a term and tenants only, as `search::text_matches` reads them.
-fn only_searched(f: &IntentFilter) -> bool {
-    *f == IntentFilter {
-        q: f.q.clone(),
-        tenants: f.tenants.clone(),
-        allowed_tenants: f.allowed_tenants.clone(),
-        ..IntentFilter::default()
-    }
-}
-
 /// The term a list is searched for, when it names one.
 pub(crate) fn search_term(f: &IntentFilter) -> Option<&str> {
     f.q.as_deref().map(str::trim).filter(|q| !q.is_empty())
@@ -460,7 +450,7 @@ pub(crate) fn filter_where_knowing(f: &IntentFilter, known: Known) -> Where {
     if let Some(q) = search_term(f) {
         let exact = w.bind(q.to_string());
         let matched = match &known.text_matches {
-            // Read first (`search::few_text_matches`): found by their keys.
+            // Read first (`search::text_matches`): found by their keys.
             Some(seqs) => {
                 let list = w.bind(serde_json::to_string(seqs).unwrap_or_else(|_| "[]".into()));
                 format!("i.seq IN (SELECT value FROM json_each({list}))")
@@ -567,12 +557,12 @@ impl Store {
             None => TextMatches::Unread,
         };
         // Read for the term and the tenants alone, the many are the list's count.
-        let counted_already = text == TextMatches::Many && only_searched(filter);
+        let counted_already = text == TextMatches::Many;
         let text_matches = match text {
             TextMatches::Few(seqs) => Some(seqs),
             TextMatches::Many | TextMatches::Unread => None,
         };
-        let text_first = text_matches.is_some();
+        let text_read = text_matches.is_some();
         let base = filter_where_knowing(
             filter,
             Known {
@@ -617,18 +607,18 @@ impl Store {
             by_filter: indexed_filter(filter)
                 || providers == ProviderMatch::FromTheProviders
                 || paused_first
-                || text_first
-                || (paused_by_index && counted <= TOTAL_CAP),
+                || ((paused_by_index || text_read) && counted <= TOTAL_CAP),
             ..order
         };
-        // Few matches the planner can reach through the filter's index (at most the count's
-        // cap, or the few intents of the providers) are read that way and sorted: a window
-        // walked along the order's index would find few of them, at a read of the table for
-        // each row it walks (0.1 s on a million intents ordered by attempts).
+        // Few matches the planner can reach through the filter's index or their keys (at most
+        // the count's cap, or the few intents of the providers) are read that way and sorted:
+        // a window walked along the order's index would find few of them, at a read of the
+        // table for each row it walks (0.1 s on a million intents ordered by attempts). A
+        // term's few intents by their text may yet be many with those its keys name (a
+        // downstream record many intents share): then they are counted past the cap.
         let few = providers == ProviderMatch::FromTheProviders
             || paused_first
-            || text_first
-            || (counted <= TOTAL_CAP && (indexed_filter(filter) || paused_by_index));
+            || (counted <= TOTAL_CAP && (indexed_filter(filter) || paused_by_index || text_read));
         let (first, boundary) = if few {
             (planned, None)
         } else {
