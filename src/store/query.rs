@@ -217,10 +217,10 @@ pub(crate) struct Known {
     /// Whether the planner has no statistics to choose an index by (SQLite, on a
     /// coordinator's own store; PostgreSQL has them, and plans each list for its values).
     /// The filter then tells it: each pause's scope is searched through one index only
-    /// ([`super::pauses::scope_condition_with`]), and when the intents of the providers or
-    /// the pauses are read first, the filter's columns most intents share (tenant, state,
-    /// operation, tool, release, locale, tier) are written so that no index is taken for
-    /// them.
+    /// ([`super::pauses::scope_condition_with`]), and when the intents of the providers, of
+    /// the pauses or of a term's text are read first, the filter's columns most intents
+    /// share (tenant, state, operation, tool, release, locale, tier) are written so that no
+    /// index is taken for them.
     pub(crate) no_statistics: bool,
     /// The intents the pauses hold are few ([`few_paused_intents`]): they are read first,
     /// through their scopes' indexes, and each intent by its key (on SQLite only, whose

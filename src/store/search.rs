@@ -57,12 +57,13 @@ pub(crate) enum TextMatches {
     Few(Vec<i64>),
     /// More than the few asked for.
     Many,
-    /// Not read: on PostgreSQL, and on a SQLite file with intents made before migration 21,
-    /// whose text is in their own rows.
+    /// Not read, and each intent is asked: on PostgreSQL; on a SQLite file with no payload
+    /// row yet, or with intents made before migration 21, whose text is in their own rows;
+    /// for a filter of more than a term and tenants; for tenants with few intents.
     Unread,
 }
 
-/// A list's tenants with fewer intents than the store's one in [`SMALL_SCOPE`] are asked
+/// A list's tenants with at most the store's one in [`SMALL_SCOPE`] of its intents are asked
 /// intent by intent, as before: reading them along the tenant's index costs less than every
 /// payload row of the store (about 5 µs an intent against 0.15 µs a payload row, on a
 /// million intents).
@@ -142,15 +143,16 @@ pub(crate) fn text_matches(
     if older.is_some() {
         return Ok(TextMatches::Unread);
     }
+    if f.allowed_tenants.as_ref().is_some_and(Vec::is_empty) {
+        // A caller who may see no tenant's intents finds none.
+        return Ok(TextMatches::Few(Vec::new()));
+    }
+    // Each list a condition; an empty one names no tenant (the caller's, none, is above).
     let tenants: Vec<&[String]> = [Some(f.tenants.as_slice()), f.allowed_tenants.as_deref()]
         .into_iter()
         .flatten()
         .filter(|list| !list.is_empty())
         .collect();
-    if f.allowed_tenants.as_ref().is_some_and(Vec::is_empty) {
-        // A caller who may see no tenant's intents finds none.
-        return Ok(TextMatches::Few(Vec::new()));
-    }
     if !tenants.is_empty() && few_of_theirs(conn, &tenants)? {
         return Ok(TextMatches::Unread);
     }
@@ -187,8 +189,8 @@ pub(crate) fn text_matches(
     })
 }
 
-/// Whether the intents of `tenants` (each list a condition) are fewer than the store's one
-/// in [`SMALL_SCOPE`]: counted along the tenant's index, up to that many.
+/// Whether the intents of `tenants` (each list a condition) are at most the store's one in
+/// [`SMALL_SCOPE`]: counted along the tenant's index, up to one more than that.
 fn few_of_theirs(conn: &dyn Conn, tenants: &[&[String]]) -> Result<bool, StoreError> {
     let last: Option<i64> = conn.one("SELECT max(seq) FROM intents", params![], |r| r.get(0))?;
     let bound = last.unwrap_or(0) / SMALL_SCOPE;
