@@ -11,7 +11,7 @@
 //! them, and the list finds them by their keys.
 
 use super::StoreError;
-use super::query::{IntentFilter, Where};
+use super::query::{IntentFilter, Where, filter_where};
 use super::sql::{Conn, ConnExt, Optional, params, params_of};
 use crate::domain::canonical::{fold_digits, normalize_text};
 
@@ -147,31 +147,29 @@ pub(crate) fn text_matches(
         // A caller who may see no tenant's intents finds none.
         return Ok(TextMatches::Few(Vec::new()));
     }
-    // Each list a condition; an empty one names no tenant (the caller's, none, is above).
-    let tenants: Vec<&[String]> = [Some(f.tenants.as_slice()), f.allowed_tenants.as_deref()]
-        .into_iter()
-        .flatten()
-        .filter(|list| !list.is_empty())
-        .collect();
-    if !tenants.is_empty() && few_of_theirs(conn, &tenants)? {
+    // The list's tenants as the list writes them, and nothing else of its filter.
+    let tenants = IntentFilter {
+        tenants: f.tenants.clone(),
+        allowed_tenants: f.allowed_tenants.clone(),
+        ..IntentFilter::default()
+    };
+    let mut w = filter_where(&tenants, conn.dialect());
+    let scoped = !w.values.is_empty();
+    if scoped && few_of_theirs(conn, &w)? {
         return Ok(TextMatches::Unread);
     }
-    let mut w = Where::default();
     let matched = patterns(q)
         .into_iter()
         .map(|p| format!("p.search_text LIKE {} ESCAPE '\\'", w.bind(p)))
         .collect::<Vec<_>>()
         .join(" OR ");
     w.push(&format!("({matched})"));
-    for list in &tenants {
-        w.any_of("i.tenant", list);
-    }
     // `CROSS JOIN` keeps SQLite's loops in this order: the payload rows, then a match's
     // intent by its key.
-    let intents = if tenants.is_empty() {
-        ""
-    } else {
+    let intents = if scoped {
         " CROSS JOIN intents i ON i.seq = p.intent_seq"
+    } else {
+        ""
     };
     let seqs: Vec<i64> = conn.rows(
         &format!(
@@ -189,15 +187,11 @@ pub(crate) fn text_matches(
     })
 }
 
-/// Whether the intents of `tenants` (each list a condition) are at most the store's one in
+/// Whether the intents of the tenants `w` names are at most the store's one in
 /// [`SMALL_SCOPE`]: counted along the tenant's index, up to one more than that.
-fn few_of_theirs(conn: &dyn Conn, tenants: &[&[String]]) -> Result<bool, StoreError> {
+fn few_of_theirs(conn: &dyn Conn, w: &Where) -> Result<bool, StoreError> {
     let last: Option<i64> = conn.one("SELECT max(seq) FROM intents", params![], |r| r.get(0))?;
     let bound = last.unwrap_or(0) / SMALL_SCOPE;
-    let mut w = Where::default();
-    for list in tenants {
-        w.any_of("i.tenant", list);
-    }
     let theirs: i64 = conn.one(
         &format!(
             "SELECT count(*) FROM (SELECT 1 FROM intents i WHERE {} LIMIT {})",
