@@ -17,10 +17,13 @@
 //! 10 ms on a slow machine; docs/throughput-log.md). Should no last copy begin before the
 //! log is an eighth past its limit (a checkpointer that stopped), the writer takes the turn
 //! and copies all of it. Were both to copy, the writer's copy would find the
-//! checkpointer's under way and be refused. The wait is set with the `busy_timeout`
-//! pragma, which answers with a row: run as a statement that answers nothing, it failed,
-//! the log was never started over, and under load it grew past 1.7 GiB, every commit paying
-//! the file system for new blocks (docs/throughput-log.md).
+//! checkpointer's under way and be refused; so the writer tries again after its next
+//! commit, and once the log is twice its limit (the checkpointer's thread waiting for a
+//! core in the middle of its copy) it waits for that copy to end rather than let the log
+//! grow on. The writer's wait for the readers is set with the `busy_timeout` pragma, which
+//! answers with a row: run as a statement that answers nothing, it failed, the log was never
+//! started over, and under load it grew past 1.7 GiB, every commit paying the file system
+//! for new blocks (docs/throughput-log.md).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -62,6 +65,8 @@ pub struct Checkpointer {
     ready: Condvar,
     /// A copy is under way: the writer's own would be refused.
     copying: AtomicBool,
+    /// A copy ended (told under `state`'s lock, so a writer waiting for it never misses it).
+    copied: Condvar,
 }
 
 #[derive(Default)]
@@ -151,6 +156,7 @@ impl Checkpointer {
             }),
             ready: Condvar::new(),
             copying: AtomicBool::new(false),
+            copied: Condvar::new(),
         });
         let theirs = checkpointer.clone();
         std::thread::Builder::new()
@@ -230,7 +236,7 @@ impl Checkpointer {
             wake.begin_copy();
             // Marked under the lock the writer takes to claim its turn: a writer that has
             // its turn finds this copy under way or done, and none begins after it.
-            let copying = Copying::mark(&self.copying);
+            let copying = Copying::mark(self);
             drop(wake);
             // Passive: copies what no reader still needs, and waits for nobody.
             let copied = checkpoint(store, "PASSIVE");
@@ -250,22 +256,37 @@ impl Checkpointer {
             }
         }
     }
+
+    /// Wait for a copy under way to end (none begins once the writer has its turn).
+    fn wait_for_copy(&self) {
+        let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        while self.copying.load(Ordering::Acquire) {
+            wake = self
+                .copied
+                .wait(wake)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
 }
 
 /// A copy under way, marked for the writer until it ends, even by a panic: a mark left
-/// behind would keep the writer from ever starting the log over.
-struct Copying<'a>(&'a AtomicBool);
+/// behind would keep the writer from ever starting the log over, or waiting for it forever.
+struct Copying<'a>(&'a Checkpointer);
 
 impl<'a> Copying<'a> {
-    fn mark(flag: &'a AtomicBool) -> Copying<'a> {
-        flag.store(true, Ordering::Release);
-        Copying(flag)
+    fn mark(checkpointer: &'a Checkpointer) -> Copying<'a> {
+        checkpointer.copying.store(true, Ordering::Release);
+        Copying(checkpointer)
     }
 }
 
 impl Drop for Copying<'_> {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        // Cleared under the lock a waiting writer checks it under.
+        let wake = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.0.copying.store(false, Ordering::Release);
+        drop(wake);
+        self.0.copied.notify_all();
     }
 }
 
@@ -286,6 +307,13 @@ fn checkpoint(store: &Store, mode: &str) -> Result<bool, StoreError> {
 /// waits while it does. Reads are short; a long one (a list over a million intents) is
 /// not waited for, and the writer tries again later.
 const RESTART_WAIT_MS: u64 = 20;
+
+/// How many times its limit the log may grow while a copy of the checkpointer's is under
+/// way before the writer, and every write with it, waits for that copy to end. On a busy
+/// machine the checkpointer's thread can wait long for a core in the middle of a copy;
+/// without this bound the log grew on all that while (four to six times its limit in a unit
+/// test beside four threads that never sleep).
+const FAR_PAST: u64 = 2;
 
 /// When the writer starts the log over.
 #[derive(Debug)]
@@ -315,7 +343,8 @@ impl Restarts {
     /// has not, and wait briefly for the reads begun on the old log, so that the next
     /// commit starts the log over. Until the checkpointer has begun its last copy (unless
     /// the log is an eighth past its limit), and while any copy of its is under way, the
-    /// writer tries again after its next commit. (When no commit follows, the rest stays
+    /// writer tries again after its next commit, until the log is [`FAR_PAST`] times its
+    /// limit: then it waits for that copy to end. (When no commit follows, the rest stays
     /// in the log until one does: readers find it there, and closing the last connection
     /// copies it.)
     pub fn restart(
@@ -331,7 +360,19 @@ impl Restarts {
             return Ok(());
         }
         if checkpointer.copying.load(Ordering::Acquire) {
-            return Ok(());
+            if frames <= self.limit * FAR_PAST {
+                return Ok(());
+            }
+            // A copy that has lasted while a whole limit more was written (a starved or
+            // slow checkpointer) would let the log grow for as long as it goes on: the
+            // writes wait for it instead.
+            let began = std::time::Instant::now();
+            checkpointer.wait_for_copy();
+            tracing::warn!(
+                log_frames = frames,
+                waited_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "the write-ahead log reached twice its limit during a checkpoint; writes waited for it to end"
+            );
         }
         // The pragma answers with the timeout set: a row, which `batch` would refuse.
         let wait = |ms: u64| {
@@ -357,6 +398,9 @@ impl Restarts {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
     use super::{Checkpointer, Restarts, Wake};
     use crate::store::Durability;
 
@@ -408,7 +452,8 @@ mod tests {
         Checkpointer {
             state: std::sync::Mutex::new(wake),
             ready: std::sync::Condvar::new(),
-            copying: std::sync::atomic::AtomicBool::new(false),
+            copying: AtomicBool::new(false),
+            copied: std::sync::Condvar::new(),
         }
     }
 
@@ -488,7 +533,7 @@ mod tests {
     fn the_writer_waits_while_a_copy_is_under_way() {
         let (_dir, store, mut restarts) = log_and_restarts();
         let checkpointer = checkpointer(last_copy_begun());
-        let mark = super::Copying::mark(&checkpointer.copying);
+        let mark = super::Copying::mark(&checkpointer);
         restarts
             .restart(&store, RESTART_FRAMES + 5, &checkpointer)
             .expect("restart");
@@ -502,14 +547,50 @@ mod tests {
 
     #[test]
     fn a_copy_that_panics_leaves_no_mark() {
-        let flag = std::sync::atomic::AtomicBool::new(false);
+        let checkpointer = checkpointer(Wake::default());
         let panicked = std::panic::catch_unwind(|| {
-            let _copying = super::Copying::mark(&flag);
-            assert!(flag.load(std::sync::atomic::Ordering::Acquire));
+            let _copying = super::Copying::mark(&checkpointer);
+            assert!(checkpointer.copying.load(Ordering::Acquire));
             panic!("a copy that fails badly");
         });
         assert!(panicked.is_err());
-        assert!(!flag.load(std::sync::atomic::Ordering::Acquire));
+        assert!(!checkpointer.copying.load(Ordering::Acquire));
+        checkpointer.wait_for_copy();
+    }
+
+    #[test]
+    fn far_past_its_limit_the_writer_waits_for_the_copy_under_way() {
+        let (_dir, store, mut restarts) = log_and_restarts();
+        let checkpointer = checkpointer(last_copy_begun());
+        let far = RESTART_FRAMES * super::FAR_PAST + 1;
+        let released = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let mark = super::Copying::mark(&checkpointer);
+            let (restarts, checkpointer, released) = (&mut restarts, &checkpointer, &released);
+            let writer = s.spawn(move || {
+                restarts
+                    .restart(&store, far, checkpointer)
+                    .expect("restart");
+                released.load(Ordering::Acquire)
+            });
+            // A writer that does not wait returns at once; one that waits cannot return
+            // while the mark is held, however long this looks.
+            let looked_until = Instant::now() + Duration::from_millis(50);
+            while !writer.is_finished() && Instant::now() < looked_until {
+                std::thread::yield_now();
+            }
+            assert!(
+                !writer.is_finished(),
+                "the writer went on while the log was far past its limit"
+            );
+            released.store(true, Ordering::Release);
+            drop(mark);
+            assert!(
+                writer.join().expect("writer"),
+                "it returned before the copy ended"
+            );
+        });
+        assert_ne!(restarts.not_before, 1, "it tried once the copy ended");
     }
 
     #[test]
