@@ -121,6 +121,9 @@ run_one() {
   local durability="$1" shape="$2" round="$3" dir="$OUT/$1-$2"
   [ "$ROUNDS" = 1 ] || dir="$OUT/$round-$1-$2"
   mkdir -p "$dir"
+  # An OUT given again keeps its folders: a database left there from an earlier run would
+  # count that run's orders as this one's.
+  rm -f "$dir"/intentdesk.sqlite "$dir"/intentdesk.sqlite-wal "$dir"/intentdesk.sqlite-shm
   printf %s "load-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/admin.token"
   printf %s "hook-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/webhook.token"
   local database="intentdesk.sqlite" pg_database=""
