@@ -1927,6 +1927,167 @@ fn an_intent_made_before_its_arguments_had_a_row_of_their_own_reads_as_it_did() 
     }
 }
 
+/// A file of schema 20 with `older` intents made before (the first two dispatched), then
+/// migrated, and one intent made after: each intent's id, its arguments and a word of them.
+fn upgraded_file(
+    path: &std::path::Path,
+    older: u64,
+) -> (Store, Vec<(IntentId, serde_json::Value, String)>) {
+    let mut store = Store::open(path).expect("open");
+    let mut made = Vec::new();
+    for n in 1..=older {
+        let word = format!("item{n}x");
+        let args = json!({"item": word, "qty": n});
+        let new = new_intent(n, "acme", &format!("k{n}"), args.clone());
+        let id = if n <= 2 {
+            dispatched_as(&mut store, n, new)
+        } else {
+            created(store.create_or_replay(&new).expect("create")).id
+        };
+        made.push((id, args, word));
+    }
+    drop(store);
+    let plain = rusqlite::Connection::open(path).expect("plain connection");
+    plain
+        .execute_batch(&format!("{SCHEMA_20} PRAGMA user_version = 20;"))
+        .expect("back to schema 20");
+    drop(plain);
+    let mut store = Store::open(path).expect("migrate to the newest schema");
+    let n = older + 1;
+    let (word, args) = ("laterx".to_string(), json!({"item": "laterx", "qty": 0}));
+    let new = new_intent(n, "acme", &format!("k{n}"), args.clone());
+    made.push((
+        created(store.create_or_replay(&new).expect("create")).id,
+        args,
+        word,
+    ));
+    (store, made)
+}
+
+/// Each intent reads, and is found by its word, as it was made.
+fn reads_as_made(store: &mut Store, made: &[(IntentId, serde_json::Value, String)]) {
+    for (id, args, word) in made {
+        assert_eq!(store.intent(id).expect("read").args.as_ref(), Some(args));
+        let canonical = canonicalize(args).expect("args").json;
+        assert_eq!(store.canonical_args(id).expect("canonical"), canonical);
+        let found = store
+            .list_intents(
+                &IntentFilter {
+                    q: Some(word.clone()),
+                    ..Default::default()
+                },
+                SortKey::Created,
+                false,
+                None,
+                10,
+            )
+            .expect("search");
+        let found: Vec<_> = found.items.iter().map(|i| i.id.clone()).collect();
+        assert_eq!(&found, std::slice::from_ref(id), "searched for {word}");
+    }
+}
+
+/// How many intents still hold their arguments in their own row, and how many are older than
+/// the first payload row (which a search reads first only when there are none).
+fn left_in_rows(store: &Store) -> (i64, i64) {
+    store
+        .conn()
+        .one(
+            "SELECT (SELECT count(*) FROM intents WHERE args_json <> '' OR canonical_json <> ''              OR search_text <> ''), (SELECT count(*) FROM intents WHERE seq < \
+             coalesce((SELECT min(intent_seq) FROM intent_payloads), 9223372036854775807))",
+            params![],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("count")
+}
+
+/// On an upgraded file the older intents' arguments move into rows of their own, newest
+/// first and a batch at a time: at every step the intents with a payload row are the newest,
+/// every intent reads and is found as before, and its send carries what was ordered.
+#[test]
+fn older_intents_arguments_move_into_rows_of_their_own_newest_first() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (mut store, made) = upgraded_file(&dir.path().join("store.sqlite"), 5);
+    assert_eq!(left_in_rows(&store), (5, 5));
+    reads_as_made(&mut store, &made);
+    let mut batches = Vec::new();
+    loop {
+        let moved = store.move_older_arguments(2).expect("move");
+        if moved == 0 {
+            break;
+        }
+        batches.push(moved);
+        let gaps: i64 = store
+            .conn()
+            .one(
+                "SELECT count(*) FROM intents WHERE seq >= (SELECT min(intent_seq) FROM intent_payloads) \
+                 AND seq NOT IN (SELECT intent_seq FROM intent_payloads)",
+                params![],
+                |r| r.get(0),
+            )
+            .expect("gaps");
+        assert_eq!(
+            gaps, 0,
+            "an intent newer than a moved one without a payload row"
+        );
+        let left = 5 - batches.iter().sum::<u32>();
+        assert_eq!(left_in_rows(&store), (i64::from(left), i64::from(left)));
+        reads_as_made(&mut store, &made);
+    }
+    assert_eq!(batches, vec![2, 2, 1]);
+    assert_eq!(store.move_older_arguments(2).expect("again"), 0);
+    let claim = store
+        .claim_outbox("w1", T0 + 5, 1_000, 10, &erp)
+        .expect("claim");
+    for (id, args, _) in &made[..2] {
+        let canonical = canonicalize(args).expect("args").json;
+        assert_eq!(claimed(&claim, id).payload_json, canonical, "{id}'s send");
+    }
+}
+
+/// The coordinator's part that moves them: batch after batch until none is left, through
+/// the store's writer, as a coordinator started on an upgraded file runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_moves_every_older_intents_arguments() {
+    use intentdesk::coordinator::upgrade::{self, Pace, Pacing};
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("store.sqlite");
+    // Seven older intents, three at a time: the last batch moves one.
+    let older = 7;
+    let (store, made) = upgraded_file(&path, older);
+    assert_eq!(left_in_rows(&store), (7, 7));
+    drop(store);
+    let db = intentdesk::store::sqlite::writer::db(&path, Durability::PowerLoss).expect("db");
+    let (_stop, stopping) = tokio::sync::watch::channel(false);
+    let pace = Pace {
+        batch: 3,
+        pause: std::time::Duration::ZERO,
+    };
+    let pacing = Pacing {
+        idle: pace,
+        busy: pace,
+    };
+    upgrade::move_older_arguments(db, stopping, pacing).await;
+    let mut store = Store::open(&path).expect("open");
+    assert_eq!(left_in_rows(&store), (0, 0));
+    reads_as_made(&mut store, &made);
+}
+
+/// PostgreSQL keeps every intent's arguments in its row: nothing moves.
+#[test]
+fn on_postgres_no_intents_arguments_move() {
+    let Some(url) = common::backends::fresh_postgres() else {
+        return;
+    };
+    let mut store = intentdesk::store::postgres::open(&url).expect("opens");
+    created(
+        store
+            .create_or_replay(&new_intent(1, "acme", "k1", json!({"item": "x"})))
+            .expect("create"),
+    );
+    assert_eq!(store.move_older_arguments(100).expect("move"), 0);
+}
+
 /// Several coordinators on one PostgreSQL database: connections of their own, racing.
 mod shared_postgres {
     use super::*;

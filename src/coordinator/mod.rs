@@ -26,6 +26,7 @@ pub mod prometheus;
 pub mod reconciler;
 pub mod revisit;
 mod server;
+pub mod upgrade;
 pub mod whoami;
 
 use std::future::Future;
@@ -220,6 +221,11 @@ pub async fn run_with(
     // What changed since the last start is in the audit before the first request is served.
     revisit::at_start(&state).await?;
     policies::at_start(&state).await?;
+    let upgrade = tokio::spawn(upgrade::move_older_arguments(
+        state.db.clone(),
+        state.stopping.clone(),
+        upgrade::PACING,
+    ));
     // Each runs supervised: restarted when it panics, reported by `/healthz`.
     let dispatcher = spawn_part(&state, "dispatcher", dispatcher::run);
     let reconciler = spawn_part(&state, "reconciler", reconciler::run);
@@ -254,6 +260,7 @@ pub async fn run_with(
     dispatcher.await?;
     reconciler.await?;
     follower.await?;
+    upgrade.await?;
     Ok(())
 }
 

@@ -29,6 +29,7 @@ pub mod operator_queries;
 mod outbox;
 mod paging;
 mod pauses;
+mod payloads;
 #[cfg(test)]
 mod plans;
 pub mod postgres;
@@ -64,6 +65,7 @@ pub mod ops {
     pub use super::operator_queries::OperatorQueries;
     pub use super::outbox::Outbox;
     pub use super::pauses::Pauses;
+    pub use super::payloads::Payloads;
     pub use super::query::Queries;
     pub use super::receipts::Receipts;
     pub use super::revisits::Revisits;
@@ -81,6 +83,7 @@ pub trait StoreOps:
     + ops::Commands
     + ops::OperatorQueries
     + ops::Pauses
+    + ops::Payloads
     + ops::Queries
     + ops::Metrics
     + ops::ChangeFeed
@@ -100,6 +103,7 @@ impl<T> StoreOps for T where
         + ops::Commands
         + ops::OperatorQueries
         + ops::Pauses
+        + ops::Payloads
         + ops::Queries
         + ops::Metrics
         + ops::ChangeFeed
