@@ -110,9 +110,10 @@ pub(crate) fn only_searched(f: &IntentFilter) -> bool {
 /// ([`only_searched`]), and not for tenants with few intents ([`SMALL_SCOPE`]).
 ///
 /// Intents made before migration 21 come before every payload row: intents are never
-/// deleted, and on SQLite, which serves one coordinator, every intent made since has one. So
-/// one look at the intents before the first payload row tells whether any exists; with any,
-/// the text is not read here. A term most intents hold stops after `few` + 1 rows. Only a
+/// deleted, on SQLite, which serves one coordinator, every intent made since has one, and
+/// the coordinator moves the older ones' arguments into rows of their own newest first
+/// (`super::payloads`). So one look at the intents before the first payload row tells
+/// whether any is left; with any, the text is not read here. A term most intents hold stops after `few` + 1 rows. Only a
 /// match's intent is looked up, for its tenant: what other tenants' intents hold never
 /// changes the answer, though how long the read takes grows with how many of them hold
 /// the term.
