@@ -1901,20 +1901,11 @@ fn an_intent_made_before_its_arguments_had_a_row_of_their_own_reads_as_it_did() 
         let canonical = canonicalize(args).expect("args").json;
         assert_eq!(store.canonical_args(id).expect("canonical"), canonical);
         assert_eq!(claimed(&claim, id).payload_json, canonical, "{id}'s send");
-        let found = store
-            .list_intents(
-                &IntentFilter {
-                    q: Some(word.into()),
-                    ..Default::default()
-                },
-                SortKey::Created,
-                false,
-                None,
-                10,
-            )
-            .expect("search");
-        let found: Vec<_> = found.items.iter().map(|i| i.id.clone()).collect();
-        assert_eq!(found, vec![id.clone()], "searched for {word}");
+        assert_eq!(
+            searched(&mut store, word),
+            vec![id.clone()],
+            "searched for {word}"
+        );
         let kept: i64 = store
             .conn()
             .one(
@@ -1925,6 +1916,23 @@ fn an_intent_made_before_its_arguments_had_a_row_of_their_own_reads_as_it_did() 
             .expect("row");
         assert_eq!(kept > 0, in_row, "{id}'s arguments in its own row");
     }
+}
+
+/// The intents a search of `word` finds, on the first page.
+fn searched(store: &mut Store, word: &str) -> Vec<IntentId> {
+    let found = store
+        .list_intents(
+            &IntentFilter {
+                q: Some(word.into()),
+                ..Default::default()
+            },
+            SortKey::Created,
+            false,
+            None,
+            10,
+        )
+        .expect("search");
+    found.items.iter().map(|i| i.id.clone()).collect()
 }
 
 /// A file of schema 20 with `older` intents made before (the first two dispatched), then
@@ -1970,20 +1978,11 @@ fn reads_as_made(store: &mut Store, made: &[(IntentId, serde_json::Value, String
         assert_eq!(store.intent(id).expect("read").args.as_ref(), Some(args));
         let canonical = canonicalize(args).expect("args").json;
         assert_eq!(store.canonical_args(id).expect("canonical"), canonical);
-        let found = store
-            .list_intents(
-                &IntentFilter {
-                    q: Some(word.clone()),
-                    ..Default::default()
-                },
-                SortKey::Created,
-                false,
-                None,
-                10,
-            )
-            .expect("search");
-        let found: Vec<_> = found.items.iter().map(|i| i.id.clone()).collect();
-        assert_eq!(&found, std::slice::from_ref(id), "searched for {word}");
+        assert_eq!(
+            searched(store, word),
+            std::slice::from_ref(id),
+            "searched for {word}"
+        );
     }
 }
 
