@@ -1935,17 +1935,18 @@ fn searched(store: &mut Store, word: &str) -> Vec<IntentId> {
     found.items.iter().map(|i| i.id.clone()).collect()
 }
 
-/// A file of schema 20 with `older` intents made before (the first two dispatched), then
-/// migrated, and one intent made after: each intent's id, its arguments and a word of them.
+/// A file of schema 20 with intents made before (the first two dispatched, each with a note
+/// of as many bytes as `older` says, at its place), then migrated, and one intent made after:
+/// each intent's id, its arguments and a word of them.
 fn upgraded_file(
     path: &std::path::Path,
-    older: u64,
+    older: &[usize],
 ) -> (Store, Vec<(IntentId, serde_json::Value, String)>) {
     let mut store = Store::open(path).expect("open");
     let mut made = Vec::new();
-    for n in 1..=older {
+    for (n, &note) in (1..).zip(older) {
         let word = format!("item{n}x");
-        let args = json!({"item": word, "qty": n});
+        let args = json!({"item": word, "qty": n, "note": "z".repeat(note)});
         let new = new_intent(n, "acme", &format!("k{n}"), args.clone());
         let id = if n <= 2 {
             dispatched_as(&mut store, n, new)
@@ -1961,7 +1962,7 @@ fn upgraded_file(
         .expect("back to schema 20");
     drop(plain);
     let mut store = Store::open(path).expect("migrate to the newest schema");
-    let n = older + 1;
+    let n = older.len() as u64 + 1;
     let (word, args) = ("laterx".to_string(), json!({"item": "laterx", "qty": 0}));
     let new = new_intent(n, "acme", &format!("k{n}"), args.clone());
     made.push((
@@ -1992,7 +1993,8 @@ fn left_in_rows(store: &Store) -> (i64, i64) {
     store
         .conn()
         .one(
-            "SELECT (SELECT count(*) FROM intents WHERE args_json <> '' OR canonical_json <> ''              OR search_text <> ''), (SELECT count(*) FROM intents WHERE seq < \
+            "SELECT (SELECT count(*) FROM intents WHERE args_json <> '' OR canonical_json <> '' \
+             OR search_text <> ''), (SELECT count(*) FROM intents WHERE seq < \
              coalesce((SELECT min(intent_seq) FROM intent_payloads), 9223372036854775807))",
             params![],
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -2006,12 +2008,12 @@ fn left_in_rows(store: &Store) -> (i64, i64) {
 #[test]
 fn older_intents_arguments_move_into_rows_of_their_own_newest_first() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let (mut store, made) = upgraded_file(&dir.path().join("store.sqlite"), 5);
+    let (mut store, made) = upgraded_file(&dir.path().join("store.sqlite"), &[0; 5]);
     assert_eq!(left_in_rows(&store), (5, 5));
     reads_as_made(&mut store, &made);
     let mut batches = Vec::new();
     loop {
-        let moved = store.move_older_arguments(2).expect("move");
+        let moved = store.move_older_arguments(2, u64::MAX).expect("move");
         if moved == 0 {
             break;
         }
@@ -2034,14 +2036,37 @@ fn older_intents_arguments_move_into_rows_of_their_own_newest_first() {
         reads_as_made(&mut store, &made);
     }
     assert_eq!(batches, vec![2, 2, 1]);
-    assert_eq!(store.move_older_arguments(2).expect("again"), 0);
+    assert_eq!(store.move_older_arguments(2, u64::MAX).expect("again"), 0);
+    // An older intent sent only now: its send takes the arguments from their new row.
+    authorize(&mut store, &made[2].0, T0 + 4);
+    plan_send(&mut store, &made[2].0, T0 + 4, 3);
     let claim = store
         .claim_outbox("w1", T0 + 5, 1_000, 10, &erp)
         .expect("claim");
-    for (id, args, _) in &made[..2] {
+    for (id, args, _) in &made[..3] {
         let canonical = canonicalize(args).expect("args").json;
         assert_eq!(claimed(&claim, id).payload_json, canonical, "{id}'s send");
     }
+}
+
+/// A batch moves at most its bytes of text, and always one intent: a large order among
+/// small ones goes alone.
+#[test]
+fn a_batch_of_older_intents_arguments_is_bound_by_their_text() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let (mut store, made) = upgraded_file(&dir.path().join("store.sqlite"), &[0, 0, 0, 40_000, 0]);
+    let mut batches = Vec::new();
+    loop {
+        let moved = store.move_older_arguments(10, 20_000).expect("move");
+        if moved == 0 {
+            break;
+        }
+        batches.push(moved);
+    }
+    // Newest first: the small fifth, then the large fourth alone, then the three before it.
+    assert_eq!(batches, vec![1, 1, 3]);
+    assert_eq!(left_in_rows(&store), (0, 0));
+    reads_as_made(&mut store, &made);
 }
 
 /// The coordinator's part that moves them: batch after batch until none is left, through
@@ -2052,14 +2077,14 @@ async fn a_coordinator_moves_every_older_intents_arguments() {
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = dir.path().join("store.sqlite");
     // Seven older intents, three at a time: the last batch moves one.
-    let older = 7;
-    let (store, made) = upgraded_file(&path, older);
+    let (store, made) = upgraded_file(&path, &[0; 7]);
     assert_eq!(left_in_rows(&store), (7, 7));
     drop(store);
     let db = intentdesk::store::sqlite::writer::db(&path, Durability::PowerLoss).expect("db");
     let (_stop, stopping) = tokio::sync::watch::channel(false);
     let pace = Pace {
         batch: 3,
+        bytes: u64::MAX,
         pause: std::time::Duration::ZERO,
     };
     let pacing = Pacing {
@@ -2084,7 +2109,15 @@ fn on_postgres_no_intents_arguments_move() {
             .create_or_replay(&new_intent(1, "acme", "k1", json!({"item": "x"})))
             .expect("create"),
     );
-    assert_eq!(store.move_older_arguments(100).expect("move"), 0);
+    let args = json!({"item": "x"});
+    let id = created(
+        store
+            .create_or_replay(&new_intent(2, "acme", "k2", args.clone()))
+            .expect("create"),
+    )
+    .id;
+    assert_eq!(store.move_older_arguments(100, u64::MAX).expect("move"), 0);
+    assert_eq!(store.intent(&id).expect("read").args, Some(args));
 }
 
 /// Several coordinators on one PostgreSQL database: connections of their own, racing.

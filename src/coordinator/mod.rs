@@ -221,11 +221,6 @@ pub async fn run_with(
     // What changed since the last start is in the audit before the first request is served.
     revisit::at_start(&state).await?;
     policies::at_start(&state).await?;
-    let upgrade = tokio::spawn(upgrade::move_older_arguments(
-        state.db.clone(),
-        state.stopping.clone(),
-        upgrade::PACING,
-    ));
     // Each runs supervised: restarted when it panics, reported by `/healthz`.
     let dispatcher = spawn_part(&state, "dispatcher", dispatcher::run);
     let reconciler = spawn_part(&state, "reconciler", reconciler::run);
@@ -243,6 +238,12 @@ pub async fn run_with(
         }
         None => None,
     };
+    // Started once nothing of the start can fail, so that it never outlives a start that did.
+    let upgrade = tokio::spawn(upgrade::move_older_arguments(
+        state.db.clone(),
+        state.stopping.clone(),
+        upgrade::PACING,
+    ));
     let serve =
         tokio::spawn(async move { server::serve(listener, app, &limits, tls, stopping).await });
     shutdown.await;
@@ -260,7 +261,10 @@ pub async fn run_with(
     dispatcher.await?;
     reconciler.await?;
     follower.await?;
-    upgrade.await?;
+    if let Err(e) = upgrade.await {
+        // Nothing depends on it but how fast a search is; the next start goes on.
+        tracing::error!(error = %e, "moving older intents' arguments ended abnormally");
+    }
     Ok(())
 }
 

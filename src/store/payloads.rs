@@ -16,14 +16,15 @@ use super::{Store, StoreError};
 
 /// Moving older intents' arguments into their own rows.
 pub trait Payloads {
-    /// Move the arguments of at most `most` of the newest intents that have no payload row
-    /// yet into rows of their own, emptying the intent's columns as a new intent's are, in
-    /// one transaction. How many moved: 0 once none is left, and always on PostgreSQL.
-    fn move_older_arguments(&mut self, most: u32) -> Result<u32, StoreError>;
+    /// Move the arguments of the newest intents that have no payload row yet into rows of
+    /// their own, emptying the intent's columns as a new intent's are, in one transaction:
+    /// at most `most` intents and `bytes` of their text, and always one. How many moved: 0
+    /// once none is left, and always on PostgreSQL.
+    fn move_older_arguments(&mut self, most: u32, bytes: u64) -> Result<u32, StoreError>;
 }
 
 impl Payloads for Store {
-    fn move_older_arguments(&mut self, most: u32) -> Result<u32, StoreError> {
+    fn move_older_arguments(&mut self, most: u32, bytes: u64) -> Result<u32, StoreError> {
         if !self.conn.dialect().payload_apart() || most == 0 {
             return Ok(0);
         }
@@ -36,6 +37,26 @@ impl Payloads for Store {
             |r| r.get(0),
         )?;
         let before = first.unwrap_or(i64::MAX);
+        // How many of them fit in `bytes`: their lengths, newest first.
+        let lengths: Vec<i64> = tx.rows(
+            "SELECT length(args_json) + length(canonical_json) + length(search_text) \
+             FROM intents WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2",
+            params![before, i64::from(most)],
+            |r| r.get(0),
+        )?;
+        let mut total: u64 = 0;
+        let fit = lengths
+            .iter()
+            .take_while(|&&length| {
+                total = total.saturating_add(u64::try_from(length).unwrap_or(0));
+                total <= bytes
+            })
+            .count()
+            .max(1)
+            .min(lengths.len());
+        if fit == 0 {
+            return Ok(0);
+        }
         // The batch is the newest `most` of them, inserted oldest first: each batch goes in
         // before every payload row, and rows put one by one at the very start of a b-tree
         // leave its pages half full (a million moved newest first took 153,451 pages at 50 %,
@@ -46,7 +67,7 @@ impl Payloads for Store {
              SELECT seq, args_json, canonical_json, search_text FROM \
              (SELECT seq, args_json, canonical_json, search_text FROM intents \
               WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2) ORDER BY seq",
-            params![before, i64::from(most)],
+            params![before, i64::try_from(fit).unwrap_or(i64::MAX)],
         )?;
         if moved > 0 {
             tx.run(

@@ -113,10 +113,10 @@ pub(crate) fn only_searched(f: &IntentFilter) -> bool {
 /// deleted, on SQLite, which serves one coordinator, every intent made since has one, and
 /// the coordinator moves the older ones' arguments into rows of their own newest first
 /// (`super::payloads`). So one look at the intents before the first payload row tells
-/// whether any is left; with any, the text is not read here. A term most intents hold stops after `few` + 1 rows. Only a
-/// match's intent is looked up, for its tenant: what other tenants' intents hold never
-/// changes the answer, though how long the read takes grows with how many of them hold
-/// the term.
+/// whether any is left; with any, the text is not read here. A term most intents hold
+/// stops after `few` + 1 rows. Only a match's intent is looked up, for its tenant: what
+/// other tenants' intents hold never changes the answer, though how long the read takes
+/// grows with how many of them hold the term.
 pub(crate) fn text_matches(
     conn: &dyn Conn,
     f: &IntentFilter,
