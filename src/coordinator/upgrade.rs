@@ -27,11 +27,12 @@ pub struct Pacing {
 
 /// Each batch is one write on the store's single writer, which every agent's write waits
 /// behind while it runs, and it writes each intent's row and a new row for its arguments to
-/// the log. Measured on an upgraded file of a million intents (about a kilobyte of text an
+/// the log. Measured on an upgraded file of a million intents (143 bytes of text an
 /// intent): idle, a batch of 200 took about 2 ms and the million moved in 217 s; under 32
 /// agents creating, at the busy pace, their creates' p99 was 8.03 ms against 7.97 ms with
-/// nothing to move (docs/throughput-log.md). The bytes bound keeps a batch of large orders
-/// (forty lines are about 15 KB of text) as short as one of small ones.
+/// nothing to move (docs/throughput-log.md). The bytes bound, about nine times the text of
+/// such a batch, keeps one of large orders (forty lines are about 15 KB of text) from
+/// holding the writer much longer.
 pub const PACING: Pacing = Pacing {
     idle: Pace {
         batch: 200,
