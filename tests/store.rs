@@ -2097,6 +2097,51 @@ async fn a_coordinator_moves_every_older_intents_arguments() {
     reads_as_made(&mut store, &made);
 }
 
+/// A coordinator started on an upgraded file moves its older intents' arguments by itself,
+/// in more than one batch, while it serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_started_on_an_upgraded_file_moves_them_while_it_serves() {
+    use common::deploy::{Coordinator, Setup, Token};
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let setup = Setup::new(
+        dir.path(),
+        "http://127.0.0.1:9",
+        vec![Token::all_tenants("admin", "admin-secret")],
+    );
+    let intentdesk::store::Location::Sqlite(path) = setup.database.clone() else {
+        unreachable!("a SQLite setup")
+    };
+    // More than one batch at the idle pace.
+    let older = intentdesk::coordinator::upgrade::PACING.idle.batch as usize + 50;
+    let (store, made) = upgraded_file(&path, &vec![0; older]);
+    drop(store);
+    let coordinator = Coordinator::start(&setup).await;
+    let plain = rusqlite::Connection::open(&path).expect("a plain reader");
+    let left = || -> i64 {
+        plain
+            .query_row(
+                "SELECT count(*) FROM intents WHERE seq < \
+                 coalesce((SELECT min(intent_seq) FROM intent_payloads), 9223372036854775807)",
+                [],
+                |r| r.get(0),
+            )
+            .expect("count")
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while left() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} older intents not moved after a minute",
+            left()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    coordinator.shut_down().await.expect("shut down");
+    let mut store = Store::open(&path).expect("open");
+    assert_eq!(left_in_rows(&store), (0, 0));
+    reads_as_made(&mut store, &made);
+}
+
 /// PostgreSQL keeps every intent's arguments in its row: nothing moves.
 #[test]
 fn on_postgres_no_intents_arguments_move() {
