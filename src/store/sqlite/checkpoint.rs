@@ -20,7 +20,8 @@
 //! checkpointer's under way and be refused; so the writer tries again after its next
 //! commit, and once the log is twice its limit (the checkpointer's thread waiting for a
 //! core in the middle of its copy) it waits for that copy to end rather than let the log
-//! grow on. The writer's wait for the readers is set with the `busy_timeout` pragma, which
+//! grow on: for a second at most, once a copy, since a copy that takes longer is a disk
+//! that stopped answering, and the writes go on without it. The writer's wait for the readers is set with the `busy_timeout` pragma, which
 //! answers with a row: run as a statement that answers nothing, it failed, the log was never
 //! started over, and under load it grew past 1.7 GiB, every commit paying the file system
 //! for new blocks (docs/throughput-log.md).
@@ -85,6 +86,8 @@ struct Wake {
     /// left for the writer to copy is only what was written meanwhile), or the writer took
     /// its turn without one ([`Checkpointer::claim_turn`]).
     closing_copy: bool,
+    /// How many copies have begun: which one is under way.
+    copies: u64,
 }
 
 impl Wake {
@@ -125,6 +128,7 @@ impl Wake {
     /// A copy begins, of the log as long as the writer last said: past the limit, it is
     /// the last one before the writer's turn.
     fn begin_copy(&mut self) {
+        self.copies += 1;
         self.written = false;
         self.copied_at = self.frames;
         self.closing_copy |= self.past_limit();
@@ -257,15 +261,21 @@ impl Checkpointer {
         }
     }
 
-    /// Wait for a copy under way to end (none begins once the writer has its turn).
-    fn wait_for_copy(&self) {
-        let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        while self.copying.load(Ordering::Acquire) {
-            wake = self
-                .copied
-                .wait(wake)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+    /// The copy under way, by its number, if any.
+    fn copy_under_way(&self) -> Option<u64> {
+        let wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.copying.load(Ordering::Acquire).then_some(wake.copies)
+    }
+
+    /// Wait at most `longest` for a copy under way to end (none begins once the writer has
+    /// its turn); whether it ended.
+    fn wait_for_copy(&self, longest: Duration) -> bool {
+        let wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (_wake, _) = self
+            .copied
+            .wait_timeout_while(wake, longest, |_| self.copying.load(Ordering::Acquire))
+            .unwrap_or_else(PoisonError::into_inner);
+        !self.copying.load(Ordering::Acquire)
     }
 }
 
@@ -315,6 +325,12 @@ const RESTART_WAIT_MS: u64 = 20;
 /// test beside four threads that never sleep).
 const FAR_PAST: u64 = 2;
 
+/// The longest the writes wait for one copy. A copy is SQLite's own reads and writes of the
+/// file and one sync of it, a few milliseconds on this order path; one that takes longer
+/// than this is a disk that has stopped answering, and the writes go on without it (the log
+/// grows, as before the bound) rather than stall with it.
+const COPY_WAIT: Duration = Duration::from_secs(1);
+
 /// When the writer starts the log over.
 #[derive(Debug)]
 pub struct Restarts {
@@ -324,6 +340,10 @@ pub struct Restarts {
     /// quarter of the limit more: a long read (a list over a million intents) can hold
     /// the log for most of a second, and each try holds every write up.
     not_before: u64,
+    /// The longest the writes wait for one copy ([`COPY_WAIT`]).
+    copy_wait: Duration,
+    /// The copy the writes waited for in vain: they do not wait for it again.
+    gave_up_on: Option<u64>,
 }
 
 impl Restarts {
@@ -331,6 +351,8 @@ impl Restarts {
         Restarts {
             limit,
             not_before: 0,
+            copy_wait: COPY_WAIT,
+            gave_up_on: None,
         }
     }
 
@@ -359,18 +381,28 @@ impl Restarts {
         if !checkpointer.claim_turn(frames > self.limit + self.limit / 8) {
             return Ok(());
         }
-        if checkpointer.copying.load(Ordering::Acquire) {
-            if frames <= self.limit * FAR_PAST {
+        if let Some(copy) = checkpointer.copy_under_way() {
+            if frames <= self.limit * FAR_PAST || self.gave_up_on == Some(copy) {
                 return Ok(());
             }
             // A copy that has lasted while a whole limit more was written (a starved or
             // slow checkpointer) would let the log grow for as long as it goes on: the
-            // writes wait for it instead.
+            // writes wait for it instead, up to a bound.
             let began = std::time::Instant::now();
-            checkpointer.wait_for_copy();
+            let ended = checkpointer.wait_for_copy(self.copy_wait);
+            let waited_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+            if !ended {
+                self.gave_up_on = Some(copy);
+                tracing::warn!(
+                    log_frames = frames,
+                    waited_ms,
+                    "a checkpoint has not ended with the write-ahead log at twice its limit; writes go on and the log grows"
+                );
+                return Ok(());
+            }
             tracing::warn!(
                 log_frames = frames,
-                waited_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+                waited_ms,
                 "the write-ahead log reached twice its limit during a checkpoint; writes waited for it to end"
             );
         }
@@ -555,12 +587,35 @@ mod tests {
         });
         assert!(panicked.is_err());
         assert!(!checkpointer.copying.load(Ordering::Acquire));
-        checkpointer.wait_for_copy();
+        assert!(checkpointer.wait_for_copy(Duration::ZERO));
+    }
+
+    #[test]
+    fn the_writes_wait_for_a_copy_that_never_ends_once_and_not_for_long() {
+        let (_dir, store, mut restarts) = log_and_restarts();
+        restarts.copy_wait = Duration::from_millis(10);
+        let checkpointer = checkpointer(last_copy_begun());
+        let far = RESTART_FRAMES * super::FAR_PAST + 1;
+        let _mark = super::Copying::mark(&checkpointer);
+        let copy = checkpointer.copy_under_way();
+        assert!(copy.is_some());
+        restarts
+            .restart(&store, far, &checkpointer)
+            .expect("restart");
+        assert_eq!(restarts.gave_up_on, copy, "it gave up on that copy");
+        assert_eq!(restarts.not_before, 1, "and made no try of its own");
+        // The next commits do not wait for it again.
+        restarts
+            .restart(&store, far + 1, &checkpointer)
+            .expect("restart");
+        assert_eq!(restarts.not_before, 1);
     }
 
     #[test]
     fn far_past_its_limit_the_writer_waits_for_the_copy_under_way() {
         let (_dir, store, mut restarts) = log_and_restarts();
+        // However long this test's own thread waits for a core, the writer does not give up.
+        restarts.copy_wait = Duration::from_secs(600);
         let checkpointer = checkpointer(last_copy_begun());
         let far = RESTART_FRAMES * super::FAR_PAST + 1;
         let released = AtomicBool::new(false);

@@ -772,9 +772,9 @@ mod tests {
 
     /// Under writes that never stop, the log stays near its limit: it is copied and started
     /// over, not left to grow while the writer and the checkpointer stand in each other's
-    /// way. However long the checkpointer waits for a core in the middle of a copy, the log
-    /// grows to at most twice its limit and one group (sixteen rows of 16 KiB here) before
-    /// the writes wait for that copy.
+    /// way. While the checkpointer waits for a core in the middle of a copy (up to a second),
+    /// the log grows to at most twice its limit and one group (sixteen rows of 16 KiB here)
+    /// before the writes wait for that copy.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_log_stays_near_its_limit_under_writes_that_never_stop() {
         log_under_writes(0).await;
