@@ -27,7 +27,7 @@
 //! for new blocks (docs/throughput-log.md).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -64,8 +64,6 @@ const PERIOD: Duration = Duration::from_secs(1);
 pub struct Checkpointer {
     state: Mutex<Wake>,
     ready: Condvar,
-    /// A copy is under way: the writer's own would be refused.
-    copying: AtomicBool,
     /// A copy ended (told under `state`'s lock, so a writer waiting for it never misses it).
     copied: Condvar,
 }
@@ -88,6 +86,8 @@ struct Wake {
     closing_copy: bool,
     /// How many copies have begun: which one is under way.
     copies: u64,
+    /// A copy is under way ([`Copying`]): the writer's own would be refused.
+    copying: bool,
 }
 
 impl Wake {
@@ -159,7 +159,6 @@ impl Checkpointer {
                 ..Wake::default()
             }),
             ready: Condvar::new(),
-            copying: AtomicBool::new(false),
             copied: Condvar::new(),
         });
         let theirs = checkpointer.clone();
@@ -240,7 +239,7 @@ impl Checkpointer {
             wake.begin_copy();
             // Marked under the lock the writer takes to claim its turn: a writer that has
             // its turn finds this copy under way or done, and none begins after it.
-            let copying = Copying::mark(self);
+            let copying = Copying::mark(self, &mut wake);
             drop(wake);
             // Passive: copies what no reader still needs, and waits for nobody.
             let copied = checkpoint(store, "PASSIVE");
@@ -264,18 +263,18 @@ impl Checkpointer {
     /// The copy under way, by its number, if any.
     fn copy_under_way(&self) -> Option<u64> {
         let wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        self.copying.load(Ordering::Acquire).then_some(wake.copies)
+        wake.copying.then_some(wake.copies)
     }
 
     /// Wait at most `longest` for a copy under way to end (none begins once the writer has
     /// its turn); whether it ended.
     fn wait_for_copy(&self, longest: Duration) -> bool {
         let wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let (_wake, _) = self
+        let (wake, _) = self
             .copied
-            .wait_timeout_while(wake, longest, |_| self.copying.load(Ordering::Acquire))
+            .wait_timeout_while(wake, longest, |w| w.copying)
             .unwrap_or_else(PoisonError::into_inner);
-        !self.copying.load(Ordering::Acquire)
+        !wake.copying
     }
 }
 
@@ -284,17 +283,17 @@ impl Checkpointer {
 struct Copying<'a>(&'a Checkpointer);
 
 impl<'a> Copying<'a> {
-    fn mark(checkpointer: &'a Checkpointer) -> Copying<'a> {
-        checkpointer.copying.store(true, Ordering::Release);
+    /// Mark a copy under way, in `wake`, the checkpointer's state as its lock holds it.
+    fn mark(checkpointer: &'a Checkpointer, wake: &mut Wake) -> Copying<'a> {
+        wake.copying = true;
         Copying(checkpointer)
     }
 }
 
 impl Drop for Copying<'_> {
     fn drop(&mut self) {
-        // Cleared under the lock a waiting writer checks it under.
-        let wake = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
-        self.0.copying.store(false, Ordering::Release);
+        let mut wake = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        wake.copying = false;
         drop(wake);
         self.0.copied.notify_all();
     }
@@ -484,9 +483,18 @@ mod tests {
         Checkpointer {
             state: std::sync::Mutex::new(wake),
             ready: std::sync::Condvar::new(),
-            copying: AtomicBool::new(false),
             copied: std::sync::Condvar::new(),
         }
+    }
+
+    /// A copy marked under way, as the checkpointer's thread marks it.
+    fn marked(checkpointer: &Checkpointer) -> super::Copying<'_> {
+        super::Copying::mark(checkpointer, &mut checkpointer.state.lock().expect("lock"))
+    }
+
+    /// Whether a copy is marked under way.
+    fn under_way(checkpointer: &Checkpointer) -> bool {
+        checkpointer.state.lock().expect("lock").copying
     }
 
     /// Past the limit, with the checkpointer's last copy begun.
@@ -565,7 +573,7 @@ mod tests {
     fn the_writer_waits_while_a_copy_is_under_way() {
         let (_dir, store, mut restarts) = log_and_restarts();
         let checkpointer = checkpointer(last_copy_begun());
-        let mark = super::Copying::mark(&checkpointer);
+        let mark = marked(&checkpointer);
         restarts
             .restart(&store, RESTART_FRAMES + 5, &checkpointer)
             .expect("restart");
@@ -581,12 +589,12 @@ mod tests {
     fn a_copy_that_panics_leaves_no_mark() {
         let checkpointer = checkpointer(Wake::default());
         let panicked = std::panic::catch_unwind(|| {
-            let _copying = super::Copying::mark(&checkpointer);
-            assert!(checkpointer.copying.load(Ordering::Acquire));
+            let _copying = marked(&checkpointer);
+            assert!(under_way(&checkpointer));
             panic!("a copy that fails badly");
         });
         assert!(panicked.is_err());
-        assert!(!checkpointer.copying.load(Ordering::Acquire));
+        assert!(!under_way(&checkpointer));
         assert!(checkpointer.wait_for_copy(Duration::ZERO));
     }
 
@@ -596,7 +604,7 @@ mod tests {
         restarts.copy_wait = Duration::from_millis(10);
         let checkpointer = checkpointer(last_copy_begun());
         let far = RESTART_FRAMES * super::FAR_PAST + 1;
-        let _mark = super::Copying::mark(&checkpointer);
+        let _mark = marked(&checkpointer);
         let copy = checkpointer.copy_under_way();
         assert!(copy.is_some());
         restarts
@@ -620,7 +628,7 @@ mod tests {
         let far = RESTART_FRAMES * super::FAR_PAST + 1;
         let released = AtomicBool::new(false);
         std::thread::scope(|s| {
-            let mark = super::Copying::mark(&checkpointer);
+            let mark = marked(&checkpointer);
             let (restarts, checkpointer, released) = (&mut restarts, &checkpointer, &released);
             let writer = s.spawn(move || {
                 restarts
