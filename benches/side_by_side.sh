@@ -24,9 +24,16 @@
 # the coordinator's CPU thread by thread (`coordinator_threads` in results.jsonl; the
 # threads of the runtime's blocking pool, which run reads, bear its workers' name).
 #
+# BOUND=1 adds to each round, after the peer, the same order load against the order path's
+# HTTP exchanges with no store and no checks behind them (`examples/order_shape_bound.rs`,
+# with the same sandbox): how many orders a second the load generator, the sandbox and this
+# machine allow before anything intentdesk stores or decides. Each round then says what
+# share of that bound ours drained, and three times the peer's drain asks for.
+#
 # Knobs: CONCURRENCY (32), DURATION (20), WARMUP (2), DURABILITIES ("power_loss
 # process_crash"), ROUNDS (1), PORT (7410; the sandbox takes PORT+10), BIN (built here if
-# unset), OUT (a fresh temporary folder; results.jsonl and the logs stay there).
+# unset), BOUND (unset), BOUND_BIN (built here if BOUND is set and it is not), OUT (a fresh
+# temporary folder; results.jsonl and the logs stay there).
 # POSTGRES (unset): the URL of a PostgreSQL server's admin database (`.ci/postgres start`
 # prints one); each coordinator then runs on a fresh database there, made with `psql` and
 # dropped after its run, instead of a SQLite file. POSTGRES_VIA: the server's URL up to its
@@ -56,6 +63,10 @@ if [ -z "${BIN:-}" ]; then
   BIN="${CARGO_TARGET_DIR:-$here/target}/release/intentdesk"
 fi
 BIN="$(realpath "$BIN")"
+if [ -n "${BOUND:-}" ] && [ -z "${BOUND_BIN:-}" ]; then
+  (cd "$here" && cargo build --quiet --release --no-default-features --example order_shape_bound)
+  BOUND_BIN="${CARGO_TARGET_DIR:-$here/target}/release/examples/order_shape_bound"
+fi
 
 log() { printf '[side-by-side %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -197,8 +208,45 @@ run_one() {
   fi
 }
 
+# The order load against the order path's HTTP exchanges with no store behind them, with
+# the same sandbox, for round $1 (BOUND=1).
+run_bound() {
+  local round="$1" dir="$OUT/bound"
+  [ "$ROUNDS" = 1 ] || dir="$OUT/$round-bound"
+  mkdir -p "$dir"
+  printf %s "hook-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/webhook.token"
+  "$BIN" sandbox --listen "127.0.0.1:$SANDBOX_PORT" --faults none \
+    --webhook-url "http://127.0.0.1:$PORT" --webhook-token-file "$dir/webhook.token" \
+    > "$dir/sandbox.log" 2>&1 &
+  local sandbox=$!
+  "$BOUND_BIN" "127.0.0.1:$PORT" "http://127.0.0.1:$SANDBOX_PORT" > "$dir/bound.log" 2>&1 &
+  local bound=$!
+  pids=("$sandbox" "$bound")
+  local up=""
+  for _ in $(seq 100); do
+    if curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" &&
+      curl -sf -o /dev/null "http://127.0.0.1:$SANDBOX_PORT/healthz"; then up=1; break; fi
+    sleep 0.1
+  done
+  [ -n "$up" ] || { echo "the bound or its sandbox did not come up (logs in $dir)" >&2; exit 1; }
+  log "no store (bound): $CONCURRENCY callers, ${DURATION}s after ${WARMUP}s"
+  (cd "$LOAD_DIR" && node load.mjs --shape intentdesk-order \
+    --url "http://127.0.0.1:$PORT/v1/intents" --concurrency "$CONCURRENCY" \
+    --duration "$DURATION" --warmup "$WARMUP" --label "intentdesk-order-c$CONCURRENCY" \
+    --pids "coordinator=$bound,sandbox=$sandbox" --json "$dir/result.jsonl") > "$dir/load.out"
+  local effects
+  effects="$(curl -sf "http://127.0.0.1:$SANDBOX_PORT/_sandbox/effects")"
+  tail -1 "$dir/result.jsonl" | node -e '
+    const [effects, round] = process.argv.slice(1);
+    const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    r.system = "bound"; r.round = Number(round); r.sandbox_effects = JSON.parse(effects);
+    console.log(JSON.stringify(r));' "$effects" "$round" >> "$results"
+  stop_all
+}
+
 for round in $(seq "$ROUNDS"); do
   [ -z "${PEER_RUN:-}" ] || run_peer "$round"
+  [ -z "${BOUND:-}" ] || run_bound "$round"
   for durability in $DURABILITIES; do
     run_one "$durability" intentdesk-order "$round"
     run_one "$durability" intentdesk "$round"
@@ -214,10 +262,12 @@ node -e '
   const out = ["| round | system | run | per second | p50 / p99 ms | server CPU % | server RSS max MiB | checks |",
                "|---|---|---|---|---|---|---|---|"];
   for (const r of rows) {
-    const who = r.system === "restate" ? "Restate" : `intentdesk ${r.durability}`;
+    const who = r.system === "restate" ? "Restate" : r.system === "bound" ? "no store (bound)" :
+      `intentdesk ${r.durability}`;
     const server = r.system === "restate" ? "restate-server" : "coordinator";
     const rate = r.drain ? `${r.drain.e2e_completed_per_s} drained (${r.rps_ok} accepted)` : `${r.rps_ok}`;
     const checks = r.system === "restate" ? "" :
+      r.system === "bound" ? `${r.sandbox_effects.effects} effects, machine ${r.machine_cpu_busy_pct} % busy` :
       r.label.startsWith("intentdesk-order") ?
         `${r.committed} committed, ${r.sandbox_effects.effects} effects, ${r.sandbox_effects.duplicate_effects} duplicates; ` +
           `${(r.store_writes / r.committed).toFixed(2)} writes an order, ${(r.store_writes / r.store_commits).toFixed(1)} a commit` :
@@ -254,6 +304,13 @@ node -e '
           `against 3x the peer, ${(3 * peer.drain.e2e_completed_per_s).toFixed(0)}/s; machine ${ours.machine_cpu_busy_pct} % busy`);
       } else {
         out.push("  CPU an order: not measured in this round (no orders, or a process unwatched)");
+      }
+      const bound = drained(round, (r) => r.system === "bound");
+      if (bound) {
+        const share = (rate) => (100 * rate / bound.drain.e2e_completed_per_s).toFixed(0);
+        out.push(`  with no store behind the same HTTP: ${bound.drain.e2e_completed_per_s} drained, ` +
+          `the machine ${bound.machine_cpu_busy_pct} % busy; ours is ${share(ours.drain.e2e_completed_per_s)} % of it, ` +
+          `3x the peer ${share(3 * peer.drain.e2e_completed_per_s)} %`);
       }
     }
   }
