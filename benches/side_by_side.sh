@@ -305,13 +305,14 @@ node -e '
       } else {
         out.push("  CPU an order: not measured in this round (no orders, or a process unwatched)");
       }
-      const bound = drained(round, (r) => r.system === "bound");
-      if (bound) {
-        const share = (rate) => (100 * rate / bound.drain.e2e_completed_per_s).toFixed(0);
-        out.push(`  with no store behind the same HTTP: ${bound.drain.e2e_completed_per_s} drained, ` +
-          `the machine ${bound.machine_cpu_busy_pct} % busy; ours is ${share(ours.drain.e2e_completed_per_s)} % of it, ` +
-          `3x the peer ${share(3 * peer.drain.e2e_completed_per_s)} %`);
-      }
+    }
+    // The same load with nothing stored behind the same HTTP (BOUND=1), with or without the peer.
+    const bound = drained(round, (r) => r.system === "bound");
+    if (bound && ours) {
+      const share = (rate) => (100 * rate / bound.drain.e2e_completed_per_s).toFixed(0);
+      out.push(`round ${round}, with no store behind the same HTTP: ${bound.drain.e2e_completed_per_s} drained, ` +
+        `the machine ${bound.machine_cpu_busy_pct} % busy; ours is ${share(ours.drain.e2e_completed_per_s)} % of it` +
+        (peer ? `, 3x the peer ${share(3 * peer.drain.e2e_completed_per_s)} %` : ""));
     }
   }
   if (ratios.length > 1) {
