@@ -126,6 +126,26 @@ sample_threads() {
   rm -f "$into.before" "$into.after"
 }
 
+# A fault-free sandbox in folder $1, posting its webhooks to whatever listens on PORT; its
+# process id is in $! after.
+start_sandbox() {
+  "$BIN" sandbox --listen "127.0.0.1:$SANDBOX_PORT" --faults none \
+    --webhook-url "http://127.0.0.1:$PORT" --webhook-token-file "$1/webhook.token" \
+    > "$1/sandbox.log" 2>&1 &
+}
+
+# Wait for what listens on PORT and for the sandbox to answer; stop, naming $1 and the logs'
+# folder $2, if they do not within 10 s.
+wait_up() {
+  for _ in $(seq 100); do
+    if curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" &&
+      curl -sf -o /dev/null "http://127.0.0.1:$SANDBOX_PORT/healthz"; then return 0; fi
+    sleep 0.1
+  done
+  echo "$1 did not come up (logs in $2)" >&2
+  exit 1
+}
+
 # One coordinator and sandbox on a fresh database; runs one load shape against them, for
 # round $3.
 run_one() {
@@ -151,20 +171,12 @@ run_one() {
     -e "s#^database = .*#database = \"$database\"#" \
     -e "s/127.0.0.1:7410/127.0.0.1:$PORT/; s/127.0.0.1:7420/127.0.0.1:$SANDBOX_PORT/" \
     > "$dir/coordinator.toml"
-  "$BIN" sandbox --listen "127.0.0.1:$SANDBOX_PORT" --faults none \
-    --webhook-url "http://127.0.0.1:$PORT" --webhook-token-file "$dir/webhook.token" \
-    > "$dir/sandbox.log" 2>&1 &
+  start_sandbox "$dir"
   local sandbox=$!
   (cd "$dir" && exec "$BIN" coordinator --config coordinator.toml) > "$dir/coordinator.log" 2>&1 &
   local coordinator=$!
   pids=("$sandbox" "$coordinator")
-  local up=""
-  for _ in $(seq 100); do
-    if curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" &&
-      curl -sf -o /dev/null "http://127.0.0.1:$SANDBOX_PORT/healthz"; then up=1; break; fi
-    sleep 0.1
-  done
-  [ -n "$up" ] || { echo "coordinator or sandbox did not come up (logs in $dir)" >&2; exit 1; }
+  wait_up "coordinator or sandbox" "$dir"
 
   log "$durability $shape: $CONCURRENCY callers, ${DURATION}s after ${WARMUP}s"
   sample_threads "$coordinator" "$dir/threads.json" &
@@ -215,20 +227,12 @@ run_bound() {
   [ "$ROUNDS" = 1 ] || dir="$OUT/$round-bound"
   mkdir -p "$dir"
   printf %s "hook-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/webhook.token"
-  "$BIN" sandbox --listen "127.0.0.1:$SANDBOX_PORT" --faults none \
-    --webhook-url "http://127.0.0.1:$PORT" --webhook-token-file "$dir/webhook.token" \
-    > "$dir/sandbox.log" 2>&1 &
+  start_sandbox "$dir"
   local sandbox=$!
   "$BOUND_BIN" "127.0.0.1:$PORT" "http://127.0.0.1:$SANDBOX_PORT" > "$dir/bound.log" 2>&1 &
   local bound=$!
   pids=("$sandbox" "$bound")
-  local up=""
-  for _ in $(seq 100); do
-    if curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" &&
-      curl -sf -o /dev/null "http://127.0.0.1:$SANDBOX_PORT/healthz"; then up=1; break; fi
-    sleep 0.1
-  done
-  [ -n "$up" ] || { echo "the bound or its sandbox did not come up (logs in $dir)" >&2; exit 1; }
+  wait_up "the bound or its sandbox" "$dir"
   log "no store (bound): $CONCURRENCY callers, ${DURATION}s after ${WARMUP}s"
   (cd "$LOAD_DIR" && node load.mjs --shape intentdesk-order \
     --url "http://127.0.0.1:$PORT/v1/intents" --concurrency "$CONCURRENCY" \
