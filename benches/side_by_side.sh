@@ -63,9 +63,14 @@ if [ -z "${BIN:-}" ]; then
   BIN="${CARGO_TARGET_DIR:-$here/target}/release/intentdesk"
 fi
 BIN="$(realpath "$BIN")"
-if [ -n "${BOUND:-}" ] && [ -z "${BOUND_BIN:-}" ]; then
-  (cd "$here" && cargo build --quiet --release --no-default-features --example order_shape_bound)
-  BOUND_BIN="${CARGO_TARGET_DIR:-$here/target}/release/examples/order_shape_bound"
+if [ "${BOUND:-}" = 1 ]; then
+  if [ -z "${BOUND_BIN:-}" ]; then
+    (cd "$here" && cargo build --quiet --release --no-default-features --example order_shape_bound)
+    BOUND_BIN="${CARGO_TARGET_DIR:-$here/target}/release/examples/order_shape_bound"
+  fi
+  [ -x "$BOUND_BIN" ] || { echo "BOUND_BIN $BOUND_BIN is not a program" >&2; exit 2; }
+elif [ -n "${BOUND:-}" ]; then
+  echo "BOUND is 1 or unset, not $BOUND" >&2; exit 2
 fi
 
 log() { printf '[side-by-side %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -226,6 +231,8 @@ run_bound() {
   local round="$1" dir="$OUT/bound"
   [ "$ROUNDS" = 1 ] || dir="$OUT/$round-bound"
   mkdir -p "$dir"
+  # Tokens as the coordinator's runs have them, so that each request carries the same headers.
+  printf %s "load-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/admin.token"
   printf %s "hook-$(head -c 12 /dev/urandom | base64 | tr -d '/+=')" > "$dir/webhook.token"
   start_sandbox "$dir"
   local sandbox=$!
@@ -234,7 +241,7 @@ run_bound() {
   pids=("$sandbox" "$bound")
   wait_up "the bound or its sandbox" "$dir"
   log "no store (bound): $CONCURRENCY callers, ${DURATION}s after ${WARMUP}s"
-  (cd "$LOAD_DIR" && node load.mjs --shape intentdesk-order \
+  (cd "$LOAD_DIR" && node load.mjs --shape intentdesk-order --auth-token-file "$dir/admin.token" \
     --url "http://127.0.0.1:$PORT/v1/intents" --concurrency "$CONCURRENCY" \
     --duration "$DURATION" --warmup "$WARMUP" --label "intentdesk-order-c$CONCURRENCY" \
     --pids "coordinator=$bound,sandbox=$sandbox" --json "$dir/result.jsonl") > "$dir/load.out"
@@ -246,11 +253,19 @@ run_bound() {
     r.system = "bound"; r.round = Number(round); r.sandbox_effects = JSON.parse(effects);
     console.log(JSON.stringify(r));' "$effects" "$round" >> "$results"
   stop_all
+  # A bound whose sends failed would be a bound too low: every order sent once, all drained.
+  tail -1 "$results" | node -e '
+    const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    const e = r.sandbox_effects, d = r.drain, bad = [];
+    if (!d || !d.drained) bad.push(`${d ? d.still_in_flight : "?"} orders never answered by the sandbox`);
+    if (d && e.effects !== d.accepted_incl_warmup) bad.push(`${e.effects} effects for ${d.accepted_incl_warmup} orders`);
+    if (r.errors) bad.push(`${r.errors} failed requests`);
+    if (bad.length) { console.error("THE BOUND FAILED: " + bad.join("; ")); process.exit(1); }'
 }
 
 for round in $(seq "$ROUNDS"); do
   [ -z "${PEER_RUN:-}" ] || run_peer "$round"
-  [ -z "${BOUND:-}" ] || run_bound "$round"
+  [ "${BOUND:-}" != 1 ] || run_bound "$round"
   for durability in $DURABILITIES; do
     run_one "$durability" intentdesk-order "$round"
     run_one "$durability" intentdesk "$round"
@@ -310,12 +325,15 @@ node -e '
         out.push("  CPU an order: not measured in this round (no orders, or a process unwatched)");
       }
     }
-    // The same load with nothing stored behind the same HTTP (BOUND=1), with or without the peer.
+    // The same load with nothing stored behind the same HTTP (BOUND=1), with or without the
+    // peer, beside the order run of each durability.
     const bound = drained(round, (r) => r.system === "bound");
-    if (bound && ours) {
+    if (bound) {
       const share = (rate) => (100 * rate / bound.drain.e2e_completed_per_s).toFixed(0);
+      const each = rows.filter((r) => r.round === round && r.system === "intentdesk" && r.drain)
+        .map((r) => `${r.durability} ${share(r.drain.e2e_completed_per_s)} %`);
       out.push(`round ${round}, with no store behind the same HTTP: ${bound.drain.e2e_completed_per_s} drained, ` +
-        `the machine ${bound.machine_cpu_busy_pct} % busy; ours is ${share(ours.drain.e2e_completed_per_s)} % of it` +
+        `the machine ${bound.machine_cpu_busy_pct} % busy; ours ${each.join(", ") || "not run"} of it` +
         (peer ? `, 3x the peer ${share(3 * peer.drain.e2e_completed_per_s)} %` : ""));
     }
   }

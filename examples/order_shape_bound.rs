@@ -25,6 +25,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 
+/// The coordinator's allocator (`src/lib.rs`), so that the bound allocates as cheaply as the
+/// server it stands beside.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Clone)]
 struct Bound {
     next_id: Arc<AtomicU64>,
@@ -145,6 +150,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (Some(listen), Some(downstream)) = (args.next(), args.next()) else {
         return Err("usage: order_shape_bound LISTEN_ADDRESS DOWNSTREAM_BASE_URL".into());
     };
+    // Loopback only, as every load this project runs: where it listens and where it sends.
+    let listen: std::net::SocketAddr = listen
+        .parse()
+        .map_err(|e| format!("the listen address {listen} is not an address and port: {e}"))?;
+    if !listen.ip().is_loopback() {
+        return Err(format!("{listen} is not a loopback address").into());
+    }
+    let downstream_url = reqwest::Url::parse(&downstream)
+        .map_err(|e| format!("the downstream URL {downstream} is not a URL: {e}"))?;
+    let host = downstream_url.host_str().unwrap_or_default();
+    let loopback = host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        return Err(
+            format!("the downstream {downstream} is not on this machine's loopback").into(),
+        );
+    }
     // reqwest is built without a TLS provider of its own; the coordinator installs this one.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let bound = Bound {
@@ -162,11 +188,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .route("/v1/intents/{id}/dispatch", post(dispatch))
         .route("/v1/receipts/{connector}", post(receipt))
         .with_state(bound);
-    // Loopback only, as every load this project runs.
-    let listener = tokio::net::TcpListener::bind(&listen).await?;
-    if !listener.local_addr()?.ip().is_loopback() {
-        return Err(format!("{listen} is not a loopback address").into());
-    }
+    let listener = tokio::net::TcpListener::bind(listen).await?;
     // As the coordinator's accepted connections: answers leave without waiting to gather.
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
