@@ -60,8 +60,8 @@ impl Payloads for Store {
         // The batch is the newest `most` of them, inserted oldest first: each batch goes in
         // before every payload row, and rows put one by one at the very start of a b-tree
         // leave its pages half full (a million moved newest first took 153,451 pages at 50 %,
-        // and a search that reads them all 0.22-0.32 s; in this order a page is about 83 %
-        // full, as bulk rows appended at the end are 99 %).
+        // and a search that reads them all 0.22-0.32 s; in this order the million took 87,158
+        // pages at 87.7 %, as bulk rows appended at the end take 77,313 at 98.7 %).
         let moved = tx.run(
             "INSERT INTO intent_payloads (intent_seq, args_json, canonical_json, search_text) \
              SELECT seq, args_json, canonical_json, search_text FROM \
