@@ -21,7 +21,10 @@
 //! commit, and once the log is twice its limit (the checkpointer's thread waiting for a
 //! core in the middle of its copy) it waits for that copy to end rather than let the log
 //! grow on: for a second at most, once a copy, since a copy that takes longer is a disk
-//! that stopped answering, and the writes go on without it. The writer's wait for the readers is set with the `busy_timeout` pragma, which
+//! that stopped answering, and the writes go on without it. After each copy, the
+//! checkpointer's and the writer's, the kernel is asked on a descriptor of the process's
+//! own whether the pages copied reached the disk; a page lost stops the process before the
+//! log is written over (`super::write_back`). The writer's wait for the readers is set with the `busy_timeout` pragma, which
 //! answers with a row: run as a statement that answers nothing, it failed, the log was never
 //! started over, and under load it grew past 1.7 GiB, every commit paying the file system
 //! for new blocks (docs/throughput-log.md).
@@ -29,8 +32,9 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::write_back::{LostWriteBack, WriteBackCheck};
 use crate::store::sql::ConnExt;
 use crate::store::{Durability, Store, StoreError};
 
@@ -153,6 +157,8 @@ impl Checkpointer {
         limit: u64,
     ) -> Result<Arc<Checkpointer>, StoreError> {
         let store = super::open(path, durability)?;
+        // A descriptor of its own: each is told of a failed write-back once.
+        let check = WriteBackCheck::of(path)?;
         let checkpointer = Arc::new(Checkpointer {
             state: Mutex::new(Wake {
                 limit,
@@ -164,7 +170,7 @@ impl Checkpointer {
         let theirs = checkpointer.clone();
         std::thread::Builder::new()
             .name("store-checkpoint".into())
-            .spawn(move || theirs.run(&store))
+            .spawn(move || theirs.run(&store, &check))
             .map_err(|e| {
                 StoreError::Unavailable(format!("cannot start the store checkpointer: {e}"))
             })?;
@@ -222,7 +228,8 @@ impl Checkpointer {
         self.ready.notify_one();
     }
 
-    fn run(&self, store: &Store) {
+    fn run(&self, store: &Store, check: &WriteBackCheck) {
+        let mut checked = None;
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             wake.idle = true;
@@ -234,6 +241,12 @@ impl Checkpointer {
             }
             wake.idle = false;
             if wake.closed {
+                drop(wake);
+                // The last copy's pages, before this connection, or another, closes the
+                // file and deletes its log.
+                if let Err(lost) = check.held("the last checkpoint") {
+                    lost.stop_the_process();
+                }
                 return;
             }
             wake.begin_copy();
@@ -242,10 +255,14 @@ impl Checkpointer {
             let copying = Copying::mark(self, &mut wake);
             drop(wake);
             // Passive: copies what no reader still needs, and waits for nobody.
-            let copied = checkpoint(store, "PASSIVE");
+            let copied = copy_and_check(store, check, &mut checked);
             drop(copying);
-            if let Err(e) = copied {
-                tracing::warn!(error = %e, "a checkpoint failed; the next one tries again");
+            match copied {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "a checkpoint failed; the next one tries again")
+                }
+                Err(lost) => lost.stop_the_process(),
             }
             // At most one a period unless much was written: each copies all the log
             // written since the last.
@@ -304,12 +321,52 @@ impl Drop for Copying<'_> {
 /// copies what no reader still needs and waits for nobody; `RESTART` waits, as long as the
 /// connection's busy timeout, for the readers of the old log. False when the wait ran out,
 /// or another copy was under way.
-fn checkpoint(store: &Store, mode: &str) -> Result<bool, StoreError> {
+pub(super) fn checkpoint(store: &Store, mode: &str) -> Result<bool, StoreError> {
     store.conn().one(
         &format!("PRAGMA wal_checkpoint({mode})"),
         crate::store::sql::params![],
         |r| Ok(r.get::<i64>(0)? == 0 && r.get::<i64>(1)? == r.get::<i64>(2)?),
     )
+}
+
+/// How often the checkpointer asks the kernel of the file's pages after a copy that went
+/// well. Each check syncs the file, which a copy short of the log's end leaves unsynced;
+/// after every copy, those syncs waited in the file system's journal beside the syncer's
+/// and creates ran 6.5 % slower on the means of six alternated pairs
+/// (docs/throughput-log.md).
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// The checkpointer's copy, then what the kernel says of the file's pages: at once after a
+/// copy that failed (its sync may have been told of a page lost, and tried again it would
+/// succeed: `super::write_back`), otherwise when none was asked for [`CHECK_EVERY`];
+/// `checked` is when it last asked.
+fn copy_and_check(
+    store: &Store,
+    check: &WriteBackCheck,
+    checked: &mut Option<Instant>,
+) -> Result<Result<bool, StoreError>, LostWriteBack> {
+    let copied = checkpoint(store, "PASSIVE");
+    if copied.is_err() || checked.is_none_or(|at| at.elapsed() >= CHECK_EVERY) {
+        check.held("a checkpoint")?;
+        *checked = Some(Instant::now());
+    }
+    Ok(copied)
+}
+
+/// Why the writer did not start the log over.
+#[derive(Debug)]
+pub enum RestartError {
+    /// The copy or the wait for readers failed; it is tried again after more log.
+    Store(StoreError),
+    /// A page the copy put in the file did not reach the disk: the log must not be
+    /// written over, and the process stops.
+    Lost(LostWriteBack),
+}
+
+impl From<StoreError> for RestartError {
+    fn from(e: StoreError) -> Self {
+        RestartError::Store(e)
+    }
 }
 
 /// How long the writer's copy waits for reads begun on the old log to end: every write
@@ -343,15 +400,27 @@ pub struct Restarts {
     copy_wait: Duration,
     /// The copy the writes waited for in vain: they do not wait for it again.
     gave_up_on: Option<u64>,
+    /// Asked after the writer's copy, before the next commit writes the log over.
+    check: WriteBackCheck,
 }
 
 impl Restarts {
-    pub fn new(limit: u64) -> Restarts {
+    pub fn new(limit: u64, check: WriteBackCheck) -> Restarts {
         Restarts {
             limit,
             not_before: 0,
             copy_wait: COPY_WAIT,
             gave_up_on: None,
+            check,
+        }
+    }
+
+    /// Before the writer's connection closes: the pages the last copies put in the file are
+    /// on the disk, or the process stops with the log kept (the last connection to close
+    /// would find it all copied, and delete it).
+    pub fn check_before_close(&self) {
+        if let Err(lost) = self.check.held("the last commit") {
+            lost.stop_the_process();
         }
     }
 
@@ -373,7 +442,7 @@ impl Restarts {
         store: &Store,
         frames: u64,
         checkpointer: &Checkpointer,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), RestartError> {
         // The checkpointer's last copy first, unless the log has gone well past its limit
         // without one (a checkpointer that stopped copying). The turn is claimed before
         // asking whether a copy is under way: once it is the writer's, none begins.
@@ -414,6 +483,11 @@ impl Restarts {
             )
         };
         let restarted = wait(RESTART_WAIT_MS).and_then(|_| checkpoint(store, "RESTART"));
+        // Asked whether the copy went well or not: SQLite's own sync, tried again, would
+        // succeed with a page lost (`super::write_back`).
+        self.check
+            .held("the writer's copy")
+            .map_err(RestartError::Lost)?;
         let restored = wait(super::BUSY_TIMEOUT_MS);
         // A failed copy waits for more log too, rather than being tried after each commit.
         self.not_before = match restarted {
@@ -423,7 +497,7 @@ impl Restarts {
             }
             _ => frames + self.limit / 4,
         };
-        restarted.and(restored).map(|_| ())
+        Ok(restarted.and(restored).map(|_| ())?)
     }
 }
 
@@ -432,7 +506,8 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
 
-    use super::{Checkpointer, Restarts, Wake};
+    use super::super::write_back::WriteBackCheck;
+    use super::{Checkpointer, RestartError, Restarts, Wake};
     use crate::store::Durability;
 
     /// A limit in frames: 16 MiB of 4 KiB pages.
@@ -540,9 +615,69 @@ mod tests {
         let dir = tempfile::tempdir().expect("temporary directory");
         let store = super::super::open(&dir.path().join("log.sqlite"), Durability::PowerLoss)
             .expect("open");
-        let mut restarts = Restarts::new(RESTART_FRAMES);
+        let mut restarts = Restarts::new(RESTART_FRAMES, holds());
         restarts.not_before = 1;
         (dir, store, restarts)
+    }
+
+    /// A file whose pages all reach the disk.
+    fn holds() -> WriteBackCheck {
+        WriteBackCheck::answering(|| Ok(()))
+    }
+
+    /// A file with a page the kernel could not write back.
+    fn lost_a_page() -> WriteBackCheck {
+        WriteBackCheck::answering(|| Err(std::io::Error::from_raw_os_error(5)))
+    }
+
+    #[test]
+    fn a_page_lost_after_the_writers_copy_stops_it_before_the_log_is_written_over() {
+        let (_dir, store, mut restarts) = log_and_restarts();
+        restarts.check = lost_a_page();
+        let past = RESTART_FRAMES + 1;
+        let mut copied = wake(past, RESTART_FRAMES - 10);
+        copied.begin_copy();
+        let checkpointer = checkpointer(copied);
+        // As shipped before, the writer went on and its next commit wrote the log over.
+        match restarts.restart(&store, past, &checkpointer) {
+            Err(RestartError::Lost(lost)) => {
+                assert!(lost.0.contains("the writer's copy"), "{lost:?}")
+            }
+            other => panic!("the writer went on: {other:?}"),
+        }
+        assert_eq!(restarts.not_before, 1, "no restart counted");
+        // The checkpointer was not told the log started over: it would copy no more.
+        assert!(checkpointer.state.lock().expect("lock").writers_turn());
+    }
+
+    #[test]
+    fn a_page_lost_after_a_checkpoint_is_told_within_a_second_even_when_the_copy_succeeded() {
+        let (_dir, store, _restarts) = log_and_restarts();
+        store
+            .conn()
+            .batch("CREATE TABLE t (x INTEGER)")
+            .expect("a write to copy");
+        let mut checked = None;
+        assert!(matches!(
+            super::copy_and_check(&store, &holds(), &mut checked),
+            Ok(Ok(true))
+        ));
+        assert!(checked.is_some(), "the first copy is checked");
+        store
+            .conn()
+            .batch("INSERT INTO t VALUES (1)")
+            .expect("another");
+        // Within a second of the last check, a copy that went well is not asked of again
+        // (the last check put in the future: no wait for a core makes it a second ago).
+        checked = Some(std::time::Instant::now() + std::time::Duration::from_secs(3600));
+        assert!(matches!(
+            super::copy_and_check(&store, &lost_a_page(), &mut checked),
+            Ok(Ok(true))
+        ));
+        let long_ago = std::time::Instant::now().checked_sub(super::CHECK_EVERY);
+        checked = long_ago;
+        let lost = super::copy_and_check(&store, &lost_a_page(), &mut checked).expect_err("told");
+        assert!(lost.0.contains("a checkpoint"), "{lost:?}");
     }
 
     /// Whether the writer tries to start a log `frames` long over, the checkpointer in
@@ -658,7 +793,7 @@ mod tests {
 
     #[test]
     fn a_copy_that_left_log_waits_for_more() {
-        let mut restarts = Restarts::new(RESTART_FRAMES);
+        let mut restarts = Restarts::new(RESTART_FRAMES, holds());
         assert!(!restarts.due(RESTART_FRAMES));
         assert!(restarts.due(RESTART_FRAMES + 1));
         restarts.not_before = RESTART_FRAMES + 1 + EAGER;

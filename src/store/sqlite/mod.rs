@@ -16,6 +16,7 @@ mod conn;
 mod frames;
 pub mod schema;
 pub mod sync;
+mod write_back;
 pub mod writer;
 
 use std::collections::HashMap;

@@ -134,8 +134,8 @@ impl Syncer {
                 Err(e) => {
                     // After a failed sync the kernel may have dropped the pages it could not
                     // write: nothing committed since the last good sync can be promised, now
-                    // or later. The store stops taking writes; a restart recovers what is on
-                    // the disk.
+                    // or later. The store stops taking writes; a restart copies the log
+                    // into the file before anything follows it (`writer.rs`).
                     if failed.is_none() {
                         tracing::error!(error = %e, "syncing the write-ahead log failed; the store stops taking writes");
                         writes.close();

@@ -15,8 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::checkpoint::{self, Checkpointer, LogLength};
+use super::checkpoint::{self, Checkpointer, LogLength, RestartError};
 use super::sync::Syncer;
+use super::write_back::WriteBackCheck;
 use crate::store::db::{Backend, Db, Finish, ReadJob, WriteJob};
 use crate::store::events::DurableFeed;
 use crate::store::queue::{Lane, WriteQueue, WriteStats, Writer};
@@ -53,6 +54,9 @@ impl SqliteBackend {
     ) -> Result<SqliteBackend, StoreError> {
         let length = LogLength::default();
         let writer = super::open_writer_following(path, durability, &length)?;
+        // SQLite names the log after the file a link leads to; the syncer must sync that
+        // log, not a stale file beside the link.
+        let real = real_path(path);
         // The log counts frames, one page each; a file made before keeps its page size.
         let page = page_size(&writer)?;
         let limit = (limit_bytes / page).max(1);
@@ -61,7 +65,7 @@ impl SqliteBackend {
             Durability::PowerLoss => {
                 // What a process before this one committed but had not synced when it
                 // stopped is synced now, before the feed counts it as durable.
-                if let Ok(wal) = std::fs::File::open(wal_path(path)) {
+                if let Ok(wal) = std::fs::File::open(wal_path(&real)) {
                     wal.sync_data().map_err(|e| {
                         StoreError::Unavailable(format!(
                             "cannot sync the write-ahead log of {}: {e}",
@@ -69,8 +73,21 @@ impl SqliteBackend {
                         ))
                     })?;
                 }
+                // Then copied into the file, synced there, and the log emptied. Had that
+                // process's syncer failed, the log's pages the kernel could not write are
+                // still in memory, marked written: this sync, on a new descriptor, is not
+                // told, and new commits would follow frames that are not on the disk (a
+                // power loss then takes them all back). The copy puts those pages in the
+                // file and syncs it. Readers of another process may hold it up: then the
+                // log stays as it is.
+                checkpoint::checkpoint(&writer, "TRUNCATE").map_err(|e| {
+                    StoreError::Unavailable(format!(
+                        "cannot copy the write-ahead log of {} into it: {e}",
+                        path.display()
+                    ))
+                })?;
                 let feed = DurableFeed::new(last_event(&writer)?);
-                Syncer::start(path, feed.clone(), writes.clone())?.map(|s| (s, feed))
+                Syncer::start(&real, feed.clone(), writes.clone())?.map(|s| (s, feed))
             }
             Durability::ProcessCrash => None,
         };
@@ -81,7 +98,7 @@ impl SqliteBackend {
         let (syncer, feed) = syncer.unzip();
         // A file's log is copied into it by a thread of its own (an in-memory database has
         // no log to copy).
-        let log = if wal_path(path).exists() {
+        let log = if wal_path(&real).exists() {
             // A log that grew longer (a long burst) is cut back when it is started over.
             writer.conn().one(
                 &format!("PRAGMA journal_size_limit = {}", 2 * limit_bytes),
@@ -90,9 +107,9 @@ impl SqliteBackend {
             )?;
             Some(Log {
                 page,
-                checkpointer: Checkpointer::start(path, durability, limit)?,
+                checkpointer: Checkpointer::start(&real, durability, limit)?,
                 length,
-                restarts: checkpoint::Restarts::new(limit),
+                restarts: checkpoint::Restarts::new(limit, WriteBackCheck::of(&real)?),
             })
         } else {
             writer
@@ -189,6 +206,12 @@ fn open_reader(
     Ok(store)
 }
 
+/// The file a path names, through any link, as SQLite opens it: the path itself when it
+/// names no file (an in-memory database).
+fn real_path(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// Where SQLite keeps the log of the database at `path`.
 pub(super) fn wal_path(path: &Path) -> PathBuf {
     let mut wal = path.as_os_str().to_owned();
@@ -224,6 +247,7 @@ fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut
             }
             if let Some(log) = &log {
                 log.checkpointer.close();
+                log.restarts.check_before_close();
             }
             return;
         }
@@ -264,10 +288,15 @@ fn write_loop(mut store: Store, writer: Writer, syncer: Option<Arc<Syncer>>, mut
         // After the answers are handed on: they do not wait for it.
         if let (Some(log), None) = (&mut log, &error) {
             let frames = log.length.frames();
-            if log.restarts.due(frames)
-                && let Err(e) = log.restarts.restart(&store, frames, &log.checkpointer)
-            {
-                tracing::warn!(error = %e, "starting the write-ahead log over failed; it grows on");
+            if log.restarts.due(frames) {
+                match log.restarts.restart(&store, frames, &log.checkpointer) {
+                    Ok(()) => {}
+                    Err(RestartError::Store(e)) => {
+                        tracing::warn!(error = %e, "starting the write-ahead log over failed; it grows on")
+                    }
+                    // Before the next commit writes the log over.
+                    Err(RestartError::Lost(lost)) => lost.stop_the_process(),
+                }
             }
         }
     }
@@ -448,6 +477,82 @@ mod tests {
                 .expect("a write");
             assert_eq!(count, 0);
         }
+    }
+
+    /// A log left behind by a process that stopped without closing is copied into the file,
+    /// synced there and emptied before the store takes a write under `power_loss`. Had that
+    /// process's syncer failed, the log's unwritten pages would still be in memory, marked
+    /// written, and new commits would follow frames that are not on the disk.
+    #[tokio::test]
+    async fn a_log_left_behind_is_copied_into_the_file_before_a_write_follows_it() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let (path, copy) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+             CREATE TABLE left (x INTEGER); INSERT INTO left VALUES (1), (2), (3);",
+        )
+        .expect("a process that commits");
+        // What it leaves behind, its connection never closed.
+        std::fs::copy(&path, &copy).expect("the file");
+        std::fs::copy(super::wal_path(&path), super::wal_path(&copy)).expect("the log");
+        assert!(
+            std::fs::metadata(super::wal_path(&copy))
+                .expect("log")
+                .len()
+                > 0
+        );
+        let db = Db::new(Arc::new(
+            SqliteBackend::open(&copy, Durability::PowerLoss).expect("open"),
+        ));
+        let log = std::fs::metadata(super::wal_path(&copy))
+            .expect("log")
+            .len();
+        assert_eq!(log, 0, "the log left behind is still to be built on");
+        let rows = db
+            .read(|s| {
+                s.conn()
+                    .one("SELECT count(*) FROM left", params![], |r| r.get::<i64>(0))
+            })
+            .await
+            .expect("read");
+        assert_eq!(rows, 3, "what the log held is in the file");
+        drop(conn);
+    }
+
+    /// Through a link, SQLite writes the log beside the file the link leads to; the log the
+    /// syncer syncs is that one, not a stale file beside the link (which a writer at
+    /// `synchronous = NORMAL` would leave unsynced).
+    #[tokio::test]
+    async fn through_a_link_the_log_synced_is_the_one_sqlite_writes() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let (file, link) = (
+            dir.path().join("real.sqlite"),
+            dir.path().join("link.sqlite"),
+        );
+        std::fs::write(&file, b"").expect("an empty file");
+        std::os::unix::fs::symlink(&file, &link).expect("a link");
+        std::fs::write(super::wal_path(&link), b"stale").expect("a stale log beside the link");
+        let real = std::fs::canonicalize(&file).expect("real");
+        assert_eq!(
+            super::wal_path(&super::real_path(&link)),
+            super::wal_path(&real)
+        );
+        let db = Db::new(Arc::new(
+            SqliteBackend::open(&link, Durability::PowerLoss).expect("open"),
+        ));
+        db.write(|s| s.conn().batch("CREATE TABLE t (x INTEGER)"))
+            .await
+            .expect("a write");
+        assert!(
+            super::wal_path(&real).exists(),
+            "SQLite's log is the real file's"
+        );
+        assert_eq!(
+            std::fs::read(super::wal_path(&link)).expect("stale"),
+            b"stale",
+            "the stale file is not SQLite's log"
+        );
     }
 
     /// What a write of [`commit_group`]'s tests does.
