@@ -21,10 +21,11 @@
 //! commit, and once the log is twice its limit (the checkpointer's thread waiting for a
 //! core in the middle of its copy) it waits for that copy to end rather than let the log
 //! grow on: for a second at most, once a copy, since a copy that takes longer is a disk
-//! that stopped answering, and the writes go on without it. After each copy, the
-//! checkpointer's and the writer's, the kernel is asked on a descriptor of the process's
-//! own whether the pages copied reached the disk; a page lost stops the process before the
-//! log is written over (`super::write_back`). The writer's wait for the readers is set with the `busy_timeout` pragma, which
+//! that stopped answering, and the writes go on without it. After the writer's copy, and
+//! after the checkpointer's (at once when one failed, at most once a second otherwise), the
+//! kernel is asked on a descriptor of the process's own whether the pages copied reached
+//! the disk; a page lost stops the process before the log is written over
+//! (`super::write_back`). The writer's wait for the readers is set with the `busy_timeout` pragma, which
 //! answers with a row: run as a statement that answers nothing, it failed, the log was never
 //! started over, and under load it grew past 1.7 GiB, every commit paying the file system
 //! for new blocks (docs/throughput-log.md).
@@ -483,11 +484,15 @@ impl Restarts {
             )
         };
         let restarted = wait(RESTART_WAIT_MS).and_then(|_| checkpoint(store, "RESTART"));
-        // Asked whether the copy went well or not: SQLite's own sync, tried again, would
-        // succeed with a page lost (`super::write_back`).
-        self.check
-            .held("the writer's copy")
-            .map_err(RestartError::Lost)?;
+        // Asked when the next commit will write the log over, and when the copy failed
+        // (SQLite's own sync, tried again, would succeed with a page lost:
+        // `super::write_back`). Not after a copy readers held short of the log's end: it
+        // left its pages unsynced, and syncing them here would hold every write up.
+        if !matches!(restarted, Ok(false)) {
+            self.check
+                .held("the writer's copy")
+                .map_err(RestartError::Lost)?;
+        }
         let restored = wait(super::BUSY_TIMEOUT_MS);
         // A failed copy waits for more log too, rather than being tried after each commit.
         self.not_before = match restarted {

@@ -78,14 +78,30 @@ impl SqliteBackend {
                 // still in memory, marked written: this sync, on a new descriptor, is not
                 // told, and new commits would follow frames that are not on the disk (a
                 // power loss then takes them all back). The copy puts those pages in the
-                // file and syncs it. Readers of another process may hold it up: then the
-                // log stays as it is.
-                checkpoint::checkpoint(&writer, "TRUNCATE").map_err(|e| {
-                    StoreError::Unavailable(format!(
-                        "cannot copy the write-ahead log of {} into it: {e}",
-                        path.display()
-                    ))
-                })?;
+                // file and syncs it. A read of another process may hold it up, for a second
+                // at most: then the log stays as it is, and a warning says so.
+                let wait = |ms: u64| {
+                    writer
+                        .conn()
+                        .one(&format!("PRAGMA busy_timeout = {ms}"), params![], |r| {
+                            r.get::<i64>(0)
+                        })
+                };
+                let emptied = wait(1_000)
+                    .and_then(|_| checkpoint::checkpoint(&writer, "TRUNCATE"))
+                    .map_err(|e| {
+                        StoreError::Unavailable(format!(
+                            "cannot copy the write-ahead log of {} into it: {e}",
+                            path.display()
+                        ))
+                    })?;
+                wait(super::BUSY_TIMEOUT_MS)?;
+                if !emptied {
+                    tracing::warn!(
+                        file = %path.display(),
+                        "another process's read held the write-ahead log up: it was not copied into the file at the start"
+                    );
+                }
                 let feed = DurableFeed::new(last_event(&writer)?);
                 Syncer::start(&real, feed.clone(), writes.clone())?.map(|s| (s, feed))
             }
