@@ -158,7 +158,8 @@ impl Checkpointer {
         limit: u64,
     ) -> Result<Arc<Checkpointer>, StoreError> {
         let store = super::open(path, durability)?;
-        // A descriptor of its own: each is told of a failed write-back once.
+        // The process's descriptor of the file, shared with the writer's check: whichever
+        // asks first is told of a failed write-back, and stops the process.
         let check = WriteBackCheck::of(path)?;
         let checkpointer = Arc::new(Checkpointer {
             state: Mutex::new(Wake {
@@ -337,6 +338,16 @@ pub(super) fn checkpoint(store: &Store, mode: &str) -> Result<bool, StoreError> 
 /// (docs/throughput-log.md).
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
+/// Set how long `store`'s connection waits for a lock another holds. The pragma answers
+/// with the timeout set: a row, which `batch` would refuse.
+pub(super) fn busy_timeout(store: &Store, ms: u64) -> Result<i64, StoreError> {
+    store.conn().one(
+        &format!("PRAGMA busy_timeout = {ms}"),
+        crate::store::sql::params![],
+        |r| r.get::<i64>(0),
+    )
+}
+
 /// The checkpointer's copy, then what the kernel says of the file's pages: at once after a
 /// copy that failed (its sync may have been told of a page lost, and tried again it would
 /// succeed: `super::write_back`), otherwise when none was asked for [`CHECK_EVERY`];
@@ -475,14 +486,7 @@ impl Restarts {
                 "the write-ahead log reached twice its limit during a checkpoint; writes waited for it to end"
             );
         }
-        // The pragma answers with the timeout set: a row, which `batch` would refuse.
-        let wait = |ms: u64| {
-            store.conn().one(
-                &format!("PRAGMA busy_timeout = {ms}"),
-                crate::store::sql::params![],
-                |r| r.get::<i64>(0),
-            )
-        };
+        let wait = |ms: u64| busy_timeout(store, ms);
         let restarted = wait(RESTART_WAIT_MS).and_then(|_| checkpoint(store, "RESTART"));
         // Asked when the next commit will write the log over, and when the copy failed
         // (SQLite's own sync, tried again, would succeed with a page lost:

@@ -80,13 +80,7 @@ impl SqliteBackend {
                 // power loss then takes them all back). The copy puts those pages in the
                 // file and syncs it. A read of another process may hold it up, for a second
                 // at most: then the log stays as it is, and a warning says so.
-                let wait = |ms: u64| {
-                    writer
-                        .conn()
-                        .one(&format!("PRAGMA busy_timeout = {ms}"), params![], |r| {
-                            r.get::<i64>(0)
-                        })
-                };
+                let wait = |ms: u64| checkpoint::busy_timeout(&writer, ms);
                 let emptied = wait(1_000)
                     .and_then(|_| checkpoint::checkpoint(&writer, "TRUNCATE"))
                     .map_err(|e| {
