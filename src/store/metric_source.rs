@@ -117,9 +117,9 @@ const INTENT_SQL: &str = "SELECT i.seq, i.created_at_ms, i.committed_at_ms, i.at
      i.first_dispatch_at_ms IS NOT NULL, i.lookups_exhausted_at_ms IS NOT NULL FROM intents i";
 const ATTEMPT_SQL: &str = "SELECT a.intent_seq, a.started_at_ms, a.ended_at_ms, a.provider, \
      coalesce(a.release_id, i.release_id), a.late, a.proposal_hash FROM attempts a JOIN intents i ON i.seq = a.intent_seq";
-/// The intents named by events in `(?1, ?2]`.
-const CHANGED_SQL: &str = "SELECT c.seq FROM events e JOIN intents c ON c.id = e.intent_id \
-     WHERE e.seq > ?1 AND e.seq <= ?2";
+/// The intents named by events in `(?1, ?2]`, each once.
+const CHANGED_SQL: &str = "SELECT DISTINCT c.seq FROM events e JOIN intents c ON c.id = e.intent_id \
+     WHERE e.seq > ?1 AND e.seq <= ?2 ORDER BY c.seq";
 /// The transitions into or out of `indeterminate`: the only ones the index keeps.
 const SPAN_SQL: &str = "SELECT t.intent_seq, t.from_state, t.to_state, t.at_ms FROM transitions t \
      WHERE (t.to_state = 'indeterminate' OR t.from_state = 'indeterminate')";
@@ -206,33 +206,44 @@ impl MetricSource for Store {
 
     fn changed(&mut self, after: i64, upto: i64, into: &mut Changed) -> Result<(), StoreError> {
         into.clear();
-        let stretch = params![after, upto];
+        // The stretch's intents are found once (each event's intent looked up by its id)
+        // and their list asked of by the four reads below: asked as a subquery, each read
+        // made every lookup again (about half of what following the feed cost under creates).
+        let seqs = self
+            .conn
+            .rows(CHANGED_SQL, params![after, upto], |r| r.get::<i64>(0))?;
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        let list = serde_json::to_string(&seqs)?;
+        let changed = self.conn.dialect().integers_of("?1");
+        let listed = params![list];
         self.conn.rows_into(
-            &format!("{INTENT_SQL} WHERE i.seq IN ({CHANGED_SQL}) ORDER BY i.seq"),
-            stretch,
+            &format!("{INTENT_SQL} WHERE i.seq IN ({changed}) ORDER BY i.seq"),
+            listed,
             &mut into.intents,
             intent_of,
         )?;
         self.conn.rows_into(
             &format!(
-                "{ATTEMPT_SQL} WHERE a.intent_seq IN ({CHANGED_SQL}) ORDER BY a.intent_seq, a.seq"
+                "{ATTEMPT_SQL} WHERE a.intent_seq IN ({changed}) ORDER BY a.intent_seq, a.seq"
             ),
-            stretch,
+            listed,
             &mut into.attempts,
             attempt_of,
         )?;
         self.conn.rows_into(
-            &format!("{SPAN_SQL} AND t.intent_seq IN ({CHANGED_SQL}) ORDER BY t.intent_seq, t.seq"),
-            stretch,
+            &format!("{SPAN_SQL} AND t.intent_seq IN ({changed}) ORDER BY t.intent_seq, t.seq"),
+            listed,
             &mut into.spans,
             span_of,
         )?;
         self.conn.rows_into(
             &format!(
-                "{DUPLICATE_SQL} AND r.intent_seq IN ({CHANGED_SQL}) \
+                "{DUPLICATE_SQL} AND r.intent_seq IN ({changed}) \
                  GROUP BY r.intent_seq, r.downstream_id ORDER BY r.intent_seq, r.downstream_id"
             ),
-            stretch,
+            listed,
             &mut into.duplicates,
             |r| Ok((r.get(0)?, r.get(1)?)),
         )

@@ -308,6 +308,17 @@ impl Dialect {
         }
     }
 
+    /// A subquery whose rows are the integers of the JSON array bound at `param` (its text),
+    /// for `x IN (...)` over a list read once and asked of several times.
+    pub fn integers_of(self, param: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("SELECT value FROM json_each({param})"),
+            Dialect::Postgres => {
+                format!("SELECT value::bigint FROM json_array_elements_text(({param}::text)::json)")
+            }
+        }
+    }
+
     /// An index hint after a table name; only SQLite takes one.
     pub fn index_hint(self, hint: &str) -> &str {
         match self {
