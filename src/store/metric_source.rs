@@ -54,7 +54,7 @@ pub struct IndexSpan {
 
 /// The rows of the intents a stretch of the change feed names, each kind sorted by intent
 /// (attempts and transitions then in table order, duplicate effects by downstream id): one
-/// statement a kind, however many intents changed.
+/// statement a kind after the one that lists the intents, however many intents changed.
 #[derive(Debug, Default)]
 pub struct Changed {
     pub intents: Vec<IndexIntent>,
