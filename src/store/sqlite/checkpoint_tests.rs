@@ -1,0 +1,307 @@
+//! The checkpointer's state and the writer's restarts, each against a file or a
+//! checkpointer whose thread never runs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::super::write_back::WriteBackCheck;
+use super::{Checkpointer, RestartError, Restarts, Wake};
+use crate::store::Durability;
+
+/// A limit in frames: 16 MiB of 4 KiB pages.
+const RESTART_FRAMES: u64 = 4_096;
+
+const EAGER: u64 = RESTART_FRAMES / 4;
+
+fn wake(frames: u64, copied_at: u64) -> Wake {
+    Wake {
+        frames,
+        copied_at,
+        limit: RESTART_FRAMES,
+        ..Wake::default()
+    }
+}
+
+#[test]
+fn copies_early_only_after_enough_new_log() {
+    assert!(!wake(EAGER - 1, 0).eager());
+    assert!(wake(EAGER, 0).eager());
+    assert!(!wake(3 * EAGER - 1, 2 * EAGER).eager());
+    assert!(wake(3 * EAGER, 2 * EAGER).eager());
+}
+
+#[test]
+fn past_the_limit_the_checkpointer_copies_once_more_then_the_rest_is_the_writers() {
+    // Just past the limit, with little written since the last copy: a last copy now.
+    let mut past = wake(RESTART_FRAMES + 1, RESTART_FRAMES - 10);
+    past.written = true;
+    assert!(!past.eager());
+    assert!(!past.writers_turn());
+    assert!(past.to_copy() && past.to_copy_early());
+    // Once it began, the rest is the writer's, and the checkpointer copies no more.
+    past.begin_copy();
+    past.written = true;
+    assert!(past.writers_turn());
+    assert!(!past.to_copy() && !past.to_copy_early());
+    // A copy begun at the limit is not the last one.
+    let mut at = wake(RESTART_FRAMES, 0);
+    at.begin_copy();
+    assert!(!at.writers_turn());
+    at.frames += 1;
+    assert!(!at.writers_turn(), "no copy began past the limit yet");
+}
+
+/// A checkpointer whose thread never runs, in the state `wake`.
+fn checkpointer(wake: Wake) -> Checkpointer {
+    Checkpointer {
+        state: std::sync::Mutex::new(wake),
+        ready: std::sync::Condvar::new(),
+        copied: std::sync::Condvar::new(),
+    }
+}
+
+/// A copy marked under way, as the checkpointer's thread marks it.
+fn marked(checkpointer: &Checkpointer) -> super::Copying<'_> {
+    super::Copying::mark(checkpointer, &mut checkpointer.state.lock().expect("lock"))
+}
+
+/// Whether a copy is marked under way.
+fn under_way(checkpointer: &Checkpointer) -> bool {
+    checkpointer.state.lock().expect("lock").copying
+}
+
+/// Past the limit, with the checkpointer's last copy begun.
+fn last_copy_begun() -> Wake {
+    let mut wake = wake(RESTART_FRAMES + 5, RESTART_FRAMES - 10);
+    wake.begin_copy();
+    wake
+}
+
+#[test]
+fn a_log_started_over_wants_a_last_copy_again() {
+    // A log SQLite started over by itself: the writer's next commit says it is short.
+    let by_itself = checkpointer(last_copy_begun());
+    assert!(by_itself.claim_turn(false));
+    by_itself.written(3);
+    assert!(!by_itself.claim_turn(false));
+    by_itself.written(RESTART_FRAMES + 2);
+    assert!(!by_itself.claim_turn(false), "no last copy yet in this log");
+    // A log the writer started over: nothing to copy until its next commit.
+    let by_the_writer = checkpointer(last_copy_begun());
+    by_the_writer.state.lock().expect("lock").written = true;
+    by_the_writer.started_over();
+    let wake = by_the_writer.state.lock().expect("lock");
+    assert!(!wake.to_copy() && !wake.writers_turn());
+}
+
+#[test]
+fn a_turn_taken_without_the_last_copy_keeps_the_checkpointer_out() {
+    let mut overdue = wake(RESTART_FRAMES + 5, RESTART_FRAMES - 10);
+    overdue.written = true;
+    let checkpointer = checkpointer(overdue);
+    assert!(!checkpointer.claim_turn(false));
+    assert!(checkpointer.state.lock().expect("lock").to_copy());
+    assert!(checkpointer.claim_turn(true));
+    let wake = checkpointer.state.lock().expect("lock");
+    assert!(!wake.to_copy() && !wake.to_copy_early());
+}
+
+/// A file in WAL mode and the writer's restarts of its log, with `not_before` at 1: a
+/// try sets it, whether or not it copied all of the log, so it says whether the writer
+/// tried.
+fn log_and_restarts() -> (tempfile::TempDir, crate::store::Store, Restarts) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let store =
+        super::super::open(&dir.path().join("log.sqlite"), Durability::PowerLoss).expect("open");
+    let mut restarts = Restarts::new(RESTART_FRAMES, holds());
+    restarts.not_before = 1;
+    (dir, store, restarts)
+}
+
+/// A file whose pages all reach the disk.
+fn holds() -> WriteBackCheck {
+    WriteBackCheck::answering(|| Ok(()))
+}
+
+/// A file with a page the kernel could not write back.
+fn lost_a_page() -> WriteBackCheck {
+    WriteBackCheck::answering(|| Err(std::io::Error::from_raw_os_error(5)))
+}
+
+#[test]
+fn a_page_lost_after_the_writers_copy_stops_it_before_the_log_is_written_over() {
+    let (_dir, store, mut restarts) = log_and_restarts();
+    restarts.check = lost_a_page();
+    let past = RESTART_FRAMES + 1;
+    let mut copied = wake(past, RESTART_FRAMES - 10);
+    copied.begin_copy();
+    let checkpointer = checkpointer(copied);
+    // As shipped before, the writer went on and its next commit wrote the log over.
+    match restarts.restart(&store, past, &checkpointer) {
+        Err(RestartError::Lost(lost)) => {
+            assert!(lost.0.contains("the writer's copy"), "{lost:?}")
+        }
+        other => panic!("the writer went on: {other:?}"),
+    }
+    assert_eq!(restarts.not_before, 1, "no restart counted");
+    // The checkpointer was not told the log started over: it would copy no more.
+    assert!(checkpointer.state.lock().expect("lock").writers_turn());
+}
+
+#[test]
+fn a_page_lost_after_a_checkpoint_is_told_within_a_second_even_when_the_copy_succeeded() {
+    let (_dir, store, _restarts) = log_and_restarts();
+    store
+        .conn()
+        .batch("CREATE TABLE t (x INTEGER)")
+        .expect("a write to copy");
+    let mut checked = None;
+    assert!(matches!(
+        super::copy_and_check(&store, &holds(), &mut checked),
+        Ok(Ok(true))
+    ));
+    assert!(checked.is_some(), "the first copy is checked");
+    store
+        .conn()
+        .batch("INSERT INTO t VALUES (1)")
+        .expect("another");
+    // Within a second of the last check, a copy that went well is not asked of again
+    // (the last check put in the future: no wait for a core makes it a second ago).
+    checked = Some(std::time::Instant::now() + std::time::Duration::from_secs(3600));
+    assert!(matches!(
+        super::copy_and_check(&store, &lost_a_page(), &mut checked),
+        Ok(Ok(true))
+    ));
+    let long_ago = std::time::Instant::now().checked_sub(super::CHECK_EVERY);
+    checked = long_ago;
+    let lost = super::copy_and_check(&store, &lost_a_page(), &mut checked).expect_err("told");
+    assert!(lost.0.contains("a checkpoint"), "{lost:?}");
+}
+
+/// Whether the writer tries to start a log `frames` long over, the checkpointer in
+/// `wake`.
+fn writer_tries(frames: u64, wake: Wake) -> bool {
+    let (_dir, store, mut restarts) = log_and_restarts();
+    restarts
+        .restart(&store, frames, &checkpointer(wake))
+        .expect("restart");
+    restarts.not_before != 1
+}
+
+#[test]
+fn the_writer_waits_for_the_checkpointers_last_copy_unless_the_log_runs_far_past() {
+    let past = RESTART_FRAMES + 1;
+    assert!(!writer_tries(past, wake(past, RESTART_FRAMES - 10)));
+    let mut copied = wake(past, RESTART_FRAMES - 10);
+    copied.begin_copy();
+    assert!(writer_tries(past, copied));
+    // A checkpointer that never made its last copy holds the log up only so far.
+    let edge = RESTART_FRAMES + RESTART_FRAMES / 8;
+    assert!(!writer_tries(edge, wake(edge, RESTART_FRAMES - 10)));
+    let far = edge + 1;
+    assert!(writer_tries(far, wake(far, RESTART_FRAMES - 10)));
+}
+
+#[test]
+fn the_writer_waits_while_a_copy_is_under_way() {
+    let (_dir, store, mut restarts) = log_and_restarts();
+    let checkpointer = checkpointer(last_copy_begun());
+    let mark = marked(&checkpointer);
+    restarts
+        .restart(&store, RESTART_FRAMES + 5, &checkpointer)
+        .expect("restart");
+    assert_eq!(restarts.not_before, 1, "no try while the copy runs");
+    drop(mark);
+    restarts
+        .restart(&store, RESTART_FRAMES + 6, &checkpointer)
+        .expect("restart");
+    assert_ne!(restarts.not_before, 1, "a try once it ended");
+}
+
+#[test]
+fn a_copy_that_panics_leaves_no_mark() {
+    let checkpointer = checkpointer(Wake::default());
+    let panicked = std::panic::catch_unwind(|| {
+        let _copying = marked(&checkpointer);
+        assert!(under_way(&checkpointer));
+        panic!("a copy that fails badly");
+    });
+    assert!(panicked.is_err());
+    assert!(!under_way(&checkpointer));
+    assert!(checkpointer.wait_for_copy(Duration::ZERO));
+}
+
+#[test]
+fn the_writes_wait_for_a_copy_that_never_ends_once_and_not_for_long() {
+    let (_dir, store, mut restarts) = log_and_restarts();
+    restarts.copy_wait = Duration::from_millis(10);
+    let checkpointer = checkpointer(last_copy_begun());
+    let far = RESTART_FRAMES * super::FAR_PAST + 1;
+    let _mark = marked(&checkpointer);
+    let copy = checkpointer.copy_under_way();
+    assert!(copy.is_some());
+    restarts
+        .restart(&store, far, &checkpointer)
+        .expect("restart");
+    assert_eq!(restarts.gave_up_on, copy, "it gave up on that copy");
+    assert_eq!(restarts.not_before, 1, "and made no try of its own");
+    // The next commits do not wait for it again.
+    restarts
+        .restart(&store, far + 1, &checkpointer)
+        .expect("restart");
+    assert_eq!(restarts.not_before, 1);
+}
+
+#[test]
+fn far_past_its_limit_the_writer_waits_for_the_copy_under_way() {
+    let (_dir, store, mut restarts) = log_and_restarts();
+    // However long this test's own thread waits for a core, the writer does not give up.
+    restarts.copy_wait = Duration::from_secs(600);
+    let checkpointer = checkpointer(last_copy_begun());
+    let far = RESTART_FRAMES * super::FAR_PAST + 1;
+    let released = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let mark = marked(&checkpointer);
+        let (restarts, checkpointer, released) = (&mut restarts, &checkpointer, &released);
+        let writer = s.spawn(move || {
+            restarts
+                .restart(&store, far, checkpointer)
+                .expect("restart");
+            released.load(Ordering::Acquire)
+        });
+        // A writer that does not wait returns at once; one that waits cannot return
+        // while the mark is held, however long this looks.
+        let looked_until = Instant::now() + Duration::from_millis(50);
+        while !writer.is_finished() && Instant::now() < looked_until {
+            std::thread::yield_now();
+        }
+        assert!(
+            !writer.is_finished(),
+            "the writer went on while the log was far past its limit"
+        );
+        released.store(true, Ordering::Release);
+        drop(mark);
+        assert!(
+            writer.join().expect("writer"),
+            "it returned before the copy ended"
+        );
+    });
+    assert_ne!(restarts.not_before, 1, "it tried once the copy ended");
+}
+
+#[test]
+fn a_copy_that_left_log_waits_for_more() {
+    let mut restarts = Restarts::new(RESTART_FRAMES, holds());
+    assert!(!restarts.due(RESTART_FRAMES));
+    assert!(restarts.due(RESTART_FRAMES + 1));
+    restarts.not_before = RESTART_FRAMES + 1 + EAGER;
+    assert!(!restarts.due(RESTART_FRAMES + EAGER));
+    assert!(restarts.due(RESTART_FRAMES + 2 + EAGER));
+}
+
+#[test]
+fn a_log_started_over_counts_from_its_start() {
+    // The last copy began at a long log; the writer started it over since.
+    assert!(!wake(10, 4 * EAGER).eager());
+    assert!(wake(EAGER, 4 * EAGER).eager());
+}
