@@ -174,9 +174,12 @@ impl MetricSource for Store {
         f: &mut dyn FnMut(&mut dyn MetricSource) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         super::events::sequence_pending(self.conn.as_conn())?;
+        // Marked before the snapshot begins and until it has ended.
+        let long = self.long_read();
         self.conn.batch(self.conn.dialect().begin_snapshot())?;
         let result = f(self);
         let _ = self.conn.batch("COMMIT");
+        drop(long);
         result
     }
 

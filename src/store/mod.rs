@@ -43,6 +43,7 @@ pub mod sqlite;
 mod sweeps;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use sql::{Conn, Dialect};
 
@@ -230,6 +231,30 @@ pub struct Store {
     /// The last change-feed event this connection may show, when the backend answers
     /// commits before they are synced (`events::DurableFeed`).
     feed_bound: Option<events::DurableFeed>,
+    /// Told of this connection's long reads, when the backend's writer wants to know.
+    long_reads: Option<Arc<dyn LongReads>>,
+}
+
+/// Told when a read that may hold its snapshot long begins and ends: the metric index's
+/// catch-up with the change feed, tens of milliseconds a second under load, and seconds
+/// for a whole load. SQLite's writer starts its log over only once no read holds the old
+/// one, and every write waits while it tries: it leaves the log to the checkpointer while
+/// such a read is under way (`sqlite::checkpoint`).
+pub trait LongReads: Send + Sync {
+    /// Before the read's snapshot begins; it may wait briefly (for a copy of the writer's
+    /// under way to end).
+    fn begun(&self);
+    /// Once the snapshot has ended.
+    fn ended(&self);
+}
+
+/// A long read under way, told ended when dropped, whatever ended it.
+pub(crate) struct LongRead(Arc<dyn LongReads>);
+
+impl Drop for LongRead {
+    fn drop(&mut self) {
+        self.0.ended();
+    }
 }
 
 impl Store {
@@ -241,6 +266,7 @@ impl Store {
             few_read_first: query::FEW_READ_FIRST,
             few_pauses: query::FEW_PAUSES,
             feed_bound: None,
+            long_reads: None,
         }
     }
 
@@ -270,6 +296,19 @@ impl Store {
     /// Show the change feed only up to `bound`.
     pub(crate) fn bound_feed(&mut self, bound: events::DurableFeed) {
         self.feed_bound = Some(bound);
+    }
+
+    /// Tell `watch` of this connection's long reads.
+    pub(crate) fn watch_long_reads(&mut self, watch: Arc<dyn LongReads>) {
+        self.long_reads = Some(watch);
+    }
+
+    /// Mark a long read under way on this connection until the answer is dropped.
+    pub(crate) fn long_read(&self) -> Option<LongRead> {
+        self.long_reads.as_ref().map(|watch| {
+            watch.begun();
+            LongRead(watch.clone())
+        })
     }
 
     /// The newest change-feed event this connection may show.

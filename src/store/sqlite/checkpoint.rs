@@ -15,8 +15,8 @@
 //! it, the writer copied all that came since the checkpointer's previous copy, up to a
 //! quarter of the limit: the stop took 4.5-6.6 ms at the median, and creates' p99 went past
 //! 10 ms on a slow machine; docs/throughput-log.md). Should no last copy begin before the
-//! log is an eighth past its limit (a checkpointer that stopped), the writer takes the turn
-//! and copies all of it. Were both to copy, the writer's copy would find the
+//! log is an eighth of the limit past where that copy was due (a checkpointer that
+//! stopped), the writer takes the turn and copies all of it. Were both to copy, the writer's copy would find the
 //! checkpointer's under way and be refused; so the writer tries again after its next
 //! commit, and once the log is twice its limit (the checkpointer's thread waiting for a
 //! core in the middle of its copy) it waits for that copy to end rather than let the log
@@ -29,6 +29,21 @@
 //! answers with a row: run as a statement that answers nothing, it failed, the log was never
 //! started over, and under load it grew past 1.7 GiB, every commit paying the file system
 //! for new blocks (docs/throughput-log.md).
+//!
+//! One reader holds its snapshot long every second: the metric index catching up with the
+//! change feed, 46 ms at the median and up to 186 ms under creates on a two-core machine.
+//! When the writer's copy fell on such a read, every write waited the whole wait for
+//! readers and the copy failed: one to four times in each twelve seconds of creates,
+//! 20.6-28.9 ms each (docs/throughput-log.md). So such reads tell the checkpointer when
+//! they begin and end (`crate::store::LongReads`). While one is under way the writer leaves
+//! the log to the checkpointer, whose copies stop where the read's snapshot began and so
+//! are not the last; once it ends, the checkpointer makes the last copy (of all the read
+//! held up), and the writer copies what came after. A long read waits for a writer's copy
+//! under way to end before it begins. No try of the writer's could start the log over
+//! while such a read holds it, so none is made: the log grows while the read lasts, as it
+//! did when every try failed. A copy of the writer's that a short read held up gives the
+//! turn back too: the checkpointer copies on, and its last copy is due an eighth of the
+//! limit before the writer's next try.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,6 +86,8 @@ pub struct Checkpointer {
     ready: Condvar,
     /// A copy ended (told under `state`'s lock, so a writer waiting for it never misses it).
     copied: Condvar,
+    /// The writer's copy ended: a long read waits for it to begin.
+    writers_copy_ended: Condvar,
 }
 
 #[derive(Default)]
@@ -85,14 +102,32 @@ struct Wake {
     limit: u64,
     /// The checkpointer waits for a first write since its last copy.
     idle: bool,
-    /// Since the log last started over, a copy began after it passed its limit (what is
-    /// left for the writer to copy is only what was written meanwhile), or the writer took
-    /// its turn without one ([`Checkpointer::claim_turn`]).
+    /// Since the log last started over, a copy began when the last was due
+    /// ([`Wake::last_copy_due`]: what is left for the writer to copy is only what was
+    /// written meanwhile), or the writer took its turn without one
+    /// ([`Checkpointer::claim_turn`]).
     closing_copy: bool,
     /// How many copies have begun: which one is under way.
     copies: u64,
     /// A copy is under way ([`Copying`]): the writer's own would be refused.
     copying: bool,
+    /// Long reads under way (`crate::store::LongReads`). While one is, no copy is the last:
+    /// it stops where the read's snapshot began, and the rest is what the read held up.
+    /// And the writer leaves the log to the checkpointer: the log cannot start over while
+    /// the read holds it, and a try would only hold every write up.
+    long_reads: usize,
+    /// Past the limit, a copy is the last only once the log is this long: where the last
+    /// long read ended, or an eighth of the limit before the writer's next try after its
+    /// copy was held up (0 when neither, since the log last started over). The writer
+    /// takes the turn without a last copy an eighth of the limit after it.
+    last_from: u64,
+    /// The writer has the turn ([`Checkpointer::claim_turn`]): no copy begins until it gives
+    /// it back or the log starts over.
+    claimed: bool,
+    /// The writer's copy is under way ([`WritersCopy`]): a long read begins after it, not
+    /// during it (the copy would wait for the read to end before it could start the log
+    /// over, every write with it).
+    writers_copy: bool,
 }
 
 impl Wake {
@@ -112,11 +147,17 @@ impl Wake {
         self.frames > self.limit
     }
 
+    /// Whether a copy begun now is the last before the writer's turn: the log is past its
+    /// limit and `last_from`, and no long read holds the copy short of its end.
+    fn last_copy_due(&self) -> bool {
+        self.past_limit() && self.long_reads == 0 && self.frames >= self.last_from
+    }
+
     /// Whether the log is past its limit and the checkpointer has begun its last copy:
     /// then the writer copies the rest and starts the log over, and another copy here
     /// would only stand in its way.
     fn writers_turn(&self) -> bool {
-        self.past_limit() && self.closing_copy
+        self.claimed || (self.past_limit() && self.closing_copy && self.long_reads == 0)
     }
 
     /// Whether there is log to copy, and it is the checkpointer's to copy.
@@ -124,19 +165,27 @@ impl Wake {
         self.written && !self.writers_turn()
     }
 
-    /// Whether to copy before the period is out: much was written, or the log has just
-    /// passed its limit, so that the writer finds only a little left to copy.
+    /// Whether to copy before the period is out: much was written, or the last copy is
+    /// due, so that the writer finds only a little left to copy.
     fn to_copy_early(&self) -> bool {
-        (self.eager() || self.past_limit()) && !self.writers_turn()
+        (self.eager() || self.last_copy_due()) && !self.writers_turn()
     }
 
-    /// A copy begins, of the log as long as the writer last said: past the limit, it is
-    /// the last one before the writer's turn.
+    /// A copy begins, of the log as long as the writer last said: the last one before the
+    /// writer's turn when it is due.
     fn begin_copy(&mut self) {
         self.copies += 1;
         self.written = false;
         self.copied_at = self.frames;
-        self.closing_copy |= self.past_limit();
+        self.closing_copy |= self.last_copy_due();
+    }
+
+    /// The turn is the writer's no longer, and the checkpointer's next copy past the limit
+    /// is the last only from `last_from` on.
+    fn turn_given_back(&mut self, last_from: u64) {
+        self.claimed = false;
+        self.closing_copy = false;
+        self.last_from = self.last_from.max(last_from);
     }
 
     /// The writer's copy emptied the log, which its next commit writes from the start:
@@ -146,6 +195,8 @@ impl Wake {
         self.frames = 0;
         self.copied_at = 0;
         self.closing_copy = false;
+        self.claimed = false;
+        self.last_from = 0;
     }
 }
 
@@ -168,6 +219,7 @@ impl Checkpointer {
             }),
             ready: Condvar::new(),
             copied: Condvar::new(),
+            writers_copy_ended: Condvar::new(),
         });
         let theirs = checkpointer.clone();
         std::thread::Builder::new()
@@ -187,6 +239,8 @@ impl Checkpointer {
             // The writer started the log over: its next pass of the limit wants a last
             // copy again.
             wake.closing_copy = false;
+            wake.claimed = false;
+            wake.last_from = 0;
         }
         wake.frames = frames;
         // Woken only when this write is what it waits for, not at every commit.
@@ -201,16 +255,27 @@ impl Checkpointer {
         }
     }
 
-    /// Whether the log's rest is the writer's to copy: the checkpointer began its last
-    /// copy since the log passed its limit, or, with `overdue`, the writer takes the turn
-    /// without it. Either way no copy begins after this answers yes, until the log starts
-    /// over.
-    fn claim_turn(&self, overdue: bool) -> bool {
+    /// Whether the rest of a log `frames` long is the writer's to copy: the checkpointer
+    /// began its last copy since the log passed its limit, or the log is an eighth of the
+    /// limit past where that copy was due (a checkpointer that stopped) and the writer
+    /// takes the turn without it. While a long read is under way the answer is no, and a
+    /// turn the writer held when the read began (waiting for a copy under way) is given
+    /// back. Once this answers yes no copy begins, until the log starts over or the writer
+    /// gives the turn back.
+    fn claim_turn(&self, frames: u64) -> bool {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if overdue && wake.past_limit() {
-            wake.closing_copy = true;
+        if wake.long_reads > 0 {
+            wake.turn_given_back(0);
+            return false;
         }
-        wake.writers_turn()
+        if !wake.claimed {
+            let overdue = frames > wake.limit.max(wake.last_from) + wake.limit / 8;
+            if overdue && wake.past_limit() {
+                wake.closing_copy = true;
+            }
+            wake.claimed = wake.past_limit() && wake.closing_copy;
+        }
+        wake.claimed
     }
 
     /// The writer's copy emptied the log.
@@ -219,6 +284,28 @@ impl Checkpointer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .started_over();
+    }
+
+    /// The writer's copy begins, unless a long read began since the writer took the turn:
+    /// then the turn is given back.
+    fn begin_writers_copy(&self) -> Option<WritersCopy<'_>> {
+        let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if wake.long_reads > 0 {
+            wake.turn_given_back(0);
+            return None;
+        }
+        wake.writers_copy = true;
+        Some(WritersCopy(self))
+    }
+
+    /// The writer's copy left log behind (a read held it up, or it failed), and it tries
+    /// again once the log is `next_try` long: the checkpointer copies meanwhile, and its
+    /// last copy is due an eighth of the limit before that try, so that the try finds only
+    /// what came after it.
+    fn give_back_turn(&self, next_try: u64) {
+        let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let last_from = next_try.saturating_sub(wake.limit / 8);
+        wake.turn_given_back(last_from);
     }
 
     /// Stop after the current checkpoint.
@@ -294,6 +381,51 @@ impl Checkpointer {
             .wait_timeout_while(wake, longest, |w| w.copying)
             .unwrap_or_else(PoisonError::into_inner);
         !wake.copying
+    }
+}
+
+impl crate::store::LongReads for Checkpointer {
+    /// Begins once a copy of the writer's under way has ended, for [`COPY_WAIT`] at most
+    /// (a copy that takes longer is a disk that stopped answering). A copy begun before the
+    /// read is no longer the last: the log written during the read is copied here once it
+    /// ends, not by the writer while every write waits.
+    fn begun(&self) {
+        let wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (mut wake, _) = self
+            .writers_copy_ended
+            .wait_timeout_while(wake, COPY_WAIT, |w| w.writers_copy)
+            .unwrap_or_else(PoisonError::into_inner);
+        wake.long_reads += 1;
+        if !wake.claimed {
+            wake.closing_copy = false;
+        }
+    }
+
+    /// The last long read ended: a log past its limit gets its last copy now.
+    fn ended(&self) {
+        let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        wake.long_reads = wake.long_reads.saturating_sub(1);
+        if wake.long_reads == 0 {
+            wake.last_from = wake.last_from.max(wake.frames);
+        }
+        let wakes = wake.long_reads == 0 && wake.written && wake.to_copy_early();
+        drop(wake);
+        if wakes {
+            self.ready.notify_one();
+        }
+    }
+}
+
+/// The writer's copy under way, marked for the long reads until it ends, even by a panic:
+/// a mark left behind would keep them waiting forever.
+struct WritersCopy<'a>(&'a Checkpointer);
+
+impl Drop for WritersCopy<'_> {
+    fn drop(&mut self) {
+        let mut wake = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        wake.writers_copy = false;
+        drop(wake);
+        self.0.writers_copy_ended.notify_all();
     }
 }
 
@@ -444,11 +576,11 @@ impl Restarts {
     /// On the writer's connection, between two transactions: copy what the checkpointer
     /// has not, and wait briefly for the reads begun on the old log, so that the next
     /// commit starts the log over. Until the checkpointer has begun its last copy (unless
-    /// the log is an eighth past its limit), and while any copy of its is under way, the
-    /// writer tries again after its next commit, until the log is [`FAR_PAST`] times its
-    /// limit: then it waits for that copy to end. (When no commit follows, the rest stays
-    /// in the log until one does: readers find it there, and closing the last connection
-    /// copies it.)
+    /// the log is an eighth past where it was due), and while any copy of its is under
+    /// way, the writer tries again after its next commit, until the log is [`FAR_PAST`]
+    /// times its limit: then it waits for that copy to end. While a long read is under way
+    /// it does not try at all. (When no commit follows, the rest stays in the log until
+    /// one does: readers find it there, and closing the last connection copies it.)
     pub fn restart(
         &mut self,
         store: &Store,
@@ -458,11 +590,12 @@ impl Restarts {
         // The checkpointer's last copy first, unless the log has gone well past its limit
         // without one (a checkpointer that stopped copying). The turn is claimed before
         // asking whether a copy is under way: once it is the writer's, none begins.
-        if !checkpointer.claim_turn(frames > self.limit + self.limit / 8) {
+        let far_past = frames > self.limit * FAR_PAST;
+        if !checkpointer.claim_turn(frames) {
             return Ok(());
         }
         if let Some(copy) = checkpointer.copy_under_way() {
-            if frames <= self.limit * FAR_PAST || self.gave_up_on == Some(copy) {
+            if !far_past || self.gave_up_on == Some(copy) {
                 return Ok(());
             }
             // A copy that has lasted while a whole limit more was written (a starved or
@@ -486,8 +619,12 @@ impl Restarts {
                 "the write-ahead log reached twice its limit during a checkpoint; writes waited for it to end"
             );
         }
+        let Some(copying) = checkpointer.begin_writers_copy() else {
+            return Ok(());
+        };
         let wait = |ms: u64| busy_timeout(store, ms);
         let restarted = wait(RESTART_WAIT_MS).and_then(|_| checkpoint(store, "RESTART"));
+        drop(copying);
         // Asked when the next commit will write the log over, and when the copy failed
         // (SQLite's own sync, tried again, would succeed with a page lost:
         // `super::write_back`). Not after a copy readers held short of the log's end: it
@@ -504,7 +641,11 @@ impl Restarts {
                 checkpointer.started_over();
                 0
             }
-            _ => frames + self.limit / 4,
+            _ => {
+                let next_try = frames + self.limit / 4;
+                checkpointer.give_back_turn(next_try);
+                next_try
+            }
         };
         Ok(restarted.and(restored).map(|_| ())?)
     }

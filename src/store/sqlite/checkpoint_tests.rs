@@ -1,5 +1,5 @@
-//! The checkpointer's state and the writer's restarts, each against a file or a
-//! checkpointer whose thread never runs.
+//! The checkpointer's state, the writer's restarts and the long reads, each against a file
+//! or a checkpointer whose thread never runs.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -57,6 +57,7 @@ fn checkpointer(wake: Wake) -> Checkpointer {
         state: std::sync::Mutex::new(wake),
         ready: std::sync::Condvar::new(),
         copied: std::sync::Condvar::new(),
+        writers_copy_ended: std::sync::Condvar::new(),
     }
 }
 
@@ -81,11 +82,14 @@ fn last_copy_begun() -> Wake {
 fn a_log_started_over_wants_a_last_copy_again() {
     // A log SQLite started over by itself: the writer's next commit says it is short.
     let by_itself = checkpointer(last_copy_begun());
-    assert!(by_itself.claim_turn(false));
+    assert!(by_itself.claim_turn(RESTART_FRAMES + 5));
     by_itself.written(3);
-    assert!(!by_itself.claim_turn(false));
+    assert!(!by_itself.claim_turn(3));
     by_itself.written(RESTART_FRAMES + 2);
-    assert!(!by_itself.claim_turn(false), "no last copy yet in this log");
+    assert!(
+        !by_itself.claim_turn(RESTART_FRAMES + 2),
+        "no last copy yet in this log"
+    );
     // A log the writer started over: nothing to copy until its next commit.
     let by_the_writer = checkpointer(last_copy_begun());
     by_the_writer.state.lock().expect("lock").written = true;
@@ -99,9 +103,9 @@ fn a_turn_taken_without_the_last_copy_keeps_the_checkpointer_out() {
     let mut overdue = wake(RESTART_FRAMES + 5, RESTART_FRAMES - 10);
     overdue.written = true;
     let checkpointer = checkpointer(overdue);
-    assert!(!checkpointer.claim_turn(false));
+    assert!(!checkpointer.claim_turn(RESTART_FRAMES + 5));
     assert!(checkpointer.state.lock().expect("lock").to_copy());
-    assert!(checkpointer.claim_turn(true));
+    assert!(checkpointer.claim_turn(RESTART_FRAMES + RESTART_FRAMES / 8 + 1));
     let wake = checkpointer.state.lock().expect("lock");
     assert!(!wake.to_copy() && !wake.to_copy_early());
 }
@@ -287,6 +291,208 @@ fn far_past_its_limit_the_writer_waits_for_the_copy_under_way() {
         );
     });
     assert_ne!(restarts.not_before, 1, "it tried once the copy ended");
+}
+
+#[test]
+fn a_copy_a_read_held_up_gives_the_turn_back_to_the_checkpointer() {
+    let (dir, store, mut restarts) = log_and_restarts();
+    store
+        .conn()
+        .batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)")
+        .expect("a write to copy");
+    // Another connection's read of the log as it stands.
+    let reader =
+        super::super::open(&dir.path().join("log.sqlite"), Durability::PowerLoss).expect("open");
+    reader
+        .conn()
+        .batch("BEGIN; SELECT count(*) FROM t")
+        .expect("a read under way");
+    store
+        .conn()
+        .batch("INSERT INTO t VALUES (2)")
+        .expect("log the read holds back");
+    let checkpointer = checkpointer(last_copy_begun());
+    restarts
+        .restart(&store, RESTART_FRAMES + 5, &checkpointer)
+        .expect("restart");
+    assert_eq!(
+        restarts.not_before,
+        RESTART_FRAMES + 5 + RESTART_FRAMES / 4,
+        "the writer tried, and the read held its copy up"
+    );
+    // As shipped before, the turn stayed the writer's: the checkpointer copied nothing
+    // until the writer's next try, a quarter of the limit later, and left all that was
+    // written meanwhile to the writer, every write waiting while it copied.
+    checkpointer.written(RESTART_FRAMES + 6);
+    {
+        let wake = checkpointer.state.lock().expect("lock");
+        assert!(!wake.writers_turn(), "the turn was kept");
+        assert!(wake.to_copy());
+        assert!(
+            !wake.to_copy_early(),
+            "the last copy waits for the next try"
+        );
+    }
+    reader.conn().batch("COMMIT").expect("the read ends");
+    // Its last copy is due an eighth of the limit before that try.
+    let next_try = restarts.not_before;
+    let due = next_try - RESTART_FRAMES / 8;
+    checkpointer.written(due - 1);
+    checkpointer.state.lock().expect("lock").begin_copy();
+    assert!(!checkpointer.claim_turn(due - 1), "a copy not yet the last");
+    checkpointer.written(due);
+    assert!(checkpointer.state.lock().expect("lock").to_copy_early());
+    checkpointer.state.lock().expect("lock").begin_copy();
+    assert!(checkpointer.claim_turn(due), "the last copy began");
+    // Without it, the writer takes the turn at its next try, not before.
+    let stopped = checkpointer_of(RESTART_FRAMES + 5, RESTART_FRAMES - 10);
+    stopped.give_back_turn(next_try);
+    assert!(!stopped.claim_turn(next_try));
+    stopped.written(next_try + 1);
+    assert!(stopped.claim_turn(next_try + 1));
+}
+
+/// A checkpointer whose thread never runs, with the log `frames` long and its last copy
+/// begun at `copied_at`.
+fn checkpointer_of(frames: u64, copied_at: u64) -> Checkpointer {
+    let mut wake = wake(frames, copied_at);
+    wake.written = true;
+    checkpointer(wake)
+}
+
+#[test]
+fn during_a_long_read_the_writer_does_not_try_and_the_last_copy_waits_for_its_end() {
+    use crate::store::LongReads;
+    let past = RESTART_FRAMES + 5;
+    let far = RESTART_FRAMES * super::FAR_PAST + 1;
+    let reading = || {
+        let checkpointer = checkpointer(last_copy_begun());
+        checkpointer.begun();
+        checkpointer
+    };
+    let tries = |frames: u64, checkpointer: &Checkpointer| {
+        let (_dir, store, mut restarts) = log_and_restarts();
+        restarts
+            .restart(&store, frames, checkpointer)
+            .expect("restart");
+        restarts.not_before != 1
+    };
+    assert!(!tries(past, &reading()), "the writer waited for the read");
+    assert!(!tries(RESTART_FRAMES * super::FAR_PAST, &reading()));
+    assert!(
+        !tries(far, &reading()),
+        "no try can start the log over while the read holds it"
+    );
+    // The last copy began before the read: the log written during it is copied by the
+    // checkpointer once it ends, before the writer's turn, however long the read lasted.
+    let ended = reading();
+    let overdue = RESTART_FRAMES + RESTART_FRAMES / 8 + 1;
+    ended.written(overdue);
+    {
+        let wake = ended.state.lock().expect("lock");
+        assert!(wake.to_copy(), "copies go on during the read");
+        assert!(!wake.to_copy_early(), "but the last waits for its end");
+    }
+    ended.ended();
+    assert!(!tries(overdue, &ended), "no last copy since the read began");
+    assert!(ended.state.lock().expect("lock").to_copy_early());
+    ended.state.lock().expect("lock").begin_copy();
+    assert!(tries(overdue, &ended), "the last copy began after the read");
+    // A checkpointer that makes no last copy after the read: the writer takes the turn
+    // an eighth of the limit past where the read ended.
+    let stopped = reading();
+    stopped.written(overdue);
+    stopped.ended();
+    assert!(!tries(overdue + RESTART_FRAMES / 8, &stopped));
+    assert!(tries(overdue + RESTART_FRAMES / 8 + 1, &stopped));
+    // A copy begun during a read is not the last; one begun after it is.
+    let during = reading();
+    during.state.lock().expect("lock").begin_copy();
+    during.ended();
+    assert!(!tries(past, &during));
+    during.state.lock().expect("lock").begin_copy();
+    assert!(tries(past, &during));
+    // The writer had the turn, and a copy under way kept it from copying, when the
+    // read began: it gives the turn back.
+    let claimed = checkpointer(last_copy_begun());
+    assert!(claimed.claim_turn(past));
+    let mark = marked(&claimed);
+    assert!(!tries(past, &claimed), "no try while the copy runs");
+    claimed.begun();
+    drop(mark);
+    assert!(!tries(past, &claimed), "the writer waited for the read");
+    claimed.written(past + 1);
+    assert!(claimed.state.lock().expect("lock").to_copy());
+    claimed.ended();
+    assert!(
+        !tries(past + 1, &claimed),
+        "no last copy since the read began"
+    );
+}
+
+#[test]
+fn a_long_read_begins_after_the_writers_copy_and_the_copy_after_a_read_begun() {
+    use crate::store::LongReads;
+    // A read begun between the writer's turn and its copy: the copy gives the turn back.
+    let past = RESTART_FRAMES + 5;
+    let between = checkpointer(last_copy_begun());
+    assert!(between.claim_turn(past));
+    between.begun();
+    assert!(between.begin_writers_copy().is_none());
+    assert!(!between.state.lock().expect("lock").writers_turn());
+    between.ended();
+    assert!(between.begin_writers_copy().is_some());
+    // A read that would begin during the writer's copy waits for it to end.
+    let copying = checkpointer(last_copy_begun());
+    let begun = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let copy = copying.begin_writers_copy().expect("no read under way");
+        let (copying, begun) = (&copying, &begun);
+        let reader = s.spawn(move || {
+            copying.begun();
+            begun.store(true, Ordering::Release);
+        });
+        let looked_until = Instant::now() + Duration::from_millis(50);
+        while !reader.is_finished() && Instant::now() < looked_until {
+            std::thread::yield_now();
+        }
+        assert!(
+            !begun.load(Ordering::Acquire),
+            "the read began during the copy"
+        );
+        drop(copy);
+        reader.join().expect("reader");
+    });
+    assert_eq!(copying.state.lock().expect("lock").long_reads, 1);
+}
+
+#[test]
+fn the_end_of_the_last_long_read_wakes_the_checkpointer_for_its_last_copy() {
+    use crate::store::LongReads;
+    let reading = checkpointer_of(RESTART_FRAMES + 5, RESTART_FRAMES - 10);
+    reading.begun();
+    let (waiting, told) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let reading = &reading;
+        let checkpointer = s.spawn(move || {
+            // Waiting as the checkpointer waits between copies, before the read ends: the
+            // lock is held from the word to the wait, which lets it go.
+            let wake = reading.state.lock().expect("lock");
+            waiting.send(()).expect("told");
+            let (wake, waited) = reading
+                .ready
+                .wait_timeout(wake, Duration::from_secs(60))
+                .expect("lock");
+            (wake.to_copy_early(), waited.timed_out())
+        });
+        told.recv().expect("waiting");
+        reading.ended();
+        assert_eq!(
+            checkpointer.join().expect("checkpointer"),
+            (true, false),
+            "woken for its last copy"
+        );
+    });
 }
 
 #[test]

@@ -22,7 +22,7 @@ use crate::store::db::{Backend, Db, Finish, ReadJob, WriteJob};
 use crate::store::events::DurableFeed;
 use crate::store::queue::{Lane, WriteQueue, WriteStats, Writer};
 use crate::store::sql::{ConnExt, params};
-use crate::store::{Durability, Store, StoreError};
+use crate::store::{Durability, LongReads, Store, StoreError};
 
 /// How many read connections to keep.
 const READERS: usize = 4;
@@ -38,6 +38,8 @@ pub struct SqliteBackend {
     durability: Durability,
     /// Where the feed's readers stop, when commits are synced by the syncer.
     feed: Option<DurableFeed>,
+    /// Told of the readers' long reads: the checkpointer, for a file with a log.
+    long_reads: Option<Arc<dyn LongReads>>,
 }
 
 impl SqliteBackend {
@@ -108,6 +110,7 @@ impl SqliteBackend {
         let (syncer, feed) = syncer.unzip();
         // A file's log is copied into it by a thread of its own (an in-memory database has
         // no log to copy).
+        let mut long_reads: Option<Arc<dyn LongReads>> = None;
         let log = if wal_path(&real).exists() {
             // A log that grew longer (a long burst) is cut back when it is started over.
             writer.conn().one(
@@ -115,9 +118,11 @@ impl SqliteBackend {
                 params![],
                 |r| r.get::<i64>(0),
             )?;
+            let checkpointer = Checkpointer::start(&real, durability, limit)?;
+            long_reads = Some(checkpointer.clone());
             Some(Log {
                 page,
-                checkpointer: Checkpointer::start(&real, durability, limit)?,
+                checkpointer,
                 length,
                 restarts: checkpoint::Restarts::new(limit, WriteBackCheck::of(&real)?),
             })
@@ -130,7 +135,7 @@ impl SqliteBackend {
             None
         };
         let readers = (0..READERS)
-            .map(|_| open_reader(path, durability, feed.as_ref()).map(Mutex::new))
+            .map(|_| open_reader(path, durability, feed.as_ref(), &long_reads).map(Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
         let queue = writes.writer();
         std::thread::Builder::new()
@@ -144,6 +149,7 @@ impl SqliteBackend {
             path: path.to_path_buf(),
             durability,
             feed,
+            long_reads,
         })
     }
 }
@@ -174,7 +180,12 @@ impl Backend for SqliteBackend {
     }
 
     fn open_reader(&self) -> Result<Store, StoreError> {
-        open_reader(&self.path, self.durability, self.feed.as_ref())
+        open_reader(
+            &self.path,
+            self.durability,
+            self.feed.as_ref(),
+            &self.long_reads,
+        )
     }
 
     fn write_stats(&self) -> WriteStats {
@@ -203,15 +214,20 @@ pub fn db(path: &Path, durability: Durability) -> Result<Db, StoreError> {
     Ok(Db::new(Arc::new(SqliteBackend::open(path, durability)?)))
 }
 
-/// A read connection, which sees the change feed only as far as it is durable.
+/// A read connection, which sees the change feed only as far as it is durable, and tells
+/// `long_reads` of its long reads.
 fn open_reader(
     path: &Path,
     durability: Durability,
     feed: Option<&DurableFeed>,
+    long_reads: &Option<Arc<dyn LongReads>>,
 ) -> Result<Store, StoreError> {
     let mut store = super::open(path, durability)?;
     if let Some(feed) = feed {
         store.bound_feed(feed.clone());
+    }
+    if let Some(watch) = long_reads {
+        store.watch_long_reads(watch.clone());
     }
     Ok(store)
 }
@@ -456,6 +472,61 @@ mod tests {
     use crate::store::db::Db;
     use crate::store::sql::{ConnExt, params};
     use crate::store::{Durability, StoreError};
+
+    /// A reader of a file marks the metric index's snapshots as long reads for the file's
+    /// checkpointer, from before the snapshot begins until it ends, however it ends.
+    #[test]
+    fn a_files_readers_tell_of_their_long_reads() {
+        use crate::store::metric_source::MetricSource;
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("reads.sqlite");
+        let backend = SqliteBackend::open(&path, Durability::PowerLoss).expect("open");
+        for reader in backend.readers.iter() {
+            assert!(reader.lock().expect("reader").long_reads.is_some());
+        }
+        let mut reader = crate::store::db::Backend::open_reader(&backend).expect("reader");
+        assert!(reader.long_reads.is_some(), "the follower's own connection");
+        let counted = Arc::new(Counted::default());
+        reader.watch_long_reads(counted.clone());
+        let during = std::sync::Mutex::new((0, 0));
+        let failed = reader.snapshot(&mut |_| {
+            *during.lock().expect("during") = counted.seen();
+            Err(StoreError::Unavailable("a read that fails".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(
+            *during.lock().expect("during"),
+            (1, 0),
+            "marked while it read"
+        );
+        assert_eq!(counted.seen(), (1, 1), "and told when it ended");
+        reader.snapshot(&mut |_| Ok(())).expect("a read");
+        assert_eq!(counted.seen(), (2, 2));
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            reader.snapshot(&mut |_| panic!("a read that panics"))
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(counted.seen(), (3, 3), "told even when the read panicked");
+    }
+
+    /// Long reads begun and ended.
+    #[derive(Default)]
+    struct Counted(AtomicU64, AtomicU64);
+
+    impl Counted {
+        fn seen(&self) -> (u64, u64) {
+            (self.0.load(Ordering::SeqCst), self.1.load(Ordering::SeqCst))
+        }
+    }
+
+    impl crate::store::LongReads for Counted {
+        fn begun(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+        fn ended(&self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
 
     /// A new file takes the page size the writer is tuned for; a file made before keeps its
     /// own and opens as before, its log limit counted in its own pages.
