@@ -16,34 +16,34 @@
 //! quarter of the limit: the stop took 4.5-6.6 ms at the median, and creates' p99 went past
 //! 10 ms on a slow machine; docs/throughput-log.md). Should no last copy begin before the
 //! log is an eighth of the limit past where that copy was due (a checkpointer that
-//! stopped), the writer takes the turn and copies all of it. Were both to copy, the writer's copy would find the
-//! checkpointer's under way and be refused; so the writer tries again after its next
-//! commit, and once the log is twice its limit (the checkpointer's thread waiting for a
-//! core in the middle of its copy) it waits for that copy to end rather than let the log
-//! grow on: for a second at most, once a copy, since a copy that takes longer is a disk
-//! that stopped answering, and the writes go on without it. After the writer's copy, and
-//! after the checkpointer's (at once when one failed, at most once a second otherwise), the
-//! kernel is asked on a descriptor of the process's own whether the pages copied reached
-//! the disk; a page lost stops the process before the log is written over
-//! (`super::write_back`). The writer's wait for the readers is set with the `busy_timeout` pragma, which
-//! answers with a row: run as a statement that answers nothing, it failed, the log was never
-//! started over, and under load it grew past 1.7 GiB, every commit paying the file system
-//! for new blocks (docs/throughput-log.md).
+//! stopped), the writer takes the turn and copies all of it. Were both to copy, the
+//! writer's copy would find the checkpointer's under way and be refused; so the writer
+//! tries again after its next commit, and once the log is a whole limit past where the last
+//! copy was due (the checkpointer's thread waiting for a core in the middle of its copy) it
+//! waits for that copy to end rather than let the log grow on: for a second at most, once a
+//! copy, since a copy that takes longer is a disk that stopped answering, and the writes go
+//! on without it. After the writer's copy, and after the checkpointer's (at once when one
+//! failed, at most once a second otherwise), the kernel is asked on a descriptor of the
+//! process's own whether the pages copied reached the disk; a page lost stops the process
+//! before the log is written over (`super::write_back`). The writer's wait for the readers
+//! is set with the `busy_timeout` pragma, which answers with a row: run as a statement that
+//! answers nothing, it failed, the log was never started over, and under load it grew past
+//! 1.7 GiB, every commit paying the file system for new blocks (docs/throughput-log.md).
 //!
 //! One reader holds its snapshot long every second: the metric index catching up with the
 //! change feed, 46 ms at the median and up to 186 ms under creates on a two-core machine.
 //! When the writer's copy fell on such a read, every write waited the whole wait for
 //! readers and the copy failed: one to four times in each twelve seconds of creates,
-//! 20.6-28.9 ms each (docs/throughput-log.md). So such reads tell the checkpointer when
+//! 20.6-29.5 ms each (docs/throughput-log.md). So such reads tell the checkpointer when
 //! they begin and end (`crate::store::LongReads`). While one is under way the writer leaves
 //! the log to the checkpointer, whose copies stop where the read's snapshot began and so
 //! are not the last; once it ends, the checkpointer makes the last copy (of all the read
 //! held up), and the writer copies what came after. A long read waits for a writer's copy
-//! under way to end before it begins. No try of the writer's could start the log over
-//! while such a read holds it, so none is made: the log grows while the read lasts, as it
-//! did when every try failed. A copy of the writer's that a short read held up gives the
-//! turn back too: the checkpointer copies on, and its last copy is due an eighth of the
-//! limit before the writer's next try.
+//! under way to end before it begins (for a second at most). No try of the writer's could
+//! start the log over while such a read holds it, so none is made: the log grows while the
+//! read lasts, as it did when every try failed. A copy of the writer's that a short read
+//! held up gives the turn back too: the checkpointer copies on, and its last copy is due an
+//! eighth of the limit before the writer's next try.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,10 +116,11 @@ struct Wake {
     /// And the writer leaves the log to the checkpointer: the log cannot start over while
     /// the read holds it, and a try would only hold every write up.
     long_reads: usize,
-    /// Past the limit, a copy is the last only once the log is this long: where the last
-    /// long read ended, or an eighth of the limit before the writer's next try after its
-    /// copy was held up (0 when neither, since the log last started over). The writer
-    /// takes the turn without a last copy an eighth of the limit after it.
+    /// Past the limit, a copy is the last only once the log is this long: the larger of
+    /// where the last long read ended and an eighth of the limit before the writer's next
+    /// try after its copy was held up (0 when neither, since the log last started over).
+    /// The writer takes the turn without a last copy an eighth of the limit after it, and
+    /// waits for a copy under way only a limit after it ([`FAR_PAST`]).
     last_from: u64,
     /// The writer has the turn ([`Checkpointer::claim_turn`]): no copy begins until it gives
     /// it back or the log starts over.
@@ -255,27 +256,35 @@ impl Checkpointer {
         }
     }
 
-    /// Whether the rest of a log `frames` long is the writer's to copy: the checkpointer
-    /// began its last copy since the log passed its limit, or the log is an eighth of the
-    /// limit past where that copy was due (a checkpointer that stopped) and the writer
-    /// takes the turn without it. While a long read is under way the answer is no, and a
-    /// turn the writer held when the read began (waiting for a copy under way) is given
-    /// back. Once this answers yes no copy begins, until the log starts over or the writer
-    /// gives the turn back.
-    fn claim_turn(&self, frames: u64) -> bool {
+    /// Whether the rest of the log, as long as the writer last said, is the writer's to
+    /// copy: the checkpointer began its last copy since the log passed its limit, or the
+    /// log is an eighth of the limit past where that copy was due (a checkpointer that
+    /// stopped) and the writer takes the turn without it. While a long read is under way
+    /// the answer is no, and a turn the writer held when the read began (waiting for a
+    /// copy under way) is given back. Once this answers yes no copy begins, until the log
+    /// starts over or the writer gives the turn back.
+    fn claim_turn(&self) -> bool {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if wake.long_reads > 0 {
             wake.turn_given_back(0);
             return false;
         }
         if !wake.claimed {
-            let overdue = frames > wake.limit.max(wake.last_from) + wake.limit / 8;
+            let overdue = wake.frames > wake.limit.max(wake.last_from) + wake.limit / 8;
             if overdue && wake.past_limit() {
                 wake.closing_copy = true;
             }
             wake.claimed = wake.past_limit() && wake.closing_copy;
         }
         wake.claimed
+    }
+
+    /// Whether the log, as long as the writer last said, is a whole limit past where the
+    /// last copy was due ([`FAR_PAST`] times its limit when nothing moved that): a copy
+    /// under way that lasted so long is waited for.
+    fn far_past(&self) -> bool {
+        let wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        wake.frames > wake.limit.max(wake.last_from) + wake.limit * (FAR_PAST - 1)
     }
 
     /// The writer's copy emptied the log.
@@ -385,10 +394,11 @@ impl Checkpointer {
 }
 
 impl crate::store::LongReads for Checkpointer {
-    /// Begins once a copy of the writer's under way has ended, for [`COPY_WAIT`] at most
+    /// Begins once a copy of the writer's under way has ended, waiting [`COPY_WAIT`] at most
     /// (a copy that takes longer is a disk that stopped answering). A copy begun before the
     /// read is no longer the last: the log written during the read is copied here once it
-    /// ends, not by the writer while every write waits.
+    /// ends, not by the writer while every write waits. (A turn the writer holds is given
+    /// back at its next try.)
     fn begun(&self) {
         let wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let (mut wake, _) = self
@@ -396,12 +406,12 @@ impl crate::store::LongReads for Checkpointer {
             .wait_timeout_while(wake, COPY_WAIT, |w| w.writers_copy)
             .unwrap_or_else(PoisonError::into_inner);
         wake.long_reads += 1;
-        if !wake.claimed {
-            wake.closing_copy = false;
-        }
+        wake.closing_copy = false;
     }
 
-    /// The last long read ended: a log past its limit gets its last copy now.
+    /// A long read ended. Once none is under way, the last copy is due where the log is
+    /// now, and the checkpointer is woken for it if anything was written since its last
+    /// copy (otherwise the next commit wakes it).
     fn ended(&self) {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         wake.long_reads = wake.long_reads.saturating_sub(1);
@@ -544,6 +554,8 @@ pub struct Restarts {
     copy_wait: Duration,
     /// The copy the writes waited for in vain: they do not wait for it again.
     gave_up_on: Option<u64>,
+    /// The log's length when [`Restarts::due`] was last asked.
+    seen: u64,
     /// Asked after the writer's copy, before the next commit writes the log over.
     check: WriteBackCheck,
 }
@@ -555,6 +567,7 @@ impl Restarts {
             not_before: 0,
             copy_wait: COPY_WAIT,
             gave_up_on: None,
+            seen: 0,
             check,
         }
     }
@@ -568,8 +581,15 @@ impl Restarts {
         }
     }
 
-    /// Whether a log `frames` long is to be started over now.
-    pub fn due(&self, frames: u64) -> bool {
+    /// Whether a log `frames` long is to be started over now. A log shorter than the
+    /// last one asked of was started over without the writer's copy (SQLite does, at a
+    /// commit that finds it all copied and no reader in it): a try it put off is due again
+    /// from the limit.
+    pub fn due(&mut self, frames: u64) -> bool {
+        if frames < self.seen {
+            self.not_before = 0;
+        }
+        self.seen = frames;
         frames > self.limit.max(self.not_before)
     }
 
@@ -590,10 +610,10 @@ impl Restarts {
         // The checkpointer's last copy first, unless the log has gone well past its limit
         // without one (a checkpointer that stopped copying). The turn is claimed before
         // asking whether a copy is under way: once it is the writer's, none begins.
-        let far_past = frames > self.limit * FAR_PAST;
-        if !checkpointer.claim_turn(frames) {
+        if !checkpointer.claim_turn() {
             return Ok(());
         }
+        let far_past = checkpointer.far_past();
         if let Some(copy) = checkpointer.copy_under_way() {
             if !far_past || self.gave_up_on == Some(copy) {
                 return Ok(());

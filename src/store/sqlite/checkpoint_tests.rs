@@ -82,14 +82,11 @@ fn last_copy_begun() -> Wake {
 fn a_log_started_over_wants_a_last_copy_again() {
     // A log SQLite started over by itself: the writer's next commit says it is short.
     let by_itself = checkpointer(last_copy_begun());
-    assert!(by_itself.claim_turn(RESTART_FRAMES + 5));
+    assert!(by_itself.claim_turn());
     by_itself.written(3);
-    assert!(!by_itself.claim_turn(3));
+    assert!(!by_itself.claim_turn());
     by_itself.written(RESTART_FRAMES + 2);
-    assert!(
-        !by_itself.claim_turn(RESTART_FRAMES + 2),
-        "no last copy yet in this log"
-    );
+    assert!(!by_itself.claim_turn(), "no last copy yet in this log");
     // A log the writer started over: nothing to copy until its next commit.
     let by_the_writer = checkpointer(last_copy_begun());
     by_the_writer.state.lock().expect("lock").written = true;
@@ -103,9 +100,10 @@ fn a_turn_taken_without_the_last_copy_keeps_the_checkpointer_out() {
     let mut overdue = wake(RESTART_FRAMES + 5, RESTART_FRAMES - 10);
     overdue.written = true;
     let checkpointer = checkpointer(overdue);
-    assert!(!checkpointer.claim_turn(RESTART_FRAMES + 5));
+    assert!(!checkpointer.claim_turn());
     assert!(checkpointer.state.lock().expect("lock").to_copy());
-    assert!(checkpointer.claim_turn(RESTART_FRAMES + RESTART_FRAMES / 8 + 1));
+    checkpointer.written(RESTART_FRAMES + RESTART_FRAMES / 8 + 1);
+    assert!(checkpointer.claim_turn());
     let wake = checkpointer.state.lock().expect("lock");
     assert!(!wake.to_copy() && !wake.to_copy_early());
 }
@@ -241,6 +239,7 @@ fn the_writes_wait_for_a_copy_that_never_ends_once_and_not_for_long() {
     restarts.copy_wait = Duration::from_millis(10);
     let checkpointer = checkpointer(last_copy_begun());
     let far = RESTART_FRAMES * super::FAR_PAST + 1;
+    checkpointer.written(far);
     let _mark = marked(&checkpointer);
     let copy = checkpointer.copy_under_way();
     assert!(copy.is_some());
@@ -263,6 +262,7 @@ fn far_past_its_limit_the_writer_waits_for_the_copy_under_way() {
     restarts.copy_wait = Duration::from_secs(600);
     let checkpointer = checkpointer(last_copy_begun());
     let far = RESTART_FRAMES * super::FAR_PAST + 1;
+    checkpointer.written(far);
     let released = AtomicBool::new(false);
     std::thread::scope(|s| {
         let mark = marked(&checkpointer);
@@ -339,17 +339,18 @@ fn a_copy_a_read_held_up_gives_the_turn_back_to_the_checkpointer() {
     let due = next_try - RESTART_FRAMES / 8;
     checkpointer.written(due - 1);
     checkpointer.state.lock().expect("lock").begin_copy();
-    assert!(!checkpointer.claim_turn(due - 1), "a copy not yet the last");
+    assert!(!checkpointer.claim_turn(), "a copy not yet the last");
     checkpointer.written(due);
     assert!(checkpointer.state.lock().expect("lock").to_copy_early());
     checkpointer.state.lock().expect("lock").begin_copy();
-    assert!(checkpointer.claim_turn(due), "the last copy began");
+    assert!(checkpointer.claim_turn(), "the last copy began");
     // Without it, the writer takes the turn at its next try, not before.
     let stopped = checkpointer_of(RESTART_FRAMES + 5, RESTART_FRAMES - 10);
     stopped.give_back_turn(next_try);
-    assert!(!stopped.claim_turn(next_try));
+    stopped.written(next_try);
+    assert!(!stopped.claim_turn());
     stopped.written(next_try + 1);
-    assert!(stopped.claim_turn(next_try + 1));
+    assert!(stopped.claim_turn());
 }
 
 /// A checkpointer whose thread never runs, with the log `frames` long and its last copy
@@ -372,6 +373,8 @@ fn during_a_long_read_the_writer_does_not_try_and_the_last_copy_waits_for_its_en
     };
     let tries = |frames: u64, checkpointer: &Checkpointer| {
         let (_dir, store, mut restarts) = log_and_restarts();
+        // As the writer's loop says the log's length after each commit.
+        checkpointer.written(frames);
         restarts
             .restart(&store, frames, checkpointer)
             .expect("restart");
@@ -415,7 +418,7 @@ fn during_a_long_read_the_writer_does_not_try_and_the_last_copy_waits_for_its_en
     // The writer had the turn, and a copy under way kept it from copying, when the
     // read began: it gives the turn back.
     let claimed = checkpointer(last_copy_begun());
-    assert!(claimed.claim_turn(past));
+    assert!(claimed.claim_turn());
     let mark = marked(&claimed);
     assert!(!tries(past, &claimed), "no try while the copy runs");
     claimed.begun();
@@ -436,7 +439,7 @@ fn a_long_read_begins_after_the_writers_copy_and_the_copy_after_a_read_begun() {
     // A read begun between the writer's turn and its copy: the copy gives the turn back.
     let past = RESTART_FRAMES + 5;
     let between = checkpointer(last_copy_begun());
-    assert!(between.claim_turn(past));
+    assert!(between.claim_turn());
     between.begun();
     assert!(between.begin_writers_copy().is_none());
     assert!(!between.state.lock().expect("lock").writers_turn());
@@ -496,6 +499,71 @@ fn the_end_of_the_last_long_read_wakes_the_checkpointer_for_its_last_copy() {
 }
 
 #[test]
+fn a_long_read_far_past_the_limit_holds_no_write_up() {
+    use crate::store::LongReads;
+    let (_dir, store, mut restarts) = log_and_restarts();
+    restarts.copy_wait = Duration::from_millis(10);
+    let checkpointer = checkpointer(last_copy_begun());
+    let far = RESTART_FRAMES * super::FAR_PAST + 1;
+    checkpointer.written(far);
+    checkpointer.begun();
+    let _mark = marked(&checkpointer);
+    restarts
+        .restart(&store, far, &checkpointer)
+        .expect("restart");
+    assert_eq!(restarts.gave_up_on, None, "the writes waited for the copy");
+    assert_eq!(restarts.not_before, 1, "and made no try");
+}
+
+#[test]
+fn the_copy_a_long_read_held_up_is_waited_for_only_a_limit_past_the_reads_end() {
+    use crate::store::LongReads;
+    let (_dir, store, mut restarts) = log_and_restarts();
+    restarts.copy_wait = Duration::from_millis(10);
+    let checkpointer = checkpointer(last_copy_begun());
+    let ended_at = RESTART_FRAMES * super::FAR_PAST + 1;
+    checkpointer.begun();
+    checkpointer.written(ended_at);
+    checkpointer.ended();
+    // The last copy, of all the read held up, under way.
+    checkpointer.state.lock().expect("lock").begin_copy();
+    let _mark = marked(&checkpointer);
+    let later = ended_at + RESTART_FRAMES;
+    checkpointer.written(later);
+    restarts
+        .restart(&store, later, &checkpointer)
+        .expect("restart");
+    assert_eq!(restarts.gave_up_on, None, "the writes waited for the copy");
+    checkpointer.written(later + 1);
+    restarts
+        .restart(&store, later + 1, &checkpointer)
+        .expect("restart");
+    assert!(
+        restarts.gave_up_on.is_some(),
+        "a copy that lasted a whole limit more is waited for"
+    );
+}
+
+#[test]
+fn a_long_read_waits_a_second_at_most_for_the_writers_copy() {
+    use crate::store::LongReads;
+    let checkpointer = std::sync::Arc::new(checkpointer(last_copy_begun()));
+    // A copy of the writer's that does not end while the read waits.
+    let copy = checkpointer
+        .begin_writers_copy()
+        .expect("no read under way");
+    let theirs = checkpointer.clone();
+    let reader = std::thread::spawn(move || theirs.begun());
+    let looked_until = Instant::now() + Duration::from_secs(30);
+    while !reader.is_finished() && Instant::now() < looked_until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(reader.is_finished(), "the read waited on");
+    drop(copy);
+    assert_eq!(checkpointer.state.lock().expect("lock").long_reads, 1);
+}
+
+#[test]
 fn a_copy_that_left_log_waits_for_more() {
     let mut restarts = Restarts::new(RESTART_FRAMES, holds());
     assert!(!restarts.due(RESTART_FRAMES));
@@ -503,6 +571,9 @@ fn a_copy_that_left_log_waits_for_more() {
     restarts.not_before = RESTART_FRAMES + 1 + EAGER;
     assert!(!restarts.due(RESTART_FRAMES + EAGER));
     assert!(restarts.due(RESTART_FRAMES + 2 + EAGER));
+    // SQLite started the log over by itself: the try put off is due again from the limit.
+    assert!(!restarts.due(5));
+    assert!(restarts.due(RESTART_FRAMES + 1));
 }
 
 #[test]
