@@ -437,7 +437,6 @@ fn during_a_long_read_the_writer_does_not_try_and_the_last_copy_waits_for_its_en
 fn a_long_read_begins_after_the_writers_copy_and_the_copy_after_a_read_begun() {
     use crate::store::LongReads;
     // A read begun between the writer's turn and its copy: the copy gives the turn back.
-    let past = RESTART_FRAMES + 5;
     let between = checkpointer(last_copy_begun());
     assert!(between.claim_turn());
     between.begun();
