@@ -529,8 +529,9 @@ impl From<StoreError> for RestartError {
 const RESTART_WAIT_MS: u64 = 20;
 
 /// How many times its limit the log may grow while a copy of the checkpointer's is under
-/// way before the writer, and every write with it, waits for that copy to end. On a busy
-/// machine the checkpointer's thread can wait long for a core in the middle of a copy;
+/// way before the writer, and every write with it, waits for that copy to end (counted
+/// from where the last copy was due when that is past the limit: [`Wake::last_from`]). On a
+/// busy machine the checkpointer's thread can wait long for a core in the middle of a copy;
 /// without this bound the log grew on all that while (four to six times its limit in a unit
 /// test beside four threads that never sleep).
 const FAR_PAST: u64 = 2;
