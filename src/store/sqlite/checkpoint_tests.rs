@@ -183,11 +183,37 @@ fn a_page_lost_after_a_checkpoint_is_told_within_a_second_even_when_the_copy_suc
 /// Whether the writer tries to start a log `frames` long over, the checkpointer in
 /// `wake`.
 fn writer_tries(frames: u64, wake: Wake) -> bool {
+    writer_tries_beside(frames, &checkpointer(wake))
+}
+
+/// Whether the writer tries to start a log `frames` long over beside `checkpointer`, told
+/// the log's length first as the writer's loop tells it after each commit.
+fn writer_tries_beside(frames: u64, checkpointer: &Checkpointer) -> bool {
     let (_dir, store, mut restarts) = log_and_restarts();
+    checkpointer.written(frames);
     restarts
-        .restart(&store, frames, &checkpointer(wake))
+        .restart(&store, frames, checkpointer)
         .expect("restart");
     restarts.not_before != 1
+}
+
+/// A log [`super::FAR_PAST`] times its limit and a frame more, the checkpointer's last copy
+/// begun, and the writer waiting `copy_wait` at most for a copy under way.
+fn far_past(
+    copy_wait: Duration,
+) -> (
+    tempfile::TempDir,
+    crate::store::Store,
+    Restarts,
+    Checkpointer,
+    u64,
+) {
+    let (dir, store, mut restarts) = log_and_restarts();
+    restarts.copy_wait = copy_wait;
+    let checkpointer = checkpointer(last_copy_begun());
+    let far = RESTART_FRAMES * super::FAR_PAST + 1;
+    checkpointer.written(far);
+    (dir, store, restarts, checkpointer, far)
 }
 
 #[test]
@@ -235,11 +261,7 @@ fn a_copy_that_panics_leaves_no_mark() {
 
 #[test]
 fn the_writes_wait_for_a_copy_that_never_ends_once_and_not_for_long() {
-    let (_dir, store, mut restarts) = log_and_restarts();
-    restarts.copy_wait = Duration::from_millis(10);
-    let checkpointer = checkpointer(last_copy_begun());
-    let far = RESTART_FRAMES * super::FAR_PAST + 1;
-    checkpointer.written(far);
+    let (_dir, store, mut restarts, checkpointer, far) = far_past(Duration::from_millis(10));
     let _mark = marked(&checkpointer);
     let copy = checkpointer.copy_under_way();
     assert!(copy.is_some());
@@ -257,12 +279,8 @@ fn the_writes_wait_for_a_copy_that_never_ends_once_and_not_for_long() {
 
 #[test]
 fn far_past_its_limit_the_writer_waits_for_the_copy_under_way() {
-    let (_dir, store, mut restarts) = log_and_restarts();
     // However long this test's own thread waits for a core, the writer does not give up.
-    restarts.copy_wait = Duration::from_secs(600);
-    let checkpointer = checkpointer(last_copy_begun());
-    let far = RESTART_FRAMES * super::FAR_PAST + 1;
-    checkpointer.written(far);
+    let (_dir, store, mut restarts, checkpointer, far) = far_past(Duration::from_secs(600));
     let released = AtomicBool::new(false);
     std::thread::scope(|s| {
         let mark = marked(&checkpointer);
@@ -371,15 +389,7 @@ fn during_a_long_read_the_writer_does_not_try_and_the_last_copy_waits_for_its_en
         checkpointer.begun();
         checkpointer
     };
-    let tries = |frames: u64, checkpointer: &Checkpointer| {
-        let (_dir, store, mut restarts) = log_and_restarts();
-        // As the writer's loop says the log's length after each commit.
-        checkpointer.written(frames);
-        restarts
-            .restart(&store, frames, checkpointer)
-            .expect("restart");
-        restarts.not_before != 1
-    };
+    let tries = writer_tries_beside;
     assert!(!tries(past, &reading()), "the writer waited for the read");
     assert!(!tries(RESTART_FRAMES * super::FAR_PAST, &reading()));
     assert!(
@@ -500,11 +510,7 @@ fn the_end_of_the_last_long_read_wakes_the_checkpointer_for_its_last_copy() {
 #[test]
 fn a_long_read_far_past_the_limit_holds_no_write_up() {
     use crate::store::LongReads;
-    let (_dir, store, mut restarts) = log_and_restarts();
-    restarts.copy_wait = Duration::from_millis(10);
-    let checkpointer = checkpointer(last_copy_begun());
-    let far = RESTART_FRAMES * super::FAR_PAST + 1;
-    checkpointer.written(far);
+    let (_dir, store, mut restarts, checkpointer, far) = far_past(Duration::from_millis(10));
     checkpointer.begun();
     let _mark = marked(&checkpointer);
     restarts

@@ -110,7 +110,6 @@ impl SqliteBackend {
         let (syncer, feed) = syncer.unzip();
         // A file's log is copied into it by a thread of its own (an in-memory database has
         // no log to copy).
-        let mut long_reads: Option<Arc<dyn LongReads>> = None;
         let log = if wal_path(&real).exists() {
             // A log that grew longer (a long burst) is cut back when it is started over.
             writer.conn().one(
@@ -118,11 +117,9 @@ impl SqliteBackend {
                 params![],
                 |r| r.get::<i64>(0),
             )?;
-            let checkpointer = Checkpointer::start(&real, durability, limit)?;
-            long_reads = Some(checkpointer.clone());
             Some(Log {
                 page,
-                checkpointer,
+                checkpointer: Checkpointer::start(&real, durability, limit)?,
                 length,
                 restarts: checkpoint::Restarts::new(limit, WriteBackCheck::of(&real)?),
             })
@@ -134,6 +131,9 @@ impl SqliteBackend {
                 })?;
             None
         };
+        let long_reads = log
+            .as_ref()
+            .map(|log| log.checkpointer.clone() as Arc<dyn LongReads>);
         let readers = (0..READERS)
             .map(|_| open_reader(path, durability, feed.as_ref(), &long_reads).map(Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
