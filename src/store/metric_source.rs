@@ -174,13 +174,17 @@ impl MetricSource for Store {
         f: &mut dyn FnMut(&mut dyn MetricSource) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         super::events::sequence_pending(self.conn.as_conn())?;
-        // Marked before the snapshot begins and until it has ended.
+        // Marked before the snapshot begins and until it has ended, however `f` ended: a
+        // read told ended while its snapshot still held the log would let the writer's
+        // copy wait for it, and a connection left inside it could begin no other.
         let long = self.long_read();
         self.conn.batch(self.conn.dialect().begin_snapshot())?;
-        let result = f(self);
-        let _ = self.conn.batch("COMMIT");
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)));
+        if self.conn.batch("COMMIT").is_err() {
+            let _ = self.conn.batch("ROLLBACK");
+        }
         drop(long);
-        result
+        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     fn last_event(&mut self) -> Result<i64, StoreError> {

@@ -41,9 +41,11 @@
 //! held up), and the writer copies what came after. A long read waits for a writer's copy
 //! under way to end before it begins (for a second at most). No try of the writer's could
 //! start the log over while such a read holds it, so none is made: the log grows while the
-//! read lasts, as it did when every try failed. A copy of the writer's that a short read
-//! held up gives the turn back too: the checkpointer copies on, and its last copy is due an
-//! eighth of the limit before the writer's next try.
+//! read lasts, as it did when every try failed, though only to [`READS_HOLD`] times its
+//! limit: reads that overlap without end (a caller scraping the metrics without pause) do
+//! not hold it back further. A copy of the writer's that a short read held up gives the
+//! turn back too: the checkpointer copies on, and its last copy is due an eighth of the
+//! limit before the writer's next try.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,7 +122,8 @@ struct Wake {
     /// where the last long read ended and an eighth of the limit before the writer's next
     /// try after its copy was held up (0 when neither, since the log last started over).
     /// The writer takes the turn without a last copy an eighth of the limit after it, and
-    /// waits for a copy under way only a limit after it ([`FAR_PAST`]).
+    /// waits for a copy under way only a limit after it ([`FAR_PAST`]); both count from
+    /// [`READS_HOLD`] times the limit at most ([`Wake::due_from`]).
     last_from: u64,
     /// The writer has the turn ([`Checkpointer::claim_turn`]): no copy begins until it gives
     /// it back or the log starts over.
@@ -148,17 +151,29 @@ impl Wake {
         self.frames > self.limit
     }
 
+    /// Whether long reads hold the writer back: one is under way, and the log is not yet
+    /// [`READS_HOLD`] times its limit.
+    fn reads_hold(&self) -> bool {
+        self.long_reads > 0 && self.frames <= self.limit * READS_HOLD
+    }
+
+    /// Where the last copy is due: the limit, or `last_from` past it, though never past
+    /// [`READS_HOLD`] times the limit however far reads and failed tries moved it.
+    fn due_from(&self) -> u64 {
+        self.limit.max(self.last_from).min(self.limit * READS_HOLD)
+    }
+
     /// Whether a copy begun now is the last before the writer's turn: the log is past its
     /// limit and `last_from`, and no long read holds the copy short of its end.
     fn last_copy_due(&self) -> bool {
-        self.past_limit() && self.long_reads == 0 && self.frames >= self.last_from
+        self.past_limit() && !self.reads_hold() && self.frames >= self.due_from()
     }
 
     /// Whether the log is past its limit and the checkpointer has begun its last copy:
     /// then the writer copies the rest and starts the log over, and another copy here
     /// would only stand in its way.
     fn writers_turn(&self) -> bool {
-        self.claimed || (self.past_limit() && self.closing_copy && self.long_reads == 0)
+        self.claimed || (self.past_limit() && self.closing_copy && !self.reads_hold())
     }
 
     /// Whether there is log to copy, and it is the checkpointer's to copy.
@@ -265,12 +280,12 @@ impl Checkpointer {
     /// starts over or the writer gives the turn back.
     fn claim_turn(&self) -> bool {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if wake.long_reads > 0 {
+        if wake.reads_hold() {
             wake.turn_given_back(0);
             return false;
         }
         if !wake.claimed {
-            let overdue = wake.frames > wake.limit.max(wake.last_from) + wake.limit / 8;
+            let overdue = wake.frames > wake.due_from() + wake.limit / 8;
             if overdue && wake.past_limit() {
                 wake.closing_copy = true;
             }
@@ -284,7 +299,7 @@ impl Checkpointer {
     /// under way that lasted so long is waited for.
     fn far_past(&self) -> bool {
         let wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        wake.frames > wake.limit.max(wake.last_from) + wake.limit * (FAR_PAST - 1)
+        wake.frames > wake.due_from() + wake.limit * (FAR_PAST - 1)
     }
 
     /// The writer's copy emptied the log.
@@ -299,7 +314,7 @@ impl Checkpointer {
     /// then the turn is given back.
     fn begin_writers_copy(&self) -> Option<WritersCopy<'_>> {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if wake.long_reads > 0 {
+        if wake.reads_hold() {
             wake.turn_given_back(0);
             return None;
         }
@@ -530,11 +545,18 @@ const RESTART_WAIT_MS: u64 = 20;
 
 /// How many times its limit the log may grow while a copy of the checkpointer's is under
 /// way before the writer, and every write with it, waits for that copy to end (counted
-/// from where the last copy was due when that is past the limit: [`Wake::last_from`]). On a
+/// from where the last copy was due when that is past the limit: [`Wake::due_from`]). On a
 /// busy machine the checkpointer's thread can wait long for a core in the middle of a copy;
 /// without this bound the log grew on all that while (four to six times its limit in a unit
 /// test beside four threads that never sleep).
 const FAR_PAST: u64 = 2;
+
+/// How many times its limit the log may grow while long reads hold the writer back.
+/// Reads that overlap without end (a caller scraping the metrics without pause) would
+/// otherwise keep the writer from ever trying, and reads that end one after another would
+/// keep moving where the last copy is due. Past this the writer tries as it did before
+/// such reads were marked, and a copy under way is waited for a limit later.
+const READS_HOLD: u64 = 4;
 
 /// The longest the writes wait for one copy. A copy is SQLite's own reads and writes of the
 /// file and one sync of it, a few milliseconds on this order path; one that takes longer

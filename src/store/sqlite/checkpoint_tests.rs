@@ -550,6 +550,53 @@ fn the_copy_a_long_read_held_up_is_waited_for_only_a_limit_past_the_reads_end() 
 }
 
 #[test]
+fn reads_that_overlap_without_end_hold_the_writer_back_only_so_far() {
+    use crate::store::LongReads;
+    // Reads that overlap one another without end (a caller scraping the metrics without
+    // pause): one is always under way.
+    let bound = RESTART_FRAMES * super::READS_HOLD;
+    let reading = || {
+        let checkpointer = checkpointer(last_copy_begun());
+        checkpointer.begun();
+        checkpointer
+    };
+    assert!(!writer_tries_beside(bound, &reading()));
+    assert!(
+        writer_tries_beside(bound + 1, &reading()),
+        "past the bound the writer tries as it did before reads were marked"
+    );
+    let over = reading();
+    over.written(bound + 1);
+    assert!(over.claim_turn(), "the turn is the writer's");
+    assert!(over.begin_writers_copy().is_some(), "and so is the copy");
+}
+
+#[test]
+fn reads_that_end_one_after_another_move_the_last_copy_only_so_far() {
+    use crate::store::LongReads;
+    let (_dir, store, mut restarts) = log_and_restarts();
+    restarts.copy_wait = Duration::from_millis(10);
+    // A checkpointer starved in the middle of a copy, and reads that each end as the log
+    // grows: each end moves where the last copy is due.
+    let checkpointer = checkpointer(last_copy_begun());
+    let _mark = marked(&checkpointer);
+    let mut frames = RESTART_FRAMES;
+    while frames <= RESTART_FRAMES * (super::READS_HOLD + super::FAR_PAST) {
+        checkpointer.begun();
+        checkpointer.written(frames);
+        checkpointer.ended();
+        restarts
+            .restart(&store, frames, &checkpointer)
+            .expect("restart");
+        frames += EAGER;
+    }
+    assert!(
+        restarts.gave_up_on.is_some(),
+        "the writes waited for the copy under way"
+    );
+}
+
+#[test]
 fn a_long_read_waits_a_second_at_most_for_the_writers_copy() {
     use crate::store::LongReads;
     let checkpointer = std::sync::Arc::new(checkpointer(last_copy_begun()));

@@ -507,6 +507,9 @@ mod tests {
         }));
         assert!(panicked.is_err());
         assert_eq!(counted.seen(), (3, 3), "told even when the read panicked");
+        reader
+            .snapshot(&mut |_| Ok(()))
+            .expect("a read after one that panicked, its snapshot ended");
     }
 
     /// Long reads begun and ended.
