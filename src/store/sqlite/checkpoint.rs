@@ -113,17 +113,18 @@ struct Wake {
     copies: u64,
     /// A copy is under way ([`Copying`]): the writer's own would be refused.
     copying: bool,
-    /// Long reads under way (`crate::store::LongReads`). While one is, no copy is the last:
-    /// it stops where the read's snapshot began, and the rest is what the read held up.
-    /// And the writer leaves the log to the checkpointer: the log cannot start over while
-    /// the read holds it, and a try would only hold every write up.
+    /// Long reads under way (`crate::store::LongReads`). While one is, and the log is short
+    /// of [`READS_HOLD`] times its limit ([`Wake::reads_hold`]), no copy is the last: it
+    /// stops where the read's snapshot began, and the rest is what the read held up. And
+    /// the writer leaves the log to the checkpointer: the log cannot start over while the
+    /// read holds it, and a try would only hold every write up.
     long_reads: usize,
     /// Past the limit, a copy is the last only once the log is this long: the larger of
     /// where the last long read ended and an eighth of the limit before the writer's next
     /// try after its copy was held up (0 when neither, since the log last started over).
     /// The writer takes the turn without a last copy an eighth of the limit after it, and
-    /// waits for a copy under way only a limit after it ([`FAR_PAST`]); both count from
-    /// [`READS_HOLD`] times the limit at most ([`Wake::due_from`]).
+    /// waits for a copy under way only a limit after it ([`FAR_PAST`]). Where a read
+    /// ended counts only up to [`READS_HOLD`] times the limit.
     last_from: u64,
     /// The writer has the turn ([`Checkpointer::claim_turn`]): no copy begins until it gives
     /// it back or the log starts over.
@@ -157,14 +158,13 @@ impl Wake {
         self.long_reads > 0 && self.frames <= self.limit * READS_HOLD
     }
 
-    /// Where the last copy is due: the limit, or `last_from` past it, though never past
-    /// [`READS_HOLD`] times the limit however far reads and failed tries moved it.
+    /// Where the last copy is due: the limit, or `last_from` past it.
     fn due_from(&self) -> u64 {
-        self.limit.max(self.last_from).min(self.limit * READS_HOLD)
+        self.limit.max(self.last_from)
     }
 
     /// Whether a copy begun now is the last before the writer's turn: the log is past its
-    /// limit and `last_from`, and no long read holds the copy short of its end.
+    /// limit and `last_from`, and long reads no longer hold the writer back.
     fn last_copy_due(&self) -> bool {
         self.past_limit() && !self.reads_hold() && self.frames >= self.due_from()
     }
@@ -274,8 +274,8 @@ impl Checkpointer {
     /// Whether the rest of the log, as long as the writer last said, is the writer's to
     /// copy: the checkpointer began its last copy since the log passed its limit, or the
     /// log is an eighth of the limit past where that copy was due (a checkpointer that
-    /// stopped) and the writer takes the turn without it. While a long read is under way
-    /// the answer is no, and a turn the writer held when the read began (waiting for a
+    /// stopped) and the writer takes the turn without it. While long reads hold the writer
+    /// back ([`Wake::reads_hold`]) the answer is no, and a turn the writer held when the read began (waiting for a
     /// copy under way) is given back. Once this answers yes no copy begins, until the log
     /// starts over or the writer gives the turn back.
     fn claim_turn(&self) -> bool {
@@ -310,8 +310,8 @@ impl Checkpointer {
             .started_over();
     }
 
-    /// The writer's copy begins, unless a long read began since the writer took the turn:
-    /// then the turn is given back.
+    /// The writer's copy begins, unless a long read that holds the writer back began since
+    /// it took the turn: then the turn is given back.
     fn begin_writers_copy(&self) -> Option<WritersCopy<'_>> {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if wake.reads_hold() {
@@ -425,13 +425,16 @@ impl crate::store::LongReads for Checkpointer {
     }
 
     /// A long read ended. Once none is under way, the last copy is due where the log is
-    /// now, and the checkpointer is woken for it if anything was written since its last
+    /// now ([`READS_HOLD`] times its limit at most), and the checkpointer is woken for it if anything was written since its last
     /// copy (otherwise the next commit wakes it).
     fn ended(&self) {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         wake.long_reads = wake.long_reads.saturating_sub(1);
         if wake.long_reads == 0 {
-            wake.last_from = wake.last_from.max(wake.frames);
+            // Counted from READS_HOLD times the limit at most: reads that end one after
+            // another would otherwise carry it along with the log.
+            let ended_at = wake.frames.min(wake.limit * READS_HOLD);
+            wake.last_from = wake.last_from.max(ended_at);
         }
         let wakes = wake.long_reads == 0 && wake.written && wake.to_copy_early();
         drop(wake);
@@ -551,11 +554,13 @@ const RESTART_WAIT_MS: u64 = 20;
 /// test beside four threads that never sleep).
 const FAR_PAST: u64 = 2;
 
-/// How many times its limit the log may grow while long reads hold the writer back.
-/// Reads that overlap without end (a caller scraping the metrics without pause) would
-/// otherwise keep the writer from ever trying, and reads that end one after another would
-/// keep moving where the last copy is due. Past this the writer tries as it did before
-/// such reads were marked, and a copy under way is waited for a limit later.
+/// How many times its limit the log may grow while long reads hold the writer back, and
+/// how far a read's end may move where the last copy is due. Reads that keep one under
+/// way at nearly every commit (a caller scraping the metrics back to back) would otherwise
+/// keep the writer from trying, and each end would carry that point along with the log,
+/// so that a copy under way was never waited for. Past this the writer tries while reads
+/// go on (a try a read holds up gives the turn back, and the next is a quarter of the
+/// limit later), and waits for a copy under way a limit past this at the latest.
 const READS_HOLD: u64 = 4;
 
 /// The longest the writes wait for one copy. A copy is SQLite's own reads and writes of the
@@ -621,8 +626,8 @@ impl Restarts {
     /// commit starts the log over. Until the checkpointer has begun its last copy (unless
     /// the log is an eighth past where it was due), and while any copy of its is under
     /// way, the writer tries again after its next commit, until the log is [`FAR_PAST`]
-    /// times its limit: then it waits for that copy to end. While a long read is under way
-    /// it does not try at all. (When no commit follows, the rest stays in the log until
+    /// times its limit: then it waits for that copy to end. While long reads hold it back
+    /// (up to [`READS_HOLD`] times the limit) it does not try at all. (When no commit follows, the rest stays in the log until
     /// one does: readers find it there, and closing the last connection copies it.)
     pub fn restart(
         &mut self,

@@ -550,10 +550,10 @@ fn the_copy_a_long_read_held_up_is_waited_for_only_a_limit_past_the_reads_end() 
 }
 
 #[test]
-fn reads_that_overlap_without_end_hold_the_writer_back_only_so_far() {
+fn a_read_under_way_at_every_try_holds_the_writer_back_only_so_far() {
     use crate::store::LongReads;
-    // Reads that overlap one another without end (a caller scraping the metrics without
-    // pause): one is always under way.
+    // Reads one after another with no gap a commit falls in (a caller scraping the metrics
+    // back to back): one is under way at every try.
     let bound = RESTART_FRAMES * super::READS_HOLD;
     let reading = || {
         let checkpointer = checkpointer(last_copy_begun());
@@ -563,12 +563,8 @@ fn reads_that_overlap_without_end_hold_the_writer_back_only_so_far() {
     assert!(!writer_tries_beside(bound, &reading()));
     assert!(
         writer_tries_beside(bound + 1, &reading()),
-        "past the bound the writer tries as it did before reads were marked"
+        "past the bound the writer tries while the read goes on"
     );
-    let over = reading();
-    over.written(bound + 1);
-    assert!(over.claim_turn(), "the turn is the writer's");
-    assert!(over.begin_writers_copy().is_some(), "and so is the copy");
 }
 
 #[test]
@@ -580,19 +576,50 @@ fn reads_that_end_one_after_another_move_the_last_copy_only_so_far() {
     // grows: each end moves where the last copy is due.
     let checkpointer = checkpointer(last_copy_begun());
     let _mark = marked(&checkpointer);
-    let mut frames = RESTART_FRAMES;
-    while frames <= RESTART_FRAMES * (super::READS_HOLD + super::FAR_PAST) {
+    let reads_end_at = |frames: u64, restarts: &mut Restarts| {
         checkpointer.begun();
         checkpointer.written(frames);
         checkpointer.ended();
         restarts
             .restart(&store, frames, &checkpointer)
             .expect("restart");
+    };
+    // Where the last copy is due stops at the bound, and a limit past it the copy under
+    // way is waited for.
+    let waits_from = RESTART_FRAMES * super::READS_HOLD + RESTART_FRAMES;
+    let mut frames = RESTART_FRAMES;
+    while frames <= waits_from {
+        reads_end_at(frames, &mut restarts);
+        assert_eq!(restarts.gave_up_on, None, "no wait at {frames}");
         frames += EAGER;
     }
+    reads_end_at(waits_from + 1, &mut restarts);
     assert!(
         restarts.gave_up_on.is_some(),
         "the writes waited for the copy under way"
+    );
+}
+
+#[test]
+fn past_four_limits_a_try_that_failed_still_puts_the_wait_for_a_copy_a_limit_off() {
+    let (_dir, store, mut restarts) = log_and_restarts();
+    restarts.copy_wait = Duration::from_millis(10);
+    let checkpointer = checkpointer(last_copy_begun());
+    // The writer's copy failed far past the limit (a read held it up); its next try is a
+    // quarter of the limit later, and a copy of the checkpointer's begun meanwhile is
+    // under way then.
+    let failed_at = RESTART_FRAMES * (super::READS_HOLD + 2);
+    let next_try = failed_at + EAGER;
+    checkpointer.written(failed_at);
+    checkpointer.give_back_turn(next_try);
+    let _mark = marked(&checkpointer);
+    checkpointer.written(next_try + 1);
+    restarts
+        .restart(&store, next_try + 1, &checkpointer)
+        .expect("restart");
+    assert_eq!(
+        restarts.gave_up_on, None,
+        "a copy begun a quarter of the limit ago is not waited for"
     );
 }
 

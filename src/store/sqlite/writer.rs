@@ -512,6 +512,72 @@ mod tests {
             .expect("a read after one that panicked, its snapshot ended");
     }
 
+    /// A snapshot is told ended only once its transaction has ended, however the read
+    /// ended: told earlier, the writer's copy would find the log still held.
+    #[test]
+    fn a_snapshot_is_told_ended_only_once_it_no_longer_holds_the_log() {
+        use crate::store::metric_source::MetricSource;
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("held.sqlite");
+        let mut store = crate::store::Store::open(&path).expect("open");
+        let other = rusqlite::Connection::open(&path).expect("open");
+        other.execute_batch("CREATE TABLE probe(x)").expect("write");
+        let probe = Arc::new(Probe {
+            other: std::sync::Mutex::new(other),
+            held: Default::default(),
+        });
+        store.watch_long_reads(probe.clone());
+        // Something new in the log before each snapshot, for it to hold.
+        let write = || {
+            let other = probe.other.lock().expect("other");
+            other
+                .execute_batch("INSERT INTO probe VALUES (1)")
+                .expect("write");
+        };
+        let read = |s: &mut dyn MetricSource| s.last_event().map(|_| ());
+        write();
+        let failed = store.snapshot(&mut |s| {
+            read(s)?;
+            Err(StoreError::Unavailable("a read that fails".into()))
+        });
+        assert!(failed.is_err());
+        write();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            store.snapshot(&mut |s| {
+                read(s).expect("a read");
+                panic!("a read that panics")
+            })
+        }));
+        assert!(panicked.is_err());
+        write();
+        store.snapshot(&mut |s| read(s)).expect("a read");
+        assert_eq!(
+            *probe.held.lock().expect("held"),
+            [false, false, false],
+            "the log was free each time the read was told ended"
+        );
+    }
+
+    /// When told a read ended, tries to start the log over from another connection without
+    /// waiting, and keeps whether a reader still held it.
+    struct Probe {
+        other: std::sync::Mutex<rusqlite::Connection>,
+        held: std::sync::Mutex<Vec<bool>>,
+    }
+
+    impl crate::store::LongReads for Probe {
+        fn begun(&self) {}
+        fn ended(&self) {
+            let busy: i64 = self
+                .other
+                .lock()
+                .expect("other")
+                .query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get(0))
+                .expect("checkpoint");
+            self.held.lock().expect("held").push(busy != 0);
+        }
+    }
+
     /// Long reads begun and ended.
     #[derive(Default)]
     struct Counted(AtomicU64, AtomicU64);
