@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::super::write_back::WriteBackCheck;
 use super::{Checkpointer, RestartError, Restarts, Wake};
-use crate::store::Durability;
+use crate::store::{Durability, Store};
+use tempfile::TempDir;
 
 /// A limit in frames: 16 MiB of 4 KiB pages.
 const RESTART_FRAMES: u64 = 4_096;
@@ -111,7 +112,7 @@ fn a_turn_taken_without_the_last_copy_keeps_the_checkpointer_out() {
 /// A file in WAL mode and the writer's restarts of its log, with `not_before` at 1: a
 /// try sets it, whether or not it copied all of the log, so it says whether the writer
 /// tried.
-fn log_and_restarts() -> (tempfile::TempDir, crate::store::Store, Restarts) {
+fn log_and_restarts() -> (TempDir, Store, Restarts) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let store =
         super::super::open(&dir.path().join("log.sqlite"), Durability::PowerLoss).expect("open");
@@ -197,20 +198,18 @@ fn writer_tries_beside(frames: u64, checkpointer: &Checkpointer) -> bool {
     restarts.not_before != 1
 }
 
-/// A log [`super::FAR_PAST`] times its limit and a frame more, the checkpointer's last copy
-/// begun, and the writer waiting `copy_wait` at most for a copy under way.
-fn far_past(
-    copy_wait: Duration,
-) -> (
-    tempfile::TempDir,
-    crate::store::Store,
-    Restarts,
-    Checkpointer,
-    u64,
-) {
+/// The checkpointer's last copy begun, and the writer waiting `copy_wait` at most for a
+/// copy under way.
+fn beside_last_copy(copy_wait: Duration) -> (TempDir, Store, Restarts, Checkpointer) {
     let (dir, store, mut restarts) = log_and_restarts();
     restarts.copy_wait = copy_wait;
-    let checkpointer = checkpointer(last_copy_begun());
+    (dir, store, restarts, checkpointer(last_copy_begun()))
+}
+
+/// A log [`super::FAR_PAST`] times its limit and a frame more, beside the checkpointer's last
+/// copy begun ([`beside_last_copy`]).
+fn far_past(copy_wait: Duration) -> (TempDir, Store, Restarts, Checkpointer, u64) {
+    let (dir, store, restarts, checkpointer) = beside_last_copy(copy_wait);
     let far = RESTART_FRAMES * super::FAR_PAST + 1;
     checkpointer.written(far);
     (dir, store, restarts, checkpointer, far)
@@ -523,9 +522,7 @@ fn a_long_read_far_past_the_limit_holds_no_write_up() {
 #[test]
 fn the_copy_a_long_read_held_up_is_waited_for_only_a_limit_past_the_reads_end() {
     use crate::store::LongReads;
-    let (_dir, store, mut restarts) = log_and_restarts();
-    restarts.copy_wait = Duration::from_millis(10);
-    let checkpointer = checkpointer(last_copy_begun());
+    let (_dir, store, mut restarts, checkpointer) = beside_last_copy(Duration::from_millis(10));
     let ended_at = RESTART_FRAMES * super::FAR_PAST + 1;
     checkpointer.begun();
     checkpointer.written(ended_at);
@@ -570,11 +567,9 @@ fn a_read_under_way_at_every_try_holds_the_writer_back_only_so_far() {
 #[test]
 fn reads_that_end_one_after_another_move_the_last_copy_only_so_far() {
     use crate::store::LongReads;
-    let (_dir, store, mut restarts) = log_and_restarts();
-    restarts.copy_wait = Duration::from_millis(10);
     // A checkpointer starved in the middle of a copy, and reads that each end as the log
     // grows: each end moves where the last copy is due.
-    let checkpointer = checkpointer(last_copy_begun());
+    let (_dir, store, mut restarts, checkpointer) = beside_last_copy(Duration::from_millis(10));
     let _mark = marked(&checkpointer);
     let reads_end_at = |frames: u64, restarts: &mut Restarts| {
         checkpointer.begun();
@@ -602,9 +597,7 @@ fn reads_that_end_one_after_another_move_the_last_copy_only_so_far() {
 
 #[test]
 fn past_four_limits_a_try_that_failed_still_puts_the_wait_for_a_copy_a_limit_off() {
-    let (_dir, store, mut restarts) = log_and_restarts();
-    restarts.copy_wait = Duration::from_millis(10);
-    let checkpointer = checkpointer(last_copy_begun());
+    let (_dir, store, mut restarts, checkpointer) = beside_last_copy(Duration::from_millis(10));
     // The writer's copy failed far past the limit (a read held it up); its next try is a
     // quarter of the limit later, and a copy of the checkpointer's begun meanwhile is
     // under way then.
