@@ -274,10 +274,10 @@ impl Checkpointer {
     /// Whether the rest of the log, as long as the writer last said, is the writer's to
     /// copy: the checkpointer began its last copy since the log passed its limit, or the
     /// log is an eighth of the limit past where that copy was due (a checkpointer that
-    /// stopped) and the writer takes the turn without it. While long reads hold the writer
-    /// back ([`Wake::reads_hold`]) the answer is no, and a turn the writer held when the read began (waiting for a
-    /// copy under way) is given back. Once this answers yes no copy begins, until the log
-    /// starts over or the writer gives the turn back.
+    /// stopped) and the writer takes the turn without it. While long reads hold the
+    /// writer back ([`Wake::reads_hold`]) the answer is no, and a turn the writer held when
+    /// the read began (waiting for a copy under way) is given back. Once this answers yes
+    /// no copy begins, until the log starts over or the writer gives the turn back.
     fn claim_turn(&self) -> bool {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if wake.reads_hold() {
@@ -425,8 +425,8 @@ impl crate::store::LongReads for Checkpointer {
     }
 
     /// A long read ended. Once none is under way, the last copy is due where the log is
-    /// now ([`READS_HOLD`] times its limit at most), and the checkpointer is woken for it if anything was written since its last
-    /// copy (otherwise the next commit wakes it).
+    /// now ([`READS_HOLD`] times its limit at most), and the checkpointer is woken for it
+    /// if anything was written since its last copy (otherwise the next commit wakes it).
     fn ended(&self) {
         let mut wake = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         wake.long_reads = wake.long_reads.saturating_sub(1);
@@ -547,11 +547,12 @@ impl From<StoreError> for RestartError {
 const RESTART_WAIT_MS: u64 = 20;
 
 /// How many times its limit the log may grow while a copy of the checkpointer's is under
-/// way before the writer, and every write with it, waits for that copy to end (counted
-/// from where the last copy was due when that is past the limit: [`Wake::due_from`]). On a
-/// busy machine the checkpointer's thread can wait long for a core in the middle of a copy;
-/// without this bound the log grew on all that while (four to six times its limit in a unit
-/// test beside four threads that never sleep).
+/// way before the writer, and every write with it, waits for that copy to end. When the
+/// last copy was due past the limit ([`Wake::due_from`]: where a long read ended, or a
+/// try of the writer's that failed put it), the log may grow `FAR_PAST - 1` limits past
+/// that point instead. On a busy machine the checkpointer's thread can wait long for a
+/// core in the middle of a copy; without this bound the log grew on all that while (four
+/// to six times its limit in a unit test beside four threads that never sleep).
 const FAR_PAST: u64 = 2;
 
 /// How many times its limit the log may grow while long reads hold the writer back, and
@@ -560,7 +561,8 @@ const FAR_PAST: u64 = 2;
 /// keep the writer from trying, and each end would carry that point along with the log,
 /// so that a copy under way was never waited for. Past this the writer tries while reads
 /// go on (a try a read holds up gives the turn back, and the next is a quarter of the
-/// limit later), and waits for a copy under way a limit past this at the latest.
+/// limit later), and waits for a copy under way a limit past where the last copy was due:
+/// this, unless a try of its own that failed put that point later.
 const READS_HOLD: u64 = 4;
 
 /// The longest the writes wait for one copy. A copy is SQLite's own reads and writes of the
@@ -626,9 +628,11 @@ impl Restarts {
     /// commit starts the log over. Until the checkpointer has begun its last copy (unless
     /// the log is an eighth past where it was due), and while any copy of its is under
     /// way, the writer tries again after its next commit, until the log is [`FAR_PAST`]
-    /// times its limit: then it waits for that copy to end. While long reads hold it back
-    /// (up to [`READS_HOLD`] times the limit) it does not try at all. (When no commit follows, the rest stays in the log until
-    /// one does: readers find it there, and closing the last connection copies it.)
+    /// times its limit, or a limit past where the last copy was due when that is later:
+    /// then it waits for that copy to end. While long reads hold it back (up to
+    /// [`READS_HOLD`] times the limit) it does not try at all. (When no commit follows, the
+    /// rest stays in the log until one does: readers find it there, and closing the last
+    /// connection copies it.)
     pub fn restart(
         &mut self,
         store: &Store,
@@ -657,14 +661,14 @@ impl Restarts {
                 tracing::warn!(
                     log_frames = frames,
                     waited_ms,
-                    "a checkpoint has not ended with the write-ahead log at twice its limit; writes go on and the log grows"
+                    "a checkpoint has not ended with the write-ahead log a limit past where it was due to start over; writes go on and the log grows"
                 );
                 return Ok(());
             }
             tracing::warn!(
                 log_frames = frames,
                 waited_ms,
-                "the write-ahead log reached twice its limit during a checkpoint; writes waited for it to end"
+                "the write-ahead log grew a limit past where it was due to start over during a checkpoint; writes waited for it to end"
             );
         }
         let Some(copying) = checkpointer.begin_writers_copy() else {

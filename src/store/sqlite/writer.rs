@@ -521,6 +521,10 @@ mod tests {
         let path = dir.path().join("held.sqlite");
         let mut store = crate::store::Store::open(&path).expect("open");
         let other = rusqlite::Connection::open(&path).expect("open");
+        // Asked without waiting: a snapshot still open answers busy at once.
+        other
+            .busy_timeout(std::time::Duration::ZERO)
+            .expect("busy timeout");
         other.execute_batch("CREATE TABLE probe(x)").expect("write");
         let probe = Arc::new(Probe {
             other: std::sync::Mutex::new(other),
