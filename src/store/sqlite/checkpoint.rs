@@ -42,8 +42,8 @@
 //! under way to end before it begins (for a second at most). No try of the writer's could
 //! start the log over while such a read holds it, so none is made: the log grows while the
 //! read lasts, as it did when every try failed, though only to [`READS_HOLD`] times its
-//! limit: reads that overlap without end (a caller scraping the metrics without pause) do
-//! not hold it back further. A copy of the writer's that a short read held up gives the
+//! limit: reads that keep one under way at nearly every commit (a caller scraping the
+//! metrics back to back) do not hold it back further. A copy of the writer's that a short read held up gives the
 //! turn back too: the checkpointer copies on, and its last copy is due an eighth of the
 //! limit before the writer's next try.
 
