@@ -174,20 +174,9 @@ impl MetricSource for Store {
         f: &mut dyn FnMut(&mut dyn MetricSource) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
         super::events::sequence_pending(self.conn.as_conn())?;
-        // Marked before the snapshot begins and until its transaction is ended (by COMMIT,
-        // or ROLLBACK when that fails), however `f` ended: a read told ended while its
-        // snapshot still held the log would let the writer's copy wait for it, and a
-        // connection left inside it could begin no other. (When both fail, the read is
-        // told ended all the same: a connection that can end no transaction has lost its
-        // file, and a mark left behind would hold the writer back for good.)
-        let long = self.long_read();
-        self.conn.batch(self.conn.dialect().begin_snapshot())?;
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)));
-        if self.conn.batch("COMMIT").is_err() {
-            let _ = self.conn.batch("ROLLBACK");
-        }
-        drop(long);
-        result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        // A long read: the metric index's catch-up, tens of milliseconds a second under load.
+        let bounds = super::ReadBounds::snapshot(self.conn.dialect());
+        self.held_read(true, &bounds, |s| f(s))
     }
 
     fn last_event(&mut self) -> Result<i64, StoreError> {

@@ -248,6 +248,34 @@ pub trait LongReads: Send + Sync {
     fn ended(&self);
 }
 
+/// How a read's transaction begins, ends, and is undone when its end fails.
+pub(crate) struct ReadBounds {
+    pub begin: String,
+    pub end: String,
+    pub undo: Vec<String>,
+}
+
+impl ReadBounds {
+    /// A read-only transaction of its own, one snapshot on either backend.
+    pub(crate) fn snapshot(dialect: Dialect) -> ReadBounds {
+        ReadBounds {
+            begin: dialect.begin_snapshot().to_string(),
+            end: "COMMIT".to_string(),
+            undo: vec!["ROLLBACK".to_string()],
+        }
+    }
+
+    /// A savepoint named `name`: a transaction of its own outside one, and inside one a
+    /// part of it that ends without ending it.
+    pub(crate) fn savepoint(name: &str) -> ReadBounds {
+        ReadBounds {
+            begin: format!("SAVEPOINT {name}"),
+            end: format!("RELEASE {name}"),
+            undo: vec![format!("ROLLBACK TO {name}"), format!("RELEASE {name}")],
+        }
+    }
+}
+
 /// A long read under way, told ended when dropped, whatever ended it.
 pub(crate) struct LongRead(Arc<dyn LongReads>);
 
@@ -304,11 +332,40 @@ impl Store {
     }
 
     /// Mark a long read under way on this connection until the answer is dropped.
-    pub(crate) fn long_read(&self) -> Option<LongRead> {
+    fn long_read(&self) -> Option<LongRead> {
         self.long_reads.as_ref().map(|watch| {
             watch.begun();
             LongRead(watch.clone())
         })
+    }
+
+    /// Run `read` in one transaction of this connection, begun and ended as `bounds` say.
+    /// When `long`, the read is marked as a long read from before its transaction begins
+    /// until that has ended (by its end, or by its undoing when the end fails), however
+    /// `read` ended: a read told ended while its snapshot still held the log would let the
+    /// writer's copy wait for it, and a connection left inside it could begin no other.
+    /// (When both fail, the read is told ended all the same: a connection that can end no
+    /// transaction has lost its file, and a mark left behind would hold the writer back for
+    /// good.)
+    pub(crate) fn held_read<T>(
+        &mut self,
+        long: bool,
+        bounds: &ReadBounds,
+        read: impl FnOnce(&mut Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mark = if long { self.long_read() } else { None };
+        self.conn.batch(&bounds.begin)?;
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(self)));
+        let ended = self.conn.batch(&bounds.end);
+        if ended.is_err() {
+            for undo in &bounds.undo {
+                let _ = self.conn.batch(undo);
+            }
+        }
+        drop(mark);
+        let value = result.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        ended?;
+        Ok(value)
     }
 
     /// The newest change-feed event this connection may show.

@@ -520,24 +520,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("temporary directory");
         let path = dir.path().join("held.sqlite");
         let mut store = crate::store::Store::open(&path).expect("open");
-        let other = rusqlite::Connection::open(&path).expect("open");
-        // Asked without waiting: a snapshot still open answers busy at once.
-        other
-            .busy_timeout(std::time::Duration::ZERO)
-            .expect("busy timeout");
-        other.execute_batch("CREATE TABLE probe(x)").expect("write");
-        let probe = Arc::new(Probe {
-            other: std::sync::Mutex::new(other),
-            held: Default::default(),
-        });
+        let (probe, write) = probe_beside(&path);
         store.watch_long_reads(probe.clone());
         // Something new in the log before each snapshot, for it to hold.
-        let write = || {
-            let other = probe.other.lock().expect("other");
-            other
-                .execute_batch("INSERT INTO probe VALUES (1)")
-                .expect("write");
-        };
+        let write = || write(&probe);
         let read = |s: &mut dyn MetricSource| s.last_event().map(|_| ());
         write();
         let failed = store.snapshot(&mut |s| {
@@ -560,6 +546,73 @@ mod tests {
             [false, false, false],
             "the log was free each time the read was told ended"
         );
+    }
+
+    /// A list that searches a text is a long read, told ended only once its snapshot has
+    /// ended, whether it answered or failed; a list without a term is not one.
+    #[test]
+    fn a_text_search_is_a_long_read_told_ended_once_its_snapshot_has_ended() {
+        use crate::store::ops::Queries;
+        use crate::store::{Cursor, IntentFilter, SortKey};
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("search.sqlite");
+        let mut store = crate::store::Store::open(&path).expect("open");
+        let (probe, write) = probe_beside(&path);
+        store.watch_long_reads(probe.clone());
+        let searched = IntentFilter {
+            q: Some("po-7".into()),
+            ..IntentFilter::default()
+        };
+        write(&probe);
+        store
+            .list_intents(&IntentFilter::default(), SortKey::Created, false, None, 10)
+            .expect("a list");
+        assert!(probe.held.lock().expect("held").is_empty(), "not marked");
+        write(&probe);
+        store
+            .list_intents(&searched, SortKey::Created, false, None, 10)
+            .expect("a search");
+        write(&probe);
+        // Refused after its count was read, inside its snapshot.
+        let other_order = Cursor {
+            sort: SortKey::Attempts,
+            ascending: true,
+            value: 0,
+            seq: 0,
+        };
+        let refused =
+            store.list_intents(&searched, SortKey::Created, false, Some(&other_order), 10);
+        assert!(
+            matches!(refused, Err(StoreError::BadCursor(_))),
+            "{refused:?}"
+        );
+        assert_eq!(
+            *probe.held.lock().expect("held"),
+            [false, false],
+            "both searches marked, and the log free each time one was told ended"
+        );
+    }
+
+    /// A [`Probe`] on another connection to `path`, and a write from that connection that
+    /// puts something new in the log for the next read to hold.
+    fn probe_beside(path: &std::path::Path) -> (Arc<Probe>, impl Fn(&Probe)) {
+        let other = rusqlite::Connection::open(path).expect("open");
+        // Asked without waiting: a snapshot still open answers busy at once.
+        other
+            .busy_timeout(std::time::Duration::ZERO)
+            .expect("busy timeout");
+        other.execute_batch("CREATE TABLE probe(x)").expect("write");
+        let probe = Arc::new(Probe {
+            other: std::sync::Mutex::new(other),
+            held: Default::default(),
+        });
+        let write = |probe: &Probe| {
+            let other = probe.other.lock().expect("other");
+            other
+                .execute_batch("INSERT INTO probe VALUES (1)")
+                .expect("write");
+        };
+        (probe, write)
     }
 
     /// When told a read ended, tries to start the log over from another connection without
