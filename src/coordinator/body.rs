@@ -20,10 +20,24 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiE
 
 /// [`parse_body`], leaving the top-level fields for which `free_form` is true as they were
 /// sent (an intent's `args`; the fields a downstream adds to its webhook).
+///
+/// A body with no `[` anywhere (no array, not even in a string) that serde reads straight
+/// into `T` is taken as read: with no array in it, all the description holds a body to that
+/// serde does not is a whole number written with a fraction, which serde refuses for an
+/// integer and reads as the same number for a float. That holds while no request type has a
+/// field of free JSON (`Value`) outside its `free_form` ones, where the fraction would be
+/// kept. Every other body, and every one serde refuses, is read through the fields, which
+/// also names what was wrong. Read straight, an order's bodies cost less than half as much
+/// (`cargo bench --bench coordinator -- bodies`).
 pub fn parse_body_with<T: serde::de::DeserializeOwned>(
     body: &[u8],
     free_form: impl Fn(&str) -> bool,
 ) -> Result<T, ApiError> {
+    if !body.contains(&b'[')
+        && let Ok(read) = serde_json::from_slice(body)
+    {
+        return Ok(read);
+    }
     parse_fields_with(parse_object(body)?, free_form)
 }
 
@@ -136,6 +150,68 @@ mod tests {
             br#"{"authorization_version": "v1", "approver": "a", "valid_for_secs": 2.5}"#;
         let refused = parse_body::<Authorize>(fraction).expect_err("a fraction");
         assert!(refused.fields.contains_key("valid_for_secs"), "{refused:?}");
+    }
+
+    /// Bodies with no array, read straight, come out as read through their fields: whole
+    /// numbers with a fraction in integer fields, in free-form fields kept as sent, a key
+    /// sent twice (the last one counts) and fields left to their defaults.
+    #[test]
+    fn a_body_read_straight_is_what_its_fields_give() {
+        use crate::wire::ReceiptDelivery;
+        let create = |extra: &str| {
+            format!(
+                r#"{{"tenant": "acme", "actor": "a", "purpose": "p", "operation": "o",
+                "tool": "t", "consequence": "write", "args": {{"qty": 3.0, "at": {{"x": 1e2}}}},
+                "release_id": "r1"{extra}}}"#
+            )
+        };
+        // The first is read straight; serde refuses the other two (a fraction for an
+        // integer, a key sent twice), which are read through their fields.
+        let bodies = [
+            (create(r#", "deadline_secs": 60, "max_attempts": 3"#), true),
+            (
+                create(r#", "deadline_secs": 60.0, "max_attempts": 3.0"#),
+                false,
+            ),
+            (
+                create(r#", "deadline_secs": 5, "deadline_secs": 60, "max_attempts": 3"#),
+                false,
+            ),
+        ];
+        for (body, straight) in bodies {
+            let read = serde_json::from_slice::<CreateIntent>(body.as_bytes());
+            assert_eq!(read.is_ok(), straight, "{body}");
+            let through_fields: CreateIntent =
+                parse_fields_with(parse_object(body.as_bytes()).expect("an object"), |f| {
+                    f == "args"
+                })
+                .expect("accepted");
+            let parsed: CreateIntent =
+                parse_body_with(body.as_bytes(), |f| f == "args").expect("accepted");
+            assert_eq!(parsed, through_fields, "{body}");
+            assert_eq!((parsed.deadline_secs, parsed.max_attempts), (60, 3));
+            assert_eq!(parsed.args["qty"].to_string(), "3.0");
+            assert_eq!(parsed.args["at"]["x"].to_string(), "100.0");
+        }
+        let webhook = br#"{"event_id": "e1", "action_key": "k", "downstream_id": "d",
+            "amount": 3.0, "extra": {"n": 2.0}, "amount": 4.0}"#;
+        let known = |f: &str| ["event_id", "action_key", "downstream_id", "status"].contains(&f);
+        assert!(
+            serde_json::from_slice::<ReceiptDelivery>(webhook).is_ok(),
+            "read straight"
+        );
+        let parsed: ReceiptDelivery = parse_body_with(webhook, |f| !known(f)).expect("accepted");
+        let through_fields: ReceiptDelivery =
+            parse_fields_with(parse_object(webhook).expect("an object"), |f| !known(f))
+                .expect("accepted");
+        assert_eq!(parsed, through_fields);
+        assert_eq!(parsed.other["amount"].to_string(), "4.0");
+        let refused = parse_body::<Authorize>(br#"{"authorization_version": 1}"#)
+            .expect_err("a number for a string");
+        assert!(
+            refused.fields.contains_key("authorization_version"),
+            "named as read through the fields: {refused:?}"
+        );
     }
 
     #[test]
