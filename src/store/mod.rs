@@ -266,7 +266,9 @@ impl ReadBounds {
     }
 
     /// A savepoint named `name`: a transaction of its own outside one, and inside one a
-    /// part of it that ends without ending it.
+    /// part of it that ends without ending it. Meant for a read run outside any
+    /// transaction, as readers run theirs: inside one, on PostgreSQL, the undo of an end
+    /// that failed would end the outer transaction too.
     pub(crate) fn savepoint(name: &str) -> ReadBounds {
         ReadBounds {
             begin: format!("SAVEPOINT {name}"),

@@ -35,17 +35,19 @@
 //! When the writer's copy fell on such a read, every write waited the whole wait for
 //! readers and the copy failed: one to four times in each twelve seconds of creates,
 //! 20.6-29.5 ms each (docs/throughput-log.md). So such reads tell the checkpointer when
-//! they begin and end (`crate::store::LongReads`). While one is under way the writer leaves
-//! the log to the checkpointer, whose copies stop where the read's snapshot began and so
-//! are not the last; once it ends, the checkpointer makes the last copy (of all the read
-//! held up), and the writer copies what came after. A long read waits for a writer's copy
-//! under way to end before it begins (for a second at most). No try of the writer's could
-//! start the log over while such a read holds it, so none is made: the log grows while the
-//! read lasts, as it did when every try failed, though only to [`READS_HOLD`] times its
-//! limit: reads that keep one under way at nearly every commit (a caller scraping the
-//! metrics back to back) do not hold it back further. A copy of the writer's that a short read held up gives the
-//! turn back too: the checkpointer copies on, and its last copy is due an eighth of the
-//! limit before the writer's next try.
+//! they begin and end (`crate::store::LongReads`), and so does a list that searches a
+//! text, which asks every intent's text when it finds nothing (150 ms on a million
+//! intents); a list without one reads a page and its count along indexes. While one is
+//! under way the writer leaves the log to the checkpointer, whose copies stop where the
+//! read's snapshot began and so are not the last; once it ends, the checkpointer makes the
+//! last copy (of all the read held up), and the writer copies what came after. A long read
+//! waits for a writer's copy under way to end before it begins (for a second at most). No
+//! try of the writer's could start the log over while such a read holds it, so none is
+//! made: the log grows while the read lasts, as it did when every try failed, though only
+//! to [`READS_HOLD`] times its limit: reads that keep one under way at nearly every commit
+//! (a caller scraping the metrics back to back) do not hold it back further. A copy of the
+//! writer's that a short read held up gives the turn back too: the checkpointer copies on,
+//! and its last copy is due an eighth of the limit before the writer's next try.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -542,8 +544,9 @@ impl From<StoreError> for RestartError {
 }
 
 /// How long the writer's copy waits for reads begun on the old log to end: every write
-/// waits while it does. Reads are short; a long one (a list over a million intents) is
-/// not waited for, and the writer tries again later.
+/// waits while it does. Reads are short; one that is not, and is not marked as a long read
+/// (a list's count over a million intents), is not waited for, and the writer tries again
+/// later.
 const RESTART_WAIT_MS: u64 = 20;
 
 /// How many times its limit the log may grow while a copy of the checkpointer's is under
