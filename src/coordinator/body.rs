@@ -214,6 +214,87 @@ mod tests {
         );
     }
 
+    /// The parts of a request body where a number may keep its fraction: a field of
+    /// numbers or of free JSON, or an object's fields beyond those it names. A schema
+    /// without a type is one of its `oneOf` or `anyOf` alternatives, each walked; beside
+    /// a type, those and `allOf` only narrow the fields named with it.
+    fn fractional_parts(doc: &Value, schema: &Value, at: &str, found: &mut Vec<String>) {
+        let mut schema = schema;
+        while let Some(Value::String(target)) = schema.get("$ref") {
+            let pointer = target.strip_prefix('#').expect("a local reference");
+            schema = doc.pointer(pointer).expect("the reference resolves");
+        }
+        let types: Vec<&str> = match schema.get("type") {
+            Some(Value::String(one)) => vec![one.as_str()],
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let alternatives = ["oneOf", "anyOf"]
+            .iter()
+            .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+            .flatten();
+        if types.is_empty() && schema.get("oneOf").or(schema.get("anyOf")).is_some() {
+            for alternative in alternatives {
+                fractional_parts(doc, alternative, at, found);
+            }
+            return;
+        }
+        let named = schema.get("properties").and_then(Value::as_object);
+        let free =
+            types.is_empty() && schema.get("enum").is_none() && schema.get("const").is_none();
+        let more_fields = match schema.get("additionalProperties") {
+            Some(Value::Bool(allowed)) => *allowed,
+            Some(_) => true,
+            None => types.contains(&"object") && named.is_none(),
+        };
+        if types.contains(&"number") || free || more_fields {
+            found.push(if at.is_empty() {
+                "(the body)".into()
+            } else {
+                at.into()
+            });
+        }
+        for (name, field) in named.into_iter().flatten() {
+            fractional_parts(doc, field, &format!("{at}.{name}"), found);
+        }
+        if let Some(items) = schema.get("items") {
+            fractional_parts(doc, items, &format!("{at}[]"), found);
+        }
+    }
+
+    /// What [`parse_body_with`] reads straight keeps a whole number's fraction where the
+    /// read through the fields makes it an integer: in a field of numbers or free JSON. Each
+    /// such part of a request body in the API description is free-form at its call site
+    /// (left as sent either way), and no other request body has one: a field added with
+    /// one must be made free-form, or the straight read revisited.
+    #[test]
+    fn a_number_keeps_its_fraction_only_where_the_body_is_free_form() {
+        let doc: Value = serde_json::from_str(crate::coordinator::ops::OPENAPI_JSON).expect("JSON");
+        let free_form: BTreeMap<&str, Vec<&str>> = BTreeMap::from([
+            ("post /v1/intents", vec![".args"]),
+            ("post /v1/intents/batch", vec![".intents[].args"]),
+            // The fields a downstream adds to its webhook.
+            ("post /v1/receipts/{connector}", vec!["(the body)"]),
+        ]);
+        let mut bodies = 0;
+        for (path, operations) in doc["paths"].as_object().expect("paths") {
+            for (method, operation) in operations.as_object().expect("operations") {
+                let Some(schema) =
+                    operation.pointer("/requestBody/content/application~1json/schema")
+                else {
+                    continue;
+                };
+                bodies += 1;
+                let mut found = Vec::new();
+                fractional_parts(&doc, schema, "", &mut found);
+                let name = format!("{method} {path}");
+                let expected = free_form.get(name.as_str()).cloned().unwrap_or_default();
+                assert_eq!(found, expected, "{name}");
+            }
+        }
+        assert_eq!(bodies, 8, "every request body of the description");
+    }
+
     #[test]
     fn arrays_in_place_of_objects_are_refused_naming_the_field() {
         let top = br#"["acme", "agent-7"]"#;
