@@ -517,11 +517,7 @@ mod tests {
     #[test]
     fn a_snapshot_is_told_ended_only_once_it_no_longer_holds_the_log() {
         use crate::store::metric_source::MetricSource;
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let path = dir.path().join("held.sqlite");
-        let mut store = crate::store::Store::open(&path).expect("open");
-        let (probe, write) = probe_beside(&path);
-        store.watch_long_reads(probe.clone());
+        let (_dir, mut store, probe, write) = store_with_probe();
         // Something new in the log before each snapshot, for it to hold.
         let write = || write(&probe);
         let read = |s: &mut dyn MetricSource| s.last_event().map(|_| ());
@@ -554,11 +550,7 @@ mod tests {
     fn a_text_search_is_a_long_read_told_ended_once_its_snapshot_has_ended() {
         use crate::store::ops::Queries;
         use crate::store::{Cursor, IntentFilter, SortKey};
-        let dir = tempfile::tempdir().expect("temporary directory");
-        let path = dir.path().join("search.sqlite");
-        let mut store = crate::store::Store::open(&path).expect("open");
-        let (probe, write) = probe_beside(&path);
-        store.watch_long_reads(probe.clone());
+        let (_dir, mut store, probe, write) = store_with_probe();
         let searched = IntentFilter {
             q: Some("po-7".into()),
             ..IntentFilter::default()
@@ -593,10 +585,19 @@ mod tests {
         );
     }
 
-    /// A [`Probe`] on another connection to `path`, and a write from that connection that
-    /// puts something new in the log for the next read to hold.
-    fn probe_beside(path: &std::path::Path) -> (Arc<Probe>, impl Fn(&Probe)) {
-        let other = rusqlite::Connection::open(path).expect("open");
+    /// A store on a new file whose long reads a [`Probe`] on another connection watches,
+    /// and a write from that connection that puts something new in the log for the next
+    /// read to hold.
+    fn store_with_probe() -> (
+        tempfile::TempDir,
+        crate::store::Store,
+        Arc<Probe>,
+        impl Fn(&Probe),
+    ) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("probed.sqlite");
+        let mut store = crate::store::Store::open(&path).expect("open");
+        let other = rusqlite::Connection::open(&path).expect("open");
         // Asked without waiting: a snapshot still open answers busy at once.
         other
             .busy_timeout(std::time::Duration::ZERO)
@@ -606,13 +607,14 @@ mod tests {
             other: std::sync::Mutex::new(other),
             held: Default::default(),
         });
+        store.watch_long_reads(probe.clone());
         let write = |probe: &Probe| {
             let other = probe.other.lock().expect("other");
             other
                 .execute_batch("INSERT INTO probe VALUES (1)")
                 .expect("write");
         };
-        (probe, write)
+        (dir, store, probe, write)
     }
 
     /// When told a read ended, tries to start the log over from another connection without
