@@ -26,7 +26,7 @@ pub fn parse_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiE
 /// serde does not is a whole number written with a fraction, which serde refuses for an
 /// integer and reads as the same number for a float. That holds while no request type has a
 /// field of free JSON (`Value`) outside its `free_form` ones, where the fraction would be
-/// kept. Every other body, and every one serde refuses, is read through the fields, which
+/// kept (a test holds the API description's request bodies to it). Every other body, and every one serde refuses, is read through the fields, which
 /// also names what was wrong. Read straight, an order's bodies cost less than half as much
 /// (`cargo bench --bench coordinator -- bodies`).
 pub fn parse_body_with<T: serde::de::DeserializeOwned>(
