@@ -250,32 +250,30 @@ pub trait LongReads: Send + Sync {
 
 /// How a read's transaction begins, ends, and is undone when its end fails.
 pub(crate) struct ReadBounds {
-    pub begin: String,
-    pub end: String,
-    pub undo: Vec<String>,
+    pub begin: &'static str,
+    pub end: &'static str,
+    pub undo: &'static [&'static str],
 }
 
 impl ReadBounds {
     /// A read-only transaction of its own, one snapshot on either backend.
     pub(crate) fn snapshot(dialect: Dialect) -> ReadBounds {
         ReadBounds {
-            begin: dialect.begin_snapshot().to_string(),
-            end: "COMMIT".to_string(),
-            undo: vec!["ROLLBACK".to_string()],
+            begin: dialect.begin_snapshot(),
+            end: "COMMIT",
+            undo: &["ROLLBACK"],
         }
     }
 
-    /// A savepoint named `name`: a transaction of its own outside one, and inside one a
-    /// part of it that ends without ending it. Meant for a read run outside any
-    /// transaction, as readers run theirs: inside one, on PostgreSQL, the undo of an end
-    /// that failed would end the outer transaction too.
-    pub(crate) fn savepoint(name: &str) -> ReadBounds {
-        ReadBounds {
-            begin: format!("SAVEPOINT {name}"),
-            end: format!("RELEASE {name}"),
-            undo: vec![format!("ROLLBACK TO {name}"), format!("RELEASE {name}")],
-        }
-    }
+    /// A list's savepoint: a transaction of its own outside one, and inside one a part of
+    /// it that ends without ending it. Meant for a read run outside any transaction, as
+    /// readers run theirs: inside one, on PostgreSQL, the undo of an end that failed would
+    /// end the outer transaction too.
+    pub(crate) const LIST: ReadBounds = ReadBounds {
+        begin: "SAVEPOINT list",
+        end: "RELEASE list",
+        undo: &["ROLLBACK TO list", "RELEASE list"],
+    };
 }
 
 /// A long read under way, told ended when dropped, whatever ended it.
@@ -356,11 +354,11 @@ impl Store {
         read: impl FnOnce(&mut Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mark = if long { self.long_read() } else { None };
-        self.conn.batch(&bounds.begin)?;
+        self.conn.batch(bounds.begin)?;
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(self)));
-        let ended = self.conn.batch(&bounds.end);
+        let ended = self.conn.batch(bounds.end);
         if ended.is_err() {
-            for undo in &bounds.undo {
+            for undo in bounds.undo {
                 let _ = self.conn.batch(undo);
             }
         }

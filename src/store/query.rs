@@ -676,7 +676,7 @@ impl Queries for Store {
         // them never gives a page of one and a count of the other. A text search is a long
         // read: one that finds nothing asks every intent's text (150 ms on a million).
         let long = search_term(filter).is_some();
-        self.held_read(long, &super::ReadBounds::savepoint("list"), |s| {
+        self.held_read(long, &super::ReadBounds::LIST, |s| {
             s.list_in_one_snapshot(filter, sort, ascending, cursor, limit)
         })
     }
